@@ -1,0 +1,75 @@
+from django.contrib import admin
+
+from .models import Approval, Event, ModelCall, PlanVersion, Run, StepResult
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+class PlanVersionInline(ReadOnlyInline):
+    model = PlanVersion
+    fields = ("version", "author", "reason", "steps")
+    readonly_fields = fields
+
+
+class StepResultInline(ReadOnlyInline):
+    model = StepResult
+    fields = ("plan_version", "index", "status", "description")
+    readonly_fields = fields
+
+
+class ApprovalInline(ReadOnlyInline):
+    model = Approval
+    fields = ("gate", "action", "plan_version", "edited", "user", "feedback")
+    readonly_fields = fields
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ("id", "owner", "pattern", "status", "offline", "cost_usd", "calls", "created_at")
+    list_filter = ("status", "pattern", "offline")
+    search_fields = ("task", "owner__username")
+    readonly_fields = ("stage_seq", "stage_attempt", "lease_owner", "lease_expires_at",
+                       "last_event_seq", "created_at", "updated_at", "finished_at")
+    inlines = [PlanVersionInline, StepResultInline, ApprovalInline]
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    list_display = ("run", "seq", "kind", "message", "created_at")
+    list_filter = ("kind",)
+    raw_id_fields = ("run",)
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(admin.ModelAdmin):
+    list_display = ("run", "stage", "role", "model", "prompt_tokens", "completion_tokens",
+                    "cost_usd", "latency_ms", "error")
+    list_filter = ("role", "model")
+    raw_id_fields = ("run",)
+
+
+@admin.register(PlanVersion)
+class PlanVersionAdmin(admin.ModelAdmin):
+    list_display = ("run", "version", "author", "reason", "created_at")
+    raw_id_fields = ("run",)
+
+
+@admin.register(StepResult)
+class StepResultAdmin(admin.ModelAdmin):
+    list_display = ("run", "plan_version", "index", "status", "description")
+    list_filter = ("status",)
+    raw_id_fields = ("run",)
+
+
+@admin.register(Approval)
+class ApprovalAdmin(admin.ModelAdmin):
+    list_display = ("run", "gate", "action", "plan_version", "edited", "user", "created_at")
+    list_filter = ("action", "gate")
+    raw_id_fields = ("run",)

@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class AgentsAppConfig(AppConfig):
+    name = "agents_app"
+    verbose_name = "Agent runs"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.conf import settings
+
+        from .llm.gateway import set_offline_latency
+
+        set_offline_latency(settings.QUORUM_OFFLINE_LATENCY)

@@ -1,0 +1,84 @@
+"""The run page's live channel. The page renders from the database, connects, and says
+which event it has last (``{"after": N}``); the consumer then sends every event after N in
+order and keeps its own cursor, so a reconnect or a reload never loses or repeats one."""
+
+from __future__ import annotations
+
+import json
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from .events import group_name
+from .models import Event, Run
+from .views import render_live_update
+
+_PANELS_BY_KIND = {
+    "model_call": {"calls-panel"},
+    "plan_proposed": {"plan-panel"},
+    "plan_edited": {"plan-panel"},
+    "plan_decided": {"plan-panel"},
+    "plan_trimmed": {"plan-panel"},
+    "gate_opened": {"plan-panel"},
+    "step_completed": {"steps-panel"},
+    "step_failed": {"steps-panel"},
+    "run_finished": {"answer-panel", "steps-panel", "plan-panel"},
+    "run_cancelled": {"plan-panel"},
+    "budget_exceeded": {"plan-panel"},
+}
+BATCH = 200
+
+
+class RunConsumer(AsyncWebsocketConsumer):
+    async def connect(self):
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        self.run_id = int(self.scope["url_route"]["kwargs"]["pk"])
+        if not await self._owns(user):
+            await self.close(code=4404)
+            return
+        self.cursor: int | None = None
+        self.group = group_name(self.run_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+
+    async def disconnect(self, code):
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data=None, bytes_data=None):
+        try:
+            after = int(json.loads(text_data or "{}").get("after", 0))
+        except (ValueError, TypeError, AttributeError):
+            return
+        self.cursor = max(0, after)
+        await self._flush()
+
+    async def run_event(self, message):
+        if self.cursor is not None and message.get("seq", 0) > self.cursor:
+            await self._flush()
+
+    async def _flush(self):
+        while True:
+            html, newest = await self._render_after(self.cursor)
+            if newest is None:
+                return
+            self.cursor = newest
+            await self.send(text_data=html)
+
+    @database_sync_to_async
+    def _owns(self, user) -> bool:
+        return Run.objects.filter(pk=self.run_id, owner=user).exists()
+
+    @database_sync_to_async
+    def _render_after(self, cursor: int):
+        events = list(Event.objects.filter(run_id=self.run_id, seq__gt=cursor).order_by("seq")[:BATCH])
+        if not events:
+            return "", None
+        run = Run.objects.get(pk=self.run_id)
+        panels = {"header"}
+        for e in events:
+            panels |= _PANELS_BY_KIND.get(e.kind, set())
+        return render_live_update(run, events, panels), events[-1].seq

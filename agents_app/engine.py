@@ -1,0 +1,408 @@
+"""The run engine: advances durable runs one stage at a time.
+
+Every transition is claimed. A worker takes a *lease* on a runnable run with a conditional
+update, runs the pattern's stage, and commits the result only if it still holds the lease
+and the run's ``stage_seq`` is unchanged; the commit bumps ``stage_seq``. A task delivered
+twice finds the lease taken or the stage gone and does nothing. A worker killed mid-stage
+leaves a lease that is recovered when a worker restarts (or expires for the sweeper); the
+stage then runs again, replaying the model calls it had already journaled, so no call is
+paid or recorded twice and no step is recorded twice (steps are written with the commit).
+
+A gate commits the run as ``awaiting_<gate>`` and ends the task; a decision is recorded
+by ``decide`` (under a row lock, checked against the ``stage_seq`` the person saw) and
+enqueues the continuation.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from . import records
+from .events import append_events
+from .llm.gateway import CallOutcome, Gateway, GatewayConfig, is_offline, redact
+from .models import RUNNABLE, TERMINAL, ModelCall, Run, Status, gate_status
+from .patterns import get_pattern
+from .patterns.base import (
+    BudgetExceeded,
+    Cancelled,
+    Decision,
+    Event,
+    ModelError,
+    RunStopped,
+    StageResult,
+    TimeLimitExceeded,
+)
+
+log = logging.getLogger("quorum.engine")
+
+_identity = {"node": f"{socket.gethostname()}-{os.getpid()}", "boot": uuid.uuid4().hex[:12]}
+
+
+def set_worker_identity(node: str) -> None:
+    """Called when a Celery worker starts: leases carry its node name and this boot's id."""
+    _identity["node"] = node
+
+
+def _lease_token() -> str:
+    return f"{_identity['node']}|{_identity['boot']}|{threading.get_ident()}"
+
+
+def _lease_until():
+    return timezone.now() + timedelta(seconds=settings.QUORUM_STAGE_LEASE_SECONDS)
+
+
+class LeaseLost(Exception):
+    """Another worker owns this run now; drop the stage's result."""
+
+
+class StaleDecision(Exception):
+    """The run is no longer at the gate the person saw."""
+
+
+# --- scheduling ------------------------------------------------------------------------------
+def schedule(run_id: int) -> None:
+    from .tasks import advance_run
+
+    try:
+        advance_run.delay(run_id)
+    except Exception as exc:  # broker away: the sweeper picks the run up later
+        log.warning("could not enqueue run %s: %s", run_id, exc)
+
+
+def _schedule_on_commit(run_id: int, enqueue: bool) -> None:
+    if enqueue:
+        transaction.on_commit(lambda: schedule(run_id))
+
+
+# --- creating a run --------------------------------------------------------------------------
+def gateway_config(routes: dict[str, str]) -> GatewayConfig:
+    return GatewayConfig(
+        routes=routes,
+        timeout=settings.QUORUM_LLM_TIMEOUT,
+        max_retries=settings.QUORUM_LLM_MAX_RETRIES,
+        retry_base_delay=settings.QUORUM_LLM_RETRY_BASE_DELAY,
+        allow_network=settings.QUORUM_ALLOW_MODEL_REQUESTS,
+        api_base=getattr(settings, "QUORUM_API_BASE", ""),
+    )
+
+
+def create_run(owner, pattern_name: str, task: str, *, options: dict, models: dict[str, str],
+               max_cost_usd: Decimal | None = None, max_tokens: int | None = None,
+               enqueue: bool = True) -> Run:
+    pattern = get_pattern(pattern_name)
+    state = pattern.initial_state(task, options)
+    with transaction.atomic():
+        run = Run.objects.create(
+            owner=owner, pattern=pattern.name, task=task, status=Status.QUEUED,
+            stage=pattern.first_stage(state), state=state, options=state.get("options", options),
+            models_used=models, offline=any(is_offline(m) for m in models.values()),
+            max_cost_usd=max_cost_usd, max_tokens=max_tokens)
+        who = "offline model" if run.offline else ", ".join(sorted(set(models.values())))
+        append_events(run.pk, [Event("run_created", f"{owner} started a {pattern.label} run "
+                                     f"({who}).", {"models": models})])
+        _schedule_on_commit(run.pk, enqueue)
+    return run
+
+
+# --- the journal: model calls persisted, replayed, and gated by limits ------------------------
+@dataclass
+class _Limits:
+    max_cost: Decimal | None
+    max_tokens: int | None
+    max_seconds: float
+    active_before: float
+
+
+class DbJournal:
+    def __init__(self, run: Run, stage: str, token: str):
+        self.run_id = run.pk
+        self.stage = stage
+        self.token = token
+        self.limits = _Limits(run.max_cost_usd, run.max_tokens, settings.QUORUM_MAX_RUN_SECONDS,
+                              run.active_seconds)
+        self.started = time.monotonic()
+        self.existing = {c.key: c for c in ModelCall.objects.filter(run_id=run.pk, stage=stage)}
+
+    def replay(self, key: str) -> CallOutcome | None:
+        c = self.existing.get(key)
+        if c is None:
+            return None
+        return CallOutcome(role=c.role, model=c.model, messages=c.messages, response=c.response,
+                           prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
+                           cost_usd=float(c.cost_usd), latency_ms=c.latency_ms,
+                           attempts=c.attempts, error=c.error, retryable=c.retryable)
+
+    def before_call(self, key: str, role: str, model: str) -> None:
+        row = Run.objects.filter(pk=self.run_id).values(
+            "lease_owner", "cancel_requested", "cost_usd", "prompt_tokens",
+            "completion_tokens").get()
+        if row["lease_owner"] != self.token:
+            raise LeaseLost()
+        if row["cancel_requested"]:
+            raise Cancelled("Cancelled on request, before the next model call.")
+        lim = self.limits
+        spent = row["cost_usd"]
+        tokens = row["prompt_tokens"] + row["completion_tokens"]
+        if lim.max_cost is not None and spent >= lim.max_cost:
+            raise BudgetExceeded(f"Budget exceeded: spent ${spent:.4f} of the ${lim.max_cost:.4f} "
+                                 f"allowed ({tokens:,} tokens). Stopped before the {role} call.")
+        if lim.max_tokens is not None and tokens >= lim.max_tokens:
+            raise BudgetExceeded(f"Budget exceeded: used {tokens:,} of the {lim.max_tokens:,} tokens "
+                                 f"allowed (${spent:.4f}). Stopped before the {role} call.")
+        elapsed = lim.active_before + time.monotonic() - self.started
+        if elapsed > lim.max_seconds:
+            raise TimeLimitExceeded(f"Time limit reached: {elapsed:.0f} s of work, the limit is "
+                                    f"{lim.max_seconds:.0f} s. Stopped before the {role} call.")
+        Run.objects.filter(pk=self.run_id, lease_owner=self.token).update(
+            lease_expires_at=_lease_until())
+
+    def record(self, key: str, o: CallOutcome) -> None:
+        with transaction.atomic():
+            ModelCall.objects.create(
+                run_id=self.run_id, stage=self.stage, key=key, role=o.role, model=o.model,
+                messages=o.messages, response=o.response, prompt_tokens=o.prompt_tokens,
+                completion_tokens=o.completion_tokens, cost_usd=Decimal(str(o.cost_usd)),
+                latency_ms=o.latency_ms, attempts=o.attempts, error=redact(o.error),
+                retryable=o.retryable)
+            Run.objects.filter(pk=self.run_id).update(
+                cost_usd=F("cost_usd") + Decimal(str(o.cost_usd)),
+                prompt_tokens=F("prompt_tokens") + o.prompt_tokens,
+                completion_tokens=F("completion_tokens") + o.completion_tokens,
+                calls=F("calls") + 1)
+            tokens = o.prompt_tokens + o.completion_tokens
+            if o.error:
+                msg = f"{o.role} call to {o.model} failed after {o.attempts} attempt(s): {o.error}"
+            else:
+                msg = (f"{o.role} · {o.model}: {tokens:,} tokens, ${o.cost_usd:.4f}, "
+                       f"{o.latency_ms} ms")
+            append_events(self.run_id, [Event("model_call", msg, {
+                "role": o.role, "model": o.model, "tokens": tokens, "error": bool(o.error)})])
+
+
+# --- advancing a run ---------------------------------------------------------------------------
+def _claim(run_id: int, token: str) -> bool:
+    now = timezone.now()
+    return Run.objects.filter(pk=run_id, status__in=RUNNABLE).filter(
+        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
+    ).update(lease_owner=token, lease_expires_at=_lease_until(),
+             stage_attempt=F("stage_attempt") + 1) == 1
+
+
+def advance(run_id: int, *, enqueue: bool = True) -> bool:
+    """Run the run's current stage if it can be claimed. True if another stage is ready."""
+    token = _lease_token()
+    if not _claim(run_id, token):
+        return False
+    run = Run.objects.get(pk=run_id)
+    pattern = get_pattern(run.pattern)
+    stage, seq = run.stage, run.stage_seq
+    if run.cancel_requested:
+        return _stop(run_id, token, seq, Cancelled("Cancelled on request."))
+    with transaction.atomic():
+        if not Run.objects.filter(pk=run_id, lease_owner=token, status__in=RUNNABLE).update(
+                status=pattern.status_for(stage)):
+            return False
+        if run.stage_attempt > 1:
+            msg = f"Resuming stage {stage} (attempt {run.stage_attempt}) after an interruption."
+            append_events(run_id, [Event("stage_resumed", msg, {"stage": stage})])
+        else:
+            append_events(run_id, [Event("stage_started", describe_stage(stage),
+                                         {"stage": stage})])
+    started = time.monotonic()
+    try:
+        result = pattern.run_stage(stage, run.state, Gateway(
+            gateway_config(run.models_used), DbJournal(run, stage, token)))
+    except LeaseLost:
+        log.warning("run %s: lease lost during stage %s; result dropped", run_id, stage)
+        return False
+    except RunStopped as stop:
+        return _stop(run_id, token, seq, stop, elapsed=time.monotonic() - started)
+    except ModelError as exc:
+        result = StageResult(state=run.state, outcome="failed", error=f"Stage {stage}: {exc}")
+    except Exception as exc:  # a bug must fail the run with a reason, not kill the worker
+        log.exception("run %s: stage %s crashed", run_id, stage)
+        result = StageResult(state=run.state, outcome="failed",
+                             error=f"Internal error in stage {stage}: {type(exc).__name__}: {exc}")
+    return _commit(run_id, token, seq, result, time.monotonic() - started, enqueue)
+
+
+def describe_stage(stage: str) -> str:
+    kind, *args = stage.split(":")
+    if kind == "plan":
+        return f"The planner is writing plan v{args[0]}."
+    if kind == "step":
+        return f"The executor is working on step {int(args[1]) + 1} (plan v{args[0]})."
+    if kind == "synthesize":
+        return "The synthesizer is writing the answer."
+    if kind == "direct":
+        return "Answering directly."
+    return f"Stage {stage} started."
+
+
+def _locked_run(run_id: int, token: str, seq: int) -> Run | None:
+    return Run.objects.select_for_update().filter(pk=run_id, lease_owner=token,
+                                                  stage_seq=seq).first()
+
+
+def _commit(run_id, token, seq, result: StageResult, elapsed: float, enqueue: bool) -> bool:
+    with transaction.atomic():
+        run = _locked_run(run_id, token, seq)
+        if run is None:
+            log.warning("run %s: stage result dropped, the run moved on", run_id)
+            return False
+        pattern = get_pattern(run.pattern)
+        records.persist(run, result.records)
+        run.state = result.state
+        run.stage_seq += 1
+        run.stage_attempt = 0
+        run.lease_owner, run.lease_expires_at = "", None
+        run.active_seconds += elapsed
+        events = list(result.events)
+        if result.outcome:
+            run.status = Status.COMPLETED if result.outcome == "completed" else Status.FAILED
+            run.stage, run.gate = "", ""
+            run.answer = result.answer or ""
+            run.error = result.error
+            run.finished_at = timezone.now()
+            events.append(Event("run_finished", "Run completed." if run.status == Status.COMPLETED
+                                else f"Run failed: {result.error}", {"status": run.status}))
+        elif result.gate:
+            run.status = gate_status(result.gate.kind)
+            run.gate = result.gate.kind
+            run.stage = result.next_stage or ""
+            events.append(Event("gate_opened", gate_message(result.gate.kind),
+                                {"gate": result.gate.kind, **result.gate.payload}))
+        else:
+            run.status = pattern.status_for(result.next_stage)
+            run.stage = result.next_stage
+        run.save(update_fields=["state", "stage_seq", "stage_attempt", "lease_owner",
+                                "lease_expires_at", "active_seconds", "status", "stage", "gate",
+                                "answer", "error", "finished_at", "updated_at"])
+        append_events(run_id, events)
+        runnable = run.status in RUNNABLE
+        _schedule_on_commit(run_id, enqueue and runnable)
+    return runnable
+
+
+def gate_message(gate: str) -> str:
+    if gate == "plan_approval":
+        return "Waiting for you: approve, edit or reject the plan."
+    return f"Waiting for a decision ({gate})."
+
+
+def _stop(run_id, token, seq, stop: RunStopped, elapsed: float = 0.0) -> bool:
+    with transaction.atomic():
+        run = _locked_run(run_id, token, seq)
+        if run is None:
+            return False
+        _finish(run, stop.status, str(stop), elapsed)
+    return False
+
+
+def _finish(run: Run, status: str, reason: str, elapsed: float = 0.0) -> None:
+    run.status = status
+    run.error = "" if status == Status.CANCELLED else reason
+    run.stage, run.gate = "", ""
+    run.stage_seq += 1
+    run.lease_owner, run.lease_expires_at = "", None
+    run.active_seconds += elapsed
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "error", "stage", "gate", "stage_seq", "lease_owner",
+                            "lease_expires_at", "active_seconds", "finished_at", "updated_at"])
+    kind = {Status.CANCELLED: "run_cancelled", Status.BUDGET_EXCEEDED: "budget_exceeded"}.get(
+        status, "run_finished")
+    append_events(run.pk, [Event(kind, reason, {"status": status})])
+
+
+# --- people's actions ------------------------------------------------------------------------
+def decide(run: Run, user, expected_seq: int, decision: Decision, *, enqueue: bool = True) -> Run:
+    """Apply a decision at the run's gate. Raises StaleDecision or InvalidDecision."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if not locked.is_waiting or locked.stage_seq != expected_seq:
+            raise StaleDecision("This run is no longer waiting for that decision: it was "
+                                "decided already, cancelled, or the page is out of date.")
+        pattern = get_pattern(locked.pattern)
+        result = pattern.decide(locked.gate, locked.state, decision)
+        records.persist(locked, result.records, user=user)
+        locked.state = result.state
+        locked.stage = result.next_stage
+        locked.status = pattern.status_for(result.next_stage)
+        locked.gate = ""
+        locked.stage_seq += 1
+        locked.save(update_fields=["state", "stage", "status", "gate", "stage_seq", "updated_at"])
+        append_events(locked.pk, result.events)
+        _schedule_on_commit(locked.pk, enqueue)
+    return locked
+
+
+def cancel(run: Run, user) -> str:
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.status in TERMINAL:
+            return "This run has already finished."
+        lease_active = locked.lease_owner and locked.lease_expires_at and \
+            locked.lease_expires_at > timezone.now()
+        if locked.is_waiting or not lease_active:
+            _finish(locked, Status.CANCELLED, f"Cancelled by {user}.")
+            return "Run cancelled."
+        Run.objects.filter(pk=locked.pk).update(cancel_requested=True)
+        append_events(locked.pk, [Event("cancel_requested", f"{user} asked to cancel: the run "
+                                        "stops before its next model call.")])
+        return "Cancelling: the run stops before its next model call."
+
+
+# --- recovery ----------------------------------------------------------------------------------
+def recover_after_restart(node: str, *, enqueue: bool = True) -> list[int]:
+    """Free the leases an earlier incarnation of this worker node held, and requeue them."""
+    prefix = f"{node}|"
+    current = f"{node}|{_identity['boot']}|"
+    ids = list(Run.objects.filter(status__in=RUNNABLE, lease_owner__startswith=prefix)
+               .exclude(lease_owner__startswith=current).values_list("pk", flat=True))
+    for run_id in ids:
+        Run.objects.filter(pk=run_id, lease_owner__startswith=prefix).exclude(
+            lease_owner__startswith=current).update(lease_owner="", lease_expires_at=None)
+        if enqueue:
+            schedule(run_id)
+    if ids:
+        log.info("recovered %d run(s) interrupted on %s: %s", len(ids), node, ids)
+    return ids
+
+
+def sweep(*, idle_seconds: float = 120.0, enqueue: bool = True) -> list[int]:
+    """Requeue runnable runs whose lease expired, or that sat unclaimed (a lost message)."""
+    now = timezone.now()
+    stuck = Run.objects.filter(status__in=RUNNABLE).filter(
+        Q(lease_expires_at__lt=now)
+        | Q(lease_expires_at__isnull=True, updated_at__lt=now - timedelta(seconds=idle_seconds)))
+    ids = list(stuck.values_list("pk", flat=True)[:1000])
+    for run_id in ids:
+        Run.objects.filter(pk=run_id, lease_expires_at__lt=now).update(lease_owner="",
+                                                                       lease_expires_at=None)
+        Run.objects.filter(pk=run_id).update(updated_at=now)
+        if enqueue:
+            schedule(run_id)
+    if ids:
+        log.info("sweeper requeued %d run(s): %s", len(ids), ids)
+    return ids
+
+
+def run_inline(run_id: int, max_stages: int = 1000) -> Run:
+    """Advance a run in this process until it waits, ends, or is claimed elsewhere."""
+    for _ in range(max_stages):
+        if not advance(run_id, enqueue=False):
+            break
+    return Run.objects.get(pk=run_id)

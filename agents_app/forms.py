@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django import forms
+from django.conf import settings
+
+from .llm.gateway import check_model_name
+from .models import Status
+from .patterns import PATTERNS
+
+
+class StartRunForm(forms.Form):
+    pattern = forms.ChoiceField(choices=[(p.name, p.label) for p in PATTERNS.values()])
+    task = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "placeholder":
+                           "What should the agents do? e.g. Compare three vector databases, "
+                           "then recommend one for a small team."}))
+    model_planner = forms.CharField(label="Planner model", required=False)
+    model_executor = forms.CharField(label="Executor model", required=False)
+    model_synthesizer = forms.CharField(label="Synthesizer model", required=False)
+    max_cost_usd = forms.DecimalField(label="Max cost (USD)", min_value=Decimal("0.0001"),
+                                      max_value=Decimal("1000"), decimal_places=4, required=False)
+    max_tokens = forms.IntegerField(label="Max tokens", min_value=100, max_value=50_000_000,
+                                    required=False)
+    max_steps = forms.IntegerField(label="Max steps", min_value=1, max_value=30, required=False)
+    max_replans = forms.IntegerField(label="Max replans", min_value=0, max_value=10, required=False)
+    auto_approve = forms.BooleanField(label="Auto-approve the plan", required=False)
+    complexity_gate = forms.BooleanField(label="Skip planning for simple tasks", required=False)
+
+    ROLE_FIELDS = {"planner": "model_planner", "executor": "model_executor",
+                   "synthesizer": "model_synthesizer"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for role, name in self.ROLE_FIELDS.items():
+            default = settings.QUORUM_ROLE_MODELS[role]
+            self.fields[name].widget.attrs["placeholder"] = default
+            self.fields[name].help_text = f"Default: {default}"
+        self.fields["max_cost_usd"].widget.attrs["placeholder"] = settings.QUORUM_DEFAULT_MAX_COST_USD
+        self.fields["max_tokens"].widget.attrs["placeholder"] = settings.QUORUM_DEFAULT_MAX_TOKENS
+        self.fields["max_steps"].widget.attrs["placeholder"] = settings.QUORUM_MAX_STEPS
+        self.fields["max_replans"].widget.attrs["placeholder"] = settings.QUORUM_MAX_REPLANS
+
+    def clean_task(self):
+        task = self.cleaned_data["task"].strip()
+        limit = settings.QUORUM_MAX_TASK_CHARS
+        if not task:
+            raise forms.ValidationError("Describe the task.")
+        if len(task) > limit:
+            raise forms.ValidationError(f"The task is {len(task):,} characters; the limit is "
+                                        f"{limit:,}.")
+        return task
+
+    def clean(self):
+        data = super().clean()
+        for role, name in self.ROLE_FIELDS.items():
+            value = (data.get(name) or "").strip()
+            if value:
+                problem = check_model_name(value)
+                if problem:
+                    self.add_error(name, problem)
+        return data
+
+    def models(self) -> dict[str, str]:
+        d = self.cleaned_data
+        return {role: (d.get(name) or "").strip() or settings.QUORUM_ROLE_MODELS[role]
+                for role, name in self.ROLE_FIELDS.items()}
+
+    def options(self) -> dict:
+        d = self.cleaned_data
+        return {
+            "auto_approve": d["auto_approve"],
+            "complexity_gate": d["complexity_gate"],
+            "max_steps": d.get("max_steps") or settings.QUORUM_MAX_STEPS,
+            "max_replans": settings.QUORUM_MAX_REPLANS if d.get("max_replans") is None
+            else d["max_replans"],
+        }
+
+    def budget(self) -> tuple[Decimal, int]:
+        d = self.cleaned_data
+        cost = d.get("max_cost_usd") or Decimal(str(settings.QUORUM_DEFAULT_MAX_COST_USD))
+        return cost, d.get("max_tokens") or settings.QUORUM_DEFAULT_MAX_TOKENS
+
+
+class HistoryFilterForm(forms.Form):
+    status = forms.ChoiceField(choices=[("", "Any status"), *Status.choices], required=False)
+    pattern = forms.ChoiceField(choices=[("", "Any pattern"),
+                                         *[(p.name, p.label) for p in PATTERNS.values()]],
+                                required=False)
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+
+class PlanDecisionForm(forms.Form):
+    """The plan gate. ``steps`` (repeated) carries the edited plan; ``seq`` the state seen."""
+
+    action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    seq = forms.IntegerField(min_value=0)
+    feedback = forms.CharField(required=False, max_length=4000)
+
+    def __init__(self, *args, plan: dict | None = None, max_steps: int = 10, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.plan = plan
+        self.max_steps = max_steps
+
+    def edited_steps(self) -> list[str] | None:
+        if "steps" not in self.data:
+            return None
+        return list(self.data.getlist("steps"))
+

@@ -1,0 +1,317 @@
+"""The one module that talks to LiteLLM.
+
+It owns role → model routing, structured output (JSON-schema response format where the
+model supports it, otherwise schema instructions in the prompt; then parse → repair → one
+retry that shows the model its error), timeouts, retries with backoff on 429/5xx, usage and
+cost, the built-in offline provider, and the single place every call is logged.
+
+No Django here: the engine passes a ``Journal`` that persists calls, replays the calls of a
+stage that is executed again, and may stop the run between calls (cancel, budget, time).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import urlparse
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm  # noqa: E402
+from litellm import CustomLLM, ModelResponse  # noqa: E402
+from litellm.types.utils import Usage  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
+
+from ..patterns.base import ModelError, Reply, StructuredOutputError  # noqa: E402
+from ..patterns.structured import ParseError, parse_structured, schema_instructions  # noqa: E402
+from . import offline  # noqa: E402
+
+log = logging.getLogger("quorum.llm")
+litellm.suppress_debug_info = True
+litellm.telemetry = False
+
+OFFLINE_PROVIDER = "offline"
+OFFLINE_MODELS = ("offline/default",)
+
+_RETRYABLE = (
+    litellm.RateLimitError,
+    litellm.InternalServerError,
+    litellm.ServiceUnavailableError,
+    litellm.BadGatewayError,
+    litellm.APIConnectionError,
+    litellm.Timeout,
+)
+_SECRET = re.compile(r"(sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|(?i:bearer)\s+[A-Za-z0-9._-]{12,})")
+
+
+def redact(text: str) -> str:
+    """Blank anything that looks like an API key before it is stored, shown or logged."""
+    return _SECRET.sub("[redacted]", text)
+
+
+# --- the offline provider ---------------------------------------------------------------------
+class _OfflineProvider(CustomLLM):
+    latency = 0.0
+
+    def completion(self, model, messages, *args, **kwargs) -> ModelResponse:
+        params = kwargs.get("litellm_params") or {}
+        meta = params.get("metadata") or {}
+        if self.latency:
+            time.sleep(min(self.latency, float(kwargs.get("timeout") or self.latency)))
+        text = offline.reply(meta.get("quorum_role", ""), meta.get("quorum_schema"), messages)
+        prompt_tokens = sum(len(m.get("content", "")) for m in messages) // 4
+        completion_tokens = len(text) // 4
+        return ModelResponse(
+            model=f"{OFFLINE_PROVIDER}/{model}",
+            choices=[{"index": 0, "finish_reason": "stop",
+                      "message": {"role": "assistant", "content": text}}],
+            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                        total_tokens=prompt_tokens + completion_tokens),
+        )
+
+
+_offline_provider = _OfflineProvider()
+litellm.custom_provider_map = [
+    *[p for p in litellm.custom_provider_map if p.get("provider") != OFFLINE_PROVIDER],
+    {"provider": OFFLINE_PROVIDER, "custom_handler": _offline_provider},
+]
+litellm.register_model({
+    name: {"litellm_provider": OFFLINE_PROVIDER, "mode": "chat", "max_tokens": 32768,
+           "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+           "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
+           "supports_response_schema": True}
+    for name in OFFLINE_MODELS
+})
+
+
+def set_offline_latency(seconds: float) -> None:
+    """A fixed delay per offline call, for benchmarks and worker tests."""
+    _offline_provider.latency = seconds
+
+
+def is_offline(model: str) -> bool:
+    return model.startswith(OFFLINE_PROVIDER + "/")
+
+
+def check_model_name(model: str) -> str | None:
+    """None when LiteLLM can route ``model``; otherwise a message for the person."""
+    model = model.strip()
+    if not model:
+        return "Give a model name."
+    if is_offline(model):
+        return None if model in OFFLINE_MODELS else f"The offline provider has only {', '.join(OFFLINE_MODELS)}."
+    if model in litellm.model_cost:
+        return None
+    provider = model.split("/", 1)[0] if "/" in model else ""
+    if provider and provider in litellm.provider_list and model.split("/", 1)[1]:
+        return None
+    return (f"Unknown model “{model}”. Use a name from LiteLLM's model list (e.g. gpt-4o-mini) "
+            "or prefix the provider (e.g. ollama/llama3, openai/my-model).")
+
+
+def _supports_schema(model: str) -> bool:
+    try:
+        return bool(litellm.supports_response_schema(model=model))
+    except Exception:  # unknown to the price map: fall back to instructions in the prompt
+        return False
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# --- journal and call outcome ------------------------------------------------------------------
+@dataclass
+class CallOutcome:
+    role: str
+    model: str
+    messages: list[dict[str, str]]
+    response: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: int = 0
+    attempts: int = 1
+    error: str = ""
+    retryable: bool = False
+
+
+class Journal(Protocol):
+    def replay(self, key: str) -> CallOutcome | None: ...
+
+    def before_call(self, key: str, role: str, model: str) -> None: ...
+
+    def record(self, key: str, outcome: CallOutcome) -> None: ...
+
+
+class NullJournal:
+    def replay(self, key):
+        return None
+
+    def before_call(self, key, role, model):
+        return None
+
+    def record(self, key, outcome):
+        return None
+
+
+@dataclass
+class GatewayConfig:
+    routes: dict[str, str]
+    timeout: float = 120.0
+    max_retries: int = 2
+    retry_base_delay: float = 1.0
+    allow_network: bool = True
+    api_base: str = ""  # an OpenAI-compatible base URL for every non-offline call
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Gateway:
+    """A ``ModelClient`` that routes roles to models and calls them through LiteLLM."""
+
+    def __init__(self, config: GatewayConfig, journal: Journal | None = None):
+        self.config = config
+        self.journal = journal or NullJournal()
+        self._keys: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def model_for(self, role: str) -> str:
+        try:
+            return self.config.routes[role]
+        except KeyError:
+            raise ModelError(f"no model is configured for the role {role!r}") from None
+
+    def _key(self, role: str, key: str | None) -> str:
+        base = key or role
+        with self._lock:
+            n = self._keys.get(base, 0)
+            self._keys[base] = n + 1
+        return base if n == 0 else f"{base}#{n}"
+
+    # --- the client contract ----------------------------------------------------------------
+    def complete(self, role, messages, *, schema: type[BaseModel] | None = None, key=None) -> Reply:
+        model = self.model_for(role)
+        key = self._key(role, key)
+        if schema is None:
+            return Reply(text=self._call(key, role, model, messages).response)
+        native = _supports_schema(model)
+        msgs = list(messages)
+        response_format = None
+        if native:
+            response_format = {"type": "json_schema", "json_schema": {
+                "name": schema.__name__, "schema": schema.model_json_schema(), "strict": False}}
+        else:
+            msgs = [*msgs, {"role": "user", "content": schema_instructions(schema)}]
+        first = self._call(key, role, model, msgs, schema=schema, response_format=response_format)
+        try:
+            return Reply(text=first.response, data=parse_structured(first.response, schema))
+        except ParseError as exc:
+            problem = str(exc)
+        retry_msgs = [*msgs, {"role": "assistant", "content": first.response},
+                      {"role": "user", "content": (
+                          f"That reply could not be used: {problem}. Reply again with only the "
+                          f"JSON object, valid against the {schema.__name__} schema.")}]
+        second = self._call(f"{key}/retry", role, model, retry_msgs, schema=schema,
+                            response_format=response_format)
+        try:
+            return Reply(text=second.response, data=parse_structured(second.response, schema))
+        except ParseError as exc:
+            raise StructuredOutputError(
+                f"The {role} model ({model}) did not return a valid {schema.__name__} "
+                f"after one retry: {exc}") from exc
+
+    # --- one logical call (with its retries) ----------------------------------------------------
+    def _call(self, key, role, model, messages, *, schema=None, response_format=None) -> CallOutcome:
+        outcome = self.journal.replay(key)
+        if outcome is None:
+            self.journal.before_call(key, role, model)
+            outcome = self._invoke(role, model, messages, schema, response_format)
+            self.journal.record(key, outcome)
+            log.info("model call key=%s role=%s model=%s tokens=%d+%d cost=$%.6f latency=%dms "
+                     "attempts=%d%s", key, role, model, outcome.prompt_tokens,
+                     outcome.completion_tokens, outcome.cost_usd, outcome.latency_ms,
+                     outcome.attempts, f" error={outcome.error}" if outcome.error else "")
+        if outcome.error:
+            raise ModelError(outcome.error, retryable=outcome.retryable)
+        return outcome
+
+    def _invoke(self, role, model, messages, schema, response_format) -> CallOutcome:
+        cfg = self.config
+        outcome = CallOutcome(role=role, model=model, messages=messages)
+        kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": cfg.timeout,
+                                  "num_retries": 0, **cfg.extra}
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        if is_offline(model):
+            kwargs["metadata"] = {"quorum_role": role,
+                                  "quorum_schema": schema.__name__ if schema else None}
+        else:
+            base = cfg.api_base or os.environ.get("OPENAI_API_BASE", "")
+            if cfg.api_base:
+                kwargs["api_base"] = cfg.api_base
+            if not cfg.allow_network and not (base and _is_loopback(base)):
+                outcome.error = (f"Model requests are blocked here (QUORUM_ALLOW_MODEL_REQUESTS"
+                                 f" is false): refusing to call {model}.")
+                outcome.attempts = 0
+                return outcome
+        started = time.monotonic()
+        for attempt in range(1, cfg.max_retries + 2):
+            outcome.attempts = attempt
+            try:
+                response = litellm.completion(**kwargs)
+            except _RETRYABLE as exc:
+                outcome.error, outcome.retryable = redact(_describe(exc)), True
+                if attempt > cfg.max_retries:
+                    break
+                time.sleep(_backoff(exc, attempt, cfg.retry_base_delay))
+                continue
+            except Exception as exc:  # terminal: auth, bad request, unknown model, ...
+                outcome.error, outcome.retryable = redact(_describe(exc)), False
+                break
+            outcome.error, outcome.retryable = "", False
+            outcome.response = response.choices[0].message.content or ""
+            usage = getattr(response, "usage", None)
+            outcome.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+            outcome.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+            outcome.cost_usd = _cost(response, model)
+            break
+        outcome.latency_ms = int((time.monotonic() - started) * 1000)
+        return outcome
+
+
+def _describe(exc: Exception) -> str:
+    name = type(exc).__name__
+    message = str(exc).replace("litellm.", "").strip()
+    return f"{name}: {message[:800]}"
+
+
+def _backoff(exc: Exception, attempt: int, base: float) -> float:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    try:
+        retry_after = float(headers.get("retry-after", ""))
+        return min(retry_after, 60.0)
+    except (TypeError, ValueError):
+        return base * (2 ** (attempt - 1))
+
+
+def _cost(response, model: str) -> float:
+    if is_offline(model):
+        return 0.0
+    try:
+        return float(litellm.completion_cost(completion_response=response, model=model) or 0.0)
+    except Exception:  # a model missing from the price map costs "unknown"; count it as 0
+        log.warning("no price known for %s; its cost is counted as 0", model)
+        return 0.0

@@ -1,0 +1,139 @@
+"""The built-in offline model: deterministic, schema-valid replies with no provider at all.
+
+It does no reasoning. It reads the sections our prompts are made of ("## Task", "## Current
+step", ...) and answers each role in the shape asked for, so every page and gate of the app
+can be used without an API key. Its text says plainly that it came from the offline model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_SECTION = re.compile(r"^## (.+?)\n(.*?)(?=^## |\Z)", re.MULTILINE | re.DOTALL)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$", re.MULTILINE)
+_SEQUENCE_SPLIT = re.compile(
+    r"(?:;|\.\s+|,?\s+(?:and\s+)?\b(?:then|after that|afterwards|finally|next)\b\s*,?\s*)",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_-]{3,}")
+_STOP = set(
+    "this that with from into your what when then than them they their there have will "
+    "would should could about after before write make each step steps task plan using "
+    "also just only some more most very such which while where finally first second".split()
+)
+LABEL = "_Offline model: a deterministic stand-in with no language model behind it._"
+
+
+def sections(messages: list[dict[str, str]]) -> dict[str, str]:
+    text = "\n".join(m.get("content", "") for m in messages if m.get("role") == "user")
+    return {m.group(1).strip(): m.group(2).strip() for m in _SECTION.finditer(text)}
+
+
+def _find(secs: dict[str, str], prefix: str) -> str:
+    for title, body in secs.items():
+        if title.lower().startswith(prefix.lower()):
+            return body
+    return ""
+
+
+def _clip(text: str, n: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def key_terms(text: str, n: int = 6) -> list[str]:
+    seen: list[str] = []
+    for word in _WORD.findall(text):
+        w = word.lower()
+        if w not in _STOP and w not in seen:
+            seen.append(w)
+    return seen[:n]
+
+
+def split_task(task: str) -> list[str]:
+    """Concrete steps from the task's own structure: its list items or its sequence."""
+    items = [m.strip() for m in _LIST_ITEM.findall(task)]
+    if len(items) >= 2:
+        return items
+    parts = [p.strip(" .,") for p in _SEQUENCE_SPLIT.split(task) if p and p.strip(" .,")]
+    return parts if len(parts) >= 2 else []
+
+
+def _capitalise(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
+def plan(messages: list[dict[str, str]]) -> dict:
+    secs = sections(messages)
+    task = _find(secs, "Task")
+    feedback = _find(secs, "Feedback")
+    failed = _find(secs, "Failed step")
+    previous = [m.strip() for m in _LIST_ITEM.findall(_find(secs, "Previous plan"))]
+    subject = _clip(task, 80)
+    if failed:
+        failed_desc = failed.splitlines()[0]
+        steps = [f"Retry with a narrower scope: {failed_desc}",
+                 f"Check the result against the task: {subject}"]
+        reasoning = "The failed step is retried with a smaller scope, then checked."
+    elif previous:
+        steps = list(previous)
+    else:
+        steps = [_capitalise(s) for s in split_task(task)] or [
+            f"Pin down what the task asks for and what a complete answer contains: {subject}",
+            f"Work out the substance of the answer, covering {', '.join(key_terms(task, 4)) or 'each point'}",
+            "Check the draft against the task and list any gaps or assumptions",
+        ]
+        reasoning = "Steps follow the structure of the task as written."
+    if feedback:
+        # Feedback is taken into account in a way a person can see: it becomes a step of
+        # its own, before the final check when there is one.
+        extra = f"Address the feedback: {_clip(feedback, 200)}"
+        at = len(steps) - 1 if len(steps) > 1 else len(steps)
+        steps.insert(at, extra)
+        reasoning = f"Revised to take the feedback into account: \u201c{_clip(feedback, 120)}\u201d."
+    return {"goal": f"Answer: {subject}", "reasoning": reasoning, "steps": steps}
+
+
+def step_report(messages: list[dict[str, str]]) -> dict:
+    secs = sections(messages)
+    task = _find(secs, "Task")
+    current = _find(secs, "Current step")
+    earlier = _find(secs, "Outputs of earlier steps")
+    n_prior = len(re.findall(r"^### Step", earlier, re.MULTILINE))
+    terms = ", ".join(key_terms(current + " " + task)) or "none found"
+    output = (
+        f"**{current}**\n\n"
+        f"- Key terms: {terms}\n"
+        f"- Builds on {n_prior} earlier step{'s' if n_prior != 1 else ''}.\n"
+        f"- Task length: {len(task.split())} words.\n\n{LABEL}"
+    )
+    return {"output": output, "succeeded": True, "problem": ""}
+
+
+def synthesis(messages: list[dict[str, str]]) -> str:
+    secs = sections(messages)
+    task = _find(secs, "Task")
+    outputs = _find(secs, "Step outputs")
+    titles = re.findall(r"^### (.+)$", outputs, re.MULTILINE)
+    lines = "\n".join(f"{i}. {t}" for i, t in enumerate(titles, 1))
+    return (f"### Answer to: {_clip(task, 120)}\n\n"
+            f"The plan was carried out in {len(titles)} step{'s' if len(titles) != 1 else ''}:\n\n"
+            f"{lines}\n\n{LABEL} Set a provider key to get a real answer.")
+
+
+def direct(messages: list[dict[str, str]]) -> str:
+    task = _find(sections(messages), "Task")
+    return (f"### {_clip(task, 120)}\n\nKey terms: {', '.join(key_terms(task)) or 'none'}.\n\n"
+            f"{LABEL} Set a provider key to get a real answer.")
+
+
+def reply(role: str, schema_name: str | None, messages: list[dict[str, str]]) -> str:
+    """The offline model's reply text for a call of ``role`` asking for ``schema_name``."""
+    if schema_name == "PlanDraft":
+        return json.dumps(plan(messages))
+    if schema_name == "StepReport":
+        return json.dumps(step_report(messages))
+    if role == "synthesizer":
+        return synthesis(messages)
+    return direct(messages)

@@ -1,0 +1,214 @@
+"""Runs and everything they leave behind: events, model calls, plan versions, steps,
+decisions. A run is a durable state machine; see ``engine`` for how it advances."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+
+class Status(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    PLANNING = "planning", "Planning"
+    AWAITING_PLAN_APPROVAL = "awaiting_plan_approval", "Awaiting plan approval"
+    EXECUTING = "executing", "Executing"
+    SYNTHESIZING = "synthesizing", "Synthesizing"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+    BUDGET_EXCEEDED = "budget_exceeded", "Budget exceeded"
+
+
+RUNNABLE = (Status.QUEUED, Status.PLANNING, Status.EXECUTING, Status.SYNTHESIZING)
+TERMINAL = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.BUDGET_EXCEEDED)
+
+
+def gate_status(gate: str) -> str:
+    return f"awaiting_{gate}"
+
+
+class Run(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
+    pattern = models.CharField(max_length=40, db_index=True)
+    task = models.TextField()
+    status = models.CharField(max_length=40, choices=Status.choices, default=Status.QUEUED)
+    # The stage to run next (or the one waiting behind the gate) and the gate's kind.
+    stage = models.CharField(max_length=80, blank=True)
+    gate = models.CharField(max_length=40, blank=True)
+    state = models.JSONField(default=dict)
+    options = models.JSONField(default=dict)
+    models_used = models.JSONField(default=dict, help_text="role → model")
+    offline = models.BooleanField(default=False, help_text="Some role used the offline model")
+
+    max_cost_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    calls = models.PositiveIntegerField(default=0)
+
+    # Claims: every transition bumps stage_seq; a worker holds a lease while it runs a stage.
+    stage_seq = models.PositiveIntegerField(default=0)
+    stage_attempt = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    active_seconds = models.FloatField(default=0.0)
+    last_event_seq = models.PositiveIntegerField(default=0)
+
+    answer = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [
+            models.Index(fields=["owner", "-id"], name="run_owner_recent"),
+            models.Index(fields=["owner", "status", "-id"], name="run_owner_status"),
+            models.Index(fields=["owner", "pattern", "-id"], name="run_owner_pattern"),
+            models.Index(fields=["status", "lease_expires_at"], name="run_sweep"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Run {self.pk} ({self.pattern}, {self.status})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("run_detail", args=[self.pk])
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def is_waiting(self) -> bool:
+        return self.status.startswith("awaiting_")
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.finished_at:
+            return (self.finished_at - self.created_at).total_seconds()
+        return None
+
+
+class Event(models.Model):
+    """An ordered record of something that happened to a run; written before broadcast."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=40)
+    message = models.TextField()
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="event_seq_unique")]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.kind}"
+
+
+class ModelCall(models.Model):
+    """One logical model call (its retries included). Unique per run, stage and key, which
+    is what lets a stage executed again replay its calls instead of repeating them."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="model_calls")
+    stage = models.CharField(max_length=80)
+    key = models.CharField(max_length=120)
+    role = models.CharField(max_length=40)
+    model = models.CharField(max_length=200)
+    messages = models.JSONField(default=list)
+    response = models.TextField(blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    error = models.TextField(blank=True)
+    retryable = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "stage", "key"], name="model_call_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.model} ({self.stage})"
+
+
+class PlanVersion(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="plan_versions")
+    version = models.PositiveIntegerField()
+    steps = models.JSONField(default=list)
+    goal = models.TextField(blank=True)
+    reasoning = models.TextField(blank=True)
+    author = models.CharField(max_length=150, help_text='"model" or the editor\'s username')
+    reason = models.CharField(max_length=200, blank=True)
+    frozen = models.PositiveIntegerField(default=0, help_text="Leading steps already executed")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "version"], name="plan_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"Plan v{self.version} of run {self.run_id}"
+
+    @property
+    def by_model(self) -> bool:
+        return self.author == "model"
+
+
+class StepResult(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="step_results")
+    plan_version = models.PositiveIntegerField()
+    index = models.PositiveIntegerField()
+    description = models.TextField()
+    status = models.CharField(max_length=10, choices=[("done", "Done"), ("failed", "Failed")])
+    output = models.TextField(blank=True)
+    problem = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "plan_version", "index"], name="step_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"Step {self.index + 1} (v{self.plan_version}) of run {self.run_id}"
+
+
+class Approval(models.Model):
+    """A decision at a gate: who decided what, on which version."""
+
+    class Action(models.TextChoices):
+        APPROVE = "approve", "Approved"
+        REJECT = "reject", "Rejected"
+        AUTO_APPROVE = "auto_approve", "Auto-approved"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
+    gate = models.CharField(max_length=40)
+    action = models.CharField(max_length=20, choices=Action.choices)
+    plan_version = models.PositiveIntegerField(null=True, blank=True)
+    edited = models.BooleanField(default=False)
+    feedback = models.TextField(blank=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} {self.gate} (run {self.run_id})"

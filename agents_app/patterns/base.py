@@ -1,0 +1,136 @@
+"""The contract between pattern logic and the engine that persists and schedules it.
+
+A pattern is a state machine over named *stages*. The engine calls
+``run_stage(stage, state, client)`` and gets back a ``StageResult``: the new state, the
+next stage (or none when the run is over), an optional gate at which a person decides,
+records to persist and events to show. A stage name is unique within a run (it carries
+plan versions and indices), so it doubles as the key under which the engine journals the
+stage's model calls: a stage executed again after a crash replays those calls instead of
+paying for them twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+
+# --- the model client -------------------------------------------------------------------
+@dataclass
+class Reply:
+    """A model's answer: its raw text and, when a schema was asked for, the parsed object."""
+
+    text: str
+    data: BaseModel | None = None
+
+
+class ModelClient(Protocol):
+    def complete(
+        self,
+        role: str,
+        messages: list[dict[str, str]],
+        *,
+        schema: type[BaseModel] | None = None,
+        key: str | None = None,
+    ) -> Reply:
+        """Call the model routed to ``role``. ``key`` names the call within its stage."""
+
+
+# --- errors the client raises -------------------------------------------------------------
+class RunStopped(Exception):
+    """Base for conditions that end a run between model calls."""
+
+    status = "failed"
+
+
+class Cancelled(RunStopped):
+    status = "cancelled"
+
+
+class BudgetExceeded(RunStopped):
+    status = "budget_exceeded"
+
+
+class TimeLimitExceeded(RunStopped):
+    status = "failed"
+
+
+class ModelError(Exception):
+    """A model call failed for good (after retries). ``retryable`` tells what kind it was."""
+
+    def __init__(self, message: str, *, retryable: bool = False):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class StructuredOutputError(ModelError):
+    """The model's reply could not be read as the requested schema, even after a retry."""
+
+
+# --- what a stage returns -----------------------------------------------------------------
+@dataclass
+class Event:
+    kind: str
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Gate:
+    """A point where the run waits for a person. ``kind`` names the decision asked for."""
+
+    kind: str
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StageResult:
+    state: dict[str, Any]
+    next_stage: str | None = None
+    gate: Gate | None = None
+    outcome: str | None = None  # "completed" or "failed" when the run ends here
+    error: str = ""
+    answer: str | None = None
+    records: list[Any] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+
+@dataclass
+class Decision:
+    """A person's decision at a gate, as the pattern sees it."""
+
+    action: str  # approve | reject
+    feedback: str = ""
+    edits: Any = None
+    author: str = ""
+
+
+class InvalidDecision(ValueError):
+    """The decision cannot apply (an empty edited plan, say); the message is for the person."""
+
+
+class Pattern:
+    """Base class. Subclasses define the stages and the decisions at their gates."""
+
+    name: str = ""
+    label: str = ""
+    roles: tuple[str, ...] = ()
+    gates: tuple[str, ...] = ()
+
+    def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
+        return {"task": task, "options": dict(options)}
+
+    def first_stage(self, state: dict[str, Any]) -> str:
+        raise NotImplementedError  # pragma: no cover - every pattern defines it
+
+    def status_for(self, stage: str) -> str:
+        """The run status shown while ``stage`` is pending or running."""
+        return "running"
+
+    def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
+        raise NotImplementedError  # pragma: no cover
+
+    def decide(self, gate: str, state: dict[str, Any], decision: Decision) -> StageResult:
+        raise NotImplementedError  # pragma: no cover

@@ -1,0 +1,350 @@
+"""Plan-and-Execute: a planner writes the plan, a person may approve, edit or reject it,
+an executor carries out the steps in order, and a synthesizer writes the answer.
+
+Stages (the name is also the journal key of the stage's model calls):
+  ``start``        complexity gate; no model call
+  ``plan:V``       the planner writes plan version V (after feedback or a failed step too)
+  ``step:V:I``     the executor carries out step I of plan version V
+  ``synthesize``   the synthesizer combines the step outputs into the answer
+  ``direct``       a simple task answered in one call, without a plan
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from .base import (
+    Decision,
+    Event,
+    Gate,
+    InvalidDecision,
+    ModelClient,
+    ModelError,
+    Pattern,
+    StageResult,
+)
+from .complexity import complexity_score
+
+PLAN_GATE = "plan_approval"
+MAX_STEP_CHARS = 2000
+
+
+# --- schemas the models answer in -----------------------------------------------------------
+class PlanDraft(BaseModel):
+    """The planner's answer."""
+
+    goal: str = Field(default="", description="The objective in one sentence.")
+    reasoning: str = Field(default="", description="Why these steps, briefly.")
+    steps: list[str] = Field(description="Concrete steps in execution order.", min_length=1)
+
+    @field_validator("steps")
+    @classmethod
+    def _no_blank_steps(cls, steps: list[str]) -> list[str]:
+        cleaned = [s.strip() for s in steps]
+        if any(not s for s in cleaned):
+            raise ValueError("steps must not be empty strings")
+        return cleaned
+
+
+class StepReport(BaseModel):
+    """The executor's answer for one step."""
+
+    output: str = Field(description="The result of this step, in Markdown.")
+    succeeded: bool = Field(default=True, description="False if the step could not be done.")
+    problem: str = Field(default="", description="When not succeeded: what stood in the way.")
+
+
+# --- records the engine persists ------------------------------------------------------------
+@dataclass
+class PlanProposed:
+    version: int
+    steps: list[str]
+    goal: str = ""
+    reasoning: str = ""
+    author: str = "model"  # "model" or a user's name
+    reason: str = ""  # why this version exists
+    frozen: int = 0  # steps already executed and kept from an earlier version
+
+
+@dataclass
+class StepRecorded:
+    plan_version: int
+    index: int
+    description: str
+    status: str  # "done" or "failed"
+    output: str = ""
+    problem: str = ""
+
+
+@dataclass
+class GateDecided:
+    gate: str
+    action: str  # approve | reject | auto_approve
+    plan_version: int
+    feedback: str = ""
+    edited: bool = False
+    author: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# --- prompts (ours) ---------------------------------------------------------------------------
+PLANNER_SYSTEM = """You are the planner of a small team of language models.
+Break the user's task into concrete, ordered steps. An executor will carry out each
+step in a single reply, seeing the task, the whole plan and the outputs of the steps
+before it, so each step must be doable in one answer and must say what it produces.
+Use as few steps as the task allows (at most {max_steps}). Do not number the steps."""
+
+EXECUTOR_SYSTEM = """You are the executor of a plan. Carry out only the current step,
+using the task and the outputs of earlier steps. Put the step's result in `output`
+(Markdown, no preamble). If the step cannot be done, set `succeeded` to false and say
+in `problem` what stands in the way; do not invent results."""
+
+SYNTHESIZER_SYSTEM = """You write the final answer to the user's task from the outputs
+of the steps that were carried out. Answer the task directly and completely, in
+Markdown. Do not describe the process or repeat the steps one by one."""
+
+DIRECT_SYSTEM = """Answer the user's task directly and concisely, in Markdown."""
+
+
+def _section(title: str, body: str) -> str:
+    return f"## {title}\n{body.strip()}\n"
+
+
+def _numbered(steps: list[str]) -> str:
+    return "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1))
+
+
+class PlanExecute(Pattern):
+    name = "plan_execute"
+    label = "Plan and execute"
+    roles = ("planner", "executor", "synthesizer")
+    gates = (PLAN_GATE,)
+    defaults = {
+        "auto_approve": False,
+        "complexity_gate": False,
+        "min_complexity": 2,
+        "max_steps": 10,
+        "max_replans": 2,
+    }
+
+    # --- setup ----------------------------------------------------------------------------
+    def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
+        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        return {"task": task, "options": opts, "plan": None, "results": [], "replans": 0,
+                "feedback": "", "failure": None}
+
+    def first_stage(self, state: dict[str, Any]) -> str:
+        return "start"
+
+    def status_for(self, stage: str) -> str:
+        kind = stage.split(":", 1)[0]
+        return {"start": "planning", "plan": "planning", "step": "executing",
+                "synthesize": "synthesizing", "direct": "executing"}[kind]
+
+    # --- stages ---------------------------------------------------------------------------
+    def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
+        kind, *args = stage.split(":")
+        if kind == "start":
+            return self._start(state)
+        if kind == "plan":
+            return self._plan(int(args[0]), state, client)
+        if kind == "step":
+            return self._step(int(args[0]), int(args[1]), state, client)
+        if kind == "synthesize":
+            return self._synthesize(state, client)
+        if kind == "direct":
+            return self._direct(state, client)
+        raise ValueError(f"unknown stage {stage!r}")
+
+    def _start(self, state):
+        opts = state["options"]
+        if opts["complexity_gate"]:
+            score = complexity_score(state["task"])
+            if score < opts["min_complexity"]:
+                return StageResult(state=state, next_stage="direct", events=[Event(
+                    "complexity_gate",
+                    f"Simple task (complexity {score} < {opts['min_complexity']}): "
+                    "answering directly without a plan.", {"score": score})])
+            return StageResult(state=state, next_stage="plan:1", events=[Event(
+                "complexity_gate", f"Complexity {score} ≥ {opts['min_complexity']}: planning.",
+                {"score": score})])
+        return StageResult(state=state, next_stage="plan:1")
+
+    def _planner_messages(self, state) -> list[dict[str, str]]:
+        opts = state["options"]
+        parts = [_section("Task", state["task"])]
+        done = state["results"]
+        plan = state["plan"]
+        if done:
+            parts.append(_section("Completed steps (keep; do not repeat them)", "\n\n".join(
+                f"{i}. {r['description']}\nOutput: {r['output'][:1500]}" for i, r in
+                enumerate(done, 1))))
+        if state.get("failure"):
+            f = state["failure"]
+            parts.append(_section("Failed step", f"{f['description']}\nProblem: {f['problem']}"))
+        if plan and state.get("feedback"):
+            parts.append(_section("Previous plan", _numbered(plan["steps"])))
+        if state.get("feedback"):
+            parts.append(_section("Feedback on the previous plan", state["feedback"]))
+        parts.append(_section("Instruction", "Write the remaining steps only."
+                              if done or state.get("failure") else "Write the plan."))
+        return [
+            {"role": "system", "content": PLANNER_SYSTEM.format(max_steps=opts["max_steps"])},
+            {"role": "user", "content": "\n".join(parts)},
+        ]
+
+    def _plan(self, version: int, state, client):
+        reply = client.complete("planner", self._planner_messages(state), schema=PlanDraft)
+        draft: PlanDraft = reply.data  # type: ignore[assignment]
+        kept = [r["description"] for r in state["results"]]
+        max_new = max(1, state["options"]["max_steps"] - len(kept))
+        new_steps = [s[:MAX_STEP_CHARS] for s in draft.steps]
+        events = []
+        if len(new_steps) > max_new:
+            events.append(Event("plan_trimmed", f"The planner proposed {len(new_steps)} steps; "
+                                f"kept the first {max_new} (max steps {state['options']['max_steps']}).",
+                                {"proposed": len(new_steps), "kept": max_new}))
+            new_steps = new_steps[:max_new]
+        if state.get("failure"):
+            reason = f"Replanned after step {state['failure']['index'] + 1} failed"
+        elif state.get("feedback"):
+            reason = "Revised after feedback"
+        else:
+            reason = "First plan"
+        plan = {"version": version, "steps": kept + new_steps, "goal": draft.goal,
+                "reasoning": draft.reasoning, "frozen": len(kept), "author": "model"}
+        state = {**state, "plan": plan, "feedback": "", "failure": None}
+        record = PlanProposed(version=version, steps=plan["steps"], goal=draft.goal,
+                              reasoning=draft.reasoning, reason=reason, frozen=len(kept))
+        events.append(Event("plan_proposed", f"{reason}: plan v{version} with "
+                            f"{len(plan['steps'])} steps.", {"version": version}))
+        if state["options"]["auto_approve"]:
+            approval = GateDecided(PLAN_GATE, "auto_approve", version, author="auto-approve")
+            events.append(Event("plan_decided", f"Plan v{version} approved automatically "
+                                "(auto-approve was chosen at start).", {"version": version}))
+            return StageResult(state=state, next_stage=f"step:{version}:{len(kept)}",
+                               records=[record, approval], events=events)
+        return StageResult(state=state, next_stage=f"step:{version}:{len(kept)}",
+                           gate=Gate(PLAN_GATE, {"version": version}),
+                           records=[record], events=events)
+
+    def _step(self, version: int, index: int, state, client):
+        plan = state["plan"]
+        description = plan["steps"][index]
+        prior = "\n\n".join(f"### Step {i} — {r['description']}\n{r['output']}"
+                            for i, r in enumerate(state["results"], 1)) or "(none yet)"
+        messages = [
+            {"role": "system", "content": EXECUTOR_SYSTEM},
+            {"role": "user", "content": "\n".join([
+                _section("Task", state["task"]),
+                _section("Plan", _numbered(plan["steps"])),
+                _section("Outputs of earlier steps", prior),
+                _section("Current step", f"{index + 1}. {description}"),
+            ])},
+        ]
+        try:
+            report: StepReport = client.complete("executor", messages, schema=StepReport).data  # type: ignore[assignment]
+            succeeded, output, problem = report.succeeded, report.output, report.problem
+        except ModelError as exc:
+            succeeded, output, problem = False, "", f"model call failed: {exc}"
+        if succeeded:
+            record = StepRecorded(version, index, description, "done", output=output)
+            results = state["results"] + [{"index": index, "description": description,
+                                           "output": output}]
+            state = {**state, "results": results}
+            nxt = f"step:{version}:{index + 1}" if index + 1 < len(plan["steps"]) else "synthesize"
+            return StageResult(state=state, next_stage=nxt, records=[record], events=[Event(
+                "step_completed", f"Step {index + 1} of {len(plan['steps'])} done: {description}",
+                {"index": index, "version": version})])
+        problem = problem or "the executor reported failure without a reason"
+        record = StepRecorded(version, index, description, "failed", output=output, problem=problem)
+        failed = Event("step_failed", f"Step {index + 1} failed: {problem}",
+                       {"index": index, "version": version})
+        if state["replans"] < state["options"]["max_replans"]:
+            state = {**state, "replans": state["replans"] + 1,
+                     "failure": {"index": index, "description": description, "problem": problem}}
+            return StageResult(state=state, next_stage=f"plan:{version + 1}", records=[record],
+                               events=[failed, Event("replanning", f"Replanning the remaining steps "
+                                       f"({state['replans']} of {state['options']['max_replans']}).")])
+        error = (f"Step {index + 1} ({description}) failed: {problem}. "
+                 f"No replans left (max {state['options']['max_replans']}).")
+        return StageResult(state=state, outcome="failed", error=error, records=[record],
+                           events=[failed])
+
+    def _synthesize(self, state, client):
+        outputs = "\n\n".join(f"### {r['description']}\n{r['output']}" for r in state["results"])
+        messages = [
+            {"role": "system", "content": SYNTHESIZER_SYSTEM},
+            {"role": "user", "content": _section("Task", state["task"]) + "\n"
+             + _section("Step outputs", outputs)},
+        ]
+        answer = client.complete("synthesizer", messages).text
+        return StageResult(state=state, outcome="completed", answer=answer,
+                           events=[Event("answer", "The synthesizer wrote the answer.")])
+
+    def _direct(self, state, client):
+        messages = [{"role": "system", "content": DIRECT_SYSTEM},
+                    {"role": "user", "content": _section("Task", state["task"])}]
+        answer = client.complete("executor", messages).text
+        return StageResult(state=state, outcome="completed", answer=answer,
+                           events=[Event("answer", "Answered directly.")])
+
+    # --- the plan gate --------------------------------------------------------------------
+    def decide(self, gate: str, state: dict[str, Any], decision: Decision) -> StageResult:
+        if gate != PLAN_GATE:
+            raise InvalidDecision(f"this run has no {gate} gate")
+        plan = state["plan"]
+        version = plan["version"]
+        if decision.action == "reject":
+            feedback = decision.feedback.strip()
+            if not feedback:
+                raise InvalidDecision("Say what is wrong with the plan, so the planner can fix it.")
+            state = {**state, "feedback": feedback}
+            return StageResult(
+                state=state, next_stage=f"plan:{version + 1}",
+                records=[GateDecided(PLAN_GATE, "reject", version, feedback=feedback,
+                                     author=decision.author)],
+                events=[Event("plan_decided", f"{decision.author} rejected plan v{version}: "
+                              f"{feedback}", {"version": version})])
+        if decision.action != "approve":
+            raise InvalidDecision(f"unknown action {decision.action!r}")
+        records: list[Any] = []
+        events: list[Event] = []
+        if decision.edits is not None:
+            steps = self.validate_edit(plan, decision.edits, state["options"]["max_steps"])
+            if steps != plan["steps"]:
+                version += 1
+                plan = {**plan, "version": version, "steps": steps, "author": decision.author}
+                records.append(PlanProposed(version=version, steps=steps, goal=plan["goal"],
+                                            reasoning=plan["reasoning"], author=decision.author,
+                                            reason="Edited by hand", frozen=plan["frozen"]))
+                events.append(Event("plan_edited", f"{decision.author} edited the plan "
+                                    f"(v{version}).", {"version": version}))
+        records.append(GateDecided(PLAN_GATE, "approve", version, edited=bool(records),
+                                   author=decision.author))
+        events.append(Event("plan_decided", f"{decision.author} approved plan v{version}.",
+                            {"version": version}))
+        state = {**state, "plan": plan}
+        return StageResult(state=state, next_stage=f"step:{version}:{plan['frozen']}",
+                           records=records, events=events)
+
+    @staticmethod
+    def validate_edit(plan: dict[str, Any], edited: list[str], max_steps: int) -> list[str]:
+        """Check a person's edited step list; the steps already executed cannot change."""
+        steps = [s.strip() for s in edited]
+        if any(not s for s in steps):
+            raise InvalidDecision("A step is empty: write it or delete it.")
+        frozen = plan["steps"][: plan["frozen"]]
+        if steps[: len(frozen)] != frozen:
+            raise InvalidDecision("Steps that were already carried out cannot be changed.")
+        if len(steps) <= len(frozen):
+            raise InvalidDecision("The plan needs at least one step to carry out.")
+        if len(steps) > max_steps:
+            raise InvalidDecision(f"At most {max_steps} steps; this plan has {len(steps)}.")
+        too_long = [i + 1 for i, s in enumerate(steps) if len(s) > MAX_STEP_CHARS]
+        if too_long:
+            raise InvalidDecision(f"Step {too_long[0]} is longer than {MAX_STEP_CHARS} characters.")
+        return steps

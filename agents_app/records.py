@@ -1,0 +1,47 @@
+"""Persisting what a pattern's stage or decision produced. Each record type of the pattern
+layer maps to a function here; a new pattern adds its record types and their functions
+without touching the engine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .models import Approval, PlanVersion, Run, StepResult
+from .patterns.plan_execute import GateDecided, PlanProposed, StepRecorded
+
+_PERSISTERS: dict[type, Callable[[Run, Any, Any], None]] = {}
+
+
+def persister(record_type: type):
+    def register(fn):
+        _PERSISTERS[record_type] = fn
+        return fn
+
+    return register
+
+
+def persist(run: Run, records: list[Any], user=None) -> None:
+    for record in records:
+        _PERSISTERS[type(record)](run, record, user)
+
+
+@persister(PlanProposed)
+def _plan(run: Run, rec: PlanProposed, user) -> None:
+    PlanVersion.objects.create(run=run, version=rec.version, steps=rec.steps, goal=rec.goal,
+                               reasoning=rec.reasoning, author=rec.author, reason=rec.reason,
+                               frozen=rec.frozen)
+
+
+@persister(StepRecorded)
+def _step(run: Run, rec: StepRecorded, user) -> None:
+    StepResult.objects.create(run=run, plan_version=rec.plan_version, index=rec.index,
+                              description=rec.description, status=rec.status,
+                              output=rec.output, problem=rec.problem)
+
+
+@persister(GateDecided)
+def _decision(run: Run, rec: GateDecided, user) -> None:
+    Approval.objects.create(run=run, gate=rec.gate, action=rec.action,
+                            plan_version=rec.plan_version, edited=rec.edited,
+                            feedback=rec.feedback, user=user)

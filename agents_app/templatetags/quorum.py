@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from django import template
+from django.utils.safestring import mark_safe
+
+from ..rendering import render_markdown
+
+register = template.Library()
+
+
+@register.filter
+def markdown(text: str) -> str:
+    return mark_safe(render_markdown(text))  # noqa: S308 - nh3 has sanitised it
+
+
+@register.filter
+def usd(value) -> str:
+    try:
+        v = float(value or 0)
+    except (TypeError, ValueError):
+        return "—"
+    return f"${v:.4f}" if v < 1 else f"${v:,.2f}"
+
+
+@register.filter
+def seconds(value) -> str:
+    if value is None:
+        return "—"
+    v = float(value)
+    if v < 60:
+        return f"{v:.1f} s"
+    minutes, secs = divmod(int(v), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+@register.filter
+def thousands(value) -> str:
+    try:
+        return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
+def status_class(status: str) -> str:
+    if status in ("completed",):
+        return "ok"
+    if status in ("failed", "budget_exceeded"):
+        return "bad"
+    if status == "cancelled":
+        return "muted"
+    if status.startswith("awaiting_"):
+        return "wait"
+    return "busy"

@@ -1,0 +1,169 @@
+"""Pages: the dashboard (start form + history) and the run page (live timeline, plan gate,
+steps, answer, model-call trace). One view per page; htmx requests get the named partial."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Q
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from . import engine
+from .forms import HistoryFilterForm, PlanDecisionForm, StartRunForm
+from .models import Run
+from .patterns import PATTERNS
+from .patterns.base import Decision, InvalidDecision
+from .rendering import step_diff
+
+PAGE_SIZE = 25
+
+
+# --- dashboard -------------------------------------------------------------------------------
+def _history(request) -> dict:
+    form = HistoryFilterForm(request.GET or None)
+    runs = Run.objects.filter(owner=request.user).only(
+        "id", "pattern", "task", "status", "models_used", "offline", "cost_usd", "created_at",
+        "finished_at", "prompt_tokens", "completion_tokens")
+    params = {}
+    if form.is_valid():
+        d = form.cleaned_data
+        if d.get("status"):
+            runs = runs.filter(status=d["status"])
+            params["status"] = d["status"]
+        if d.get("pattern"):
+            runs = runs.filter(pattern=d["pattern"])
+            params["pattern"] = d["pattern"]
+        if d.get("q"):
+            runs = runs.filter(Q(task__icontains=d["q"]) | Q(answer__icontains=d["q"]))
+            params["q"] = d["q"]
+        if d.get("before"):
+            runs = runs.filter(id__lt=d["before"])
+    # Keyset pagination: "older than id N" stays fast at any depth, unlike OFFSET/COUNT.
+    page = list(runs.order_by("-id")[: PAGE_SIZE + 1])
+    has_more = len(page) > PAGE_SIZE
+    page = page[:PAGE_SIZE]
+    return {"runs": page, "filter_form": form, "filter_params": params,
+            "next_before": page[-1].pk if has_more else None,
+            "is_first_page": not (form.is_valid() and form.cleaned_data.get("before")),
+            "patterns": PATTERNS}
+
+
+@login_required
+@require_GET
+def dashboard(request):
+    ctx = {"form": StartRunForm(), **_history(request)}
+    if request.htmx and request.htmx.target == "history":
+        return render(request, "agents_app/dashboard.html#history", ctx)
+    return render(request, "agents_app/dashboard.html", ctx)
+
+
+@login_required
+@require_POST
+def start_run(request):
+    form = StartRunForm(request.POST)
+    if not form.is_valid():
+        ctx = {"form": form, **_history(request)}
+        if request.htmx:
+            return render(request, "agents_app/dashboard.html#start-form", ctx, status=400)
+        return render(request, "agents_app/dashboard.html", ctx, status=400)
+    max_cost, max_tokens = form.budget()
+    run = engine.create_run(request.user, form.cleaned_data["pattern"],
+                            form.cleaned_data["task"], options=form.options(),
+                            models=form.models(), max_cost_usd=max_cost, max_tokens=max_tokens)
+    if request.htmx:
+        return HttpResponseClientRedirect(run.get_absolute_url())
+    return redirect(run)
+
+
+# --- run page --------------------------------------------------------------------------------
+def owned_run(request, pk: int) -> Run:
+    return get_object_or_404(Run, pk=pk, owner=request.user)
+
+
+def run_context(run: Run, **extra) -> dict:
+    plans = list(run.plan_versions.all())
+    plan = plans[-1] if plans else None
+    diff = step_diff(plans[-2].steps, plan.steps) if len(plans) > 1 else []
+    state_plan = run.state.get("plan") or {}
+    done = len(run.state.get("results") or [])
+    total = len(state_plan.get("steps") or [])
+    return {
+        "run": run,
+        "plans": plans,
+        "plan": plan,
+        "plan_diff": diff,
+        "diff_changed": any(op != "same" for op, _ in diff),
+        "steps": list(run.step_results.all()),
+        "calls": list(run.model_calls.all()),
+        "approvals": list(run.approvals.select_related("user")),
+        "events": (events := list(run.events.all())),
+        "last_seq": events[-1].seq if events else 0,
+        "progress_done": done,
+        "progress_total": total,
+        "progress_pct": int(100 * done / total) if total else (100 if run.status == "completed" else 0),
+        "at_plan_gate": run.status == "awaiting_plan_approval",
+        **extra,
+    }
+
+
+@login_required
+@require_GET
+def run_detail(request, pk: int):
+    run = owned_run(request, pk)
+    return render(request, "agents_app/run_detail.html", run_context(run))
+
+
+def _plan_panel(request, run: Run, status: int = 200, **extra):
+    ctx = run_context(run, **extra)
+    if request.htmx:
+        return render(request, "agents_app/run_detail.html#plan-panel", ctx, status=status)
+    return render(request, "agents_app/run_detail.html", ctx, status=status)
+
+
+@login_required
+@require_POST
+def plan_decision(request, pk: int):
+    run = owned_run(request, pk)
+    form = PlanDecisionForm(request.POST)
+    edited = form.edited_steps()
+    if not form.is_valid():
+        return _plan_panel(request, run, 400, error="That decision could not be read; reload the "
+                           "page and try again.", edited_steps=edited)
+    action = form.cleaned_data["action"]
+    decision = Decision(action=action, feedback=form.cleaned_data["feedback"],
+                        edits=edited if action == "approve" else None,
+                        author=request.user.get_username())
+    try:
+        run = engine.decide(run, request.user, form.cleaned_data["seq"], decision)
+    except engine.StaleDecision as exc:
+        run.refresh_from_db()
+        return _plan_panel(request, run, 409, error=str(exc))
+    except InvalidDecision as exc:
+        return _plan_panel(request, run, 400, error=str(exc), edited_steps=edited,
+                           feedback=form.cleaned_data["feedback"])
+    return _plan_panel(request, run)
+
+
+@login_required
+@require_POST
+def cancel_run(request, pk: int):
+    run = owned_run(request, pk)
+    message = engine.cancel(run, request.user)
+    run.refresh_from_db()
+    if request.htmx:
+        return render(request, "agents_app/run_detail.html#header", run_context(run, notice=message))
+    return redirect(run)
+
+
+def render_live_update(run: Run, events, panels: set[str]) -> str:
+    """The WebSocket message for new events: timeline entries plus refreshed panels."""
+    ctx = run_context(run)
+    parts = [render_to_string("agents_app/run_detail.html#timeline-append",
+                              {**ctx, "new_events": events})]
+    for name in ("header", "plan-panel", "steps-panel", "answer-panel", "calls-panel"):
+        if name in panels:
+            parts.append(render_to_string(f"agents_app/run_detail.html#{name}",
+                                          {**ctx, "oob": True}))
+    return "\n".join(parts)

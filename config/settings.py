@@ -1,0 +1,197 @@
+"""Quorum settings. Every value comes from the environment (see README, "Configuration").
+
+Defaults make a fresh clone work with no configuration at all: SQLite under ``var/``,
+the embedded Redis started by ``make dev``, and the built-in offline model.
+"""
+
+import os
+from pathlib import Path
+
+import environ
+
+# LiteLLM downloads its price map at import unless told not to; set it before any import.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("QUORUM_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False) if (BASE_DIR / ".env").exists() else None
+
+DEBUG = env.bool("DEBUG", default=False)
+_DEV_SECRET = "insecure-dev-key-set-SECRET_KEY-in-production"  # noqa: S105 - dev only
+SECRET_KEY = env.str("SECRET_KEY", default=_DEV_SECRET if DEBUG else "")
+if not SECRET_KEY:
+    raise environ.ImproperlyConfigured("Set SECRET_KEY (or DEBUG=true for local development).")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "agents_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+# --- Database -------------------------------------------------------------------------
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'quorum.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers work while the worker writes; IMMEDIATE transactions take the write
+    # lock up front so concurrent writers queue on the busy timeout instead of deadlocking.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+    # A file (not :memory:) so the Celery worker and Daphne of integration tests share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-quorum.sqlite3")}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis, Channels, Celery ----------------------------------------------------------
+EMBEDDED_REDIS_PORT = env.int("QUORUM_EMBEDDED_REDIS_PORT", default=6399)
+REDIS_URL = env.str("REDIS_URL", default=f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0")
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL]},
+    }
+}
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
+CELERY_TASK_ACKS_LATE = True  # a task killed mid-stage is delivered again
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600)}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stuck-runs": {"task": "agents_app.tasks.sweep_stuck_runs", "schedule": 60.0},
+}
+
+# --- Models and runs ------------------------------------------------------------------
+OFFLINE_MODEL = "offline/default"
+
+
+def _default_model() -> str:
+    """The offline model unless some provider key is configured."""
+    if env.str("QUORUM_DEFAULT_MODEL", default=""):
+        return env.str("QUORUM_DEFAULT_MODEL")
+    if env.str("OPENAI_API_KEY", default=""):
+        return "gpt-4o-mini"
+    if env.str("ANTHROPIC_API_KEY", default=""):
+        return "anthropic/claude-3-5-haiku-latest"
+    if env.str("GEMINI_API_KEY", default=""):
+        return "gemini/gemini-2.0-flash"
+    return OFFLINE_MODEL
+
+
+QUORUM_DEFAULT_MODEL = _default_model()
+QUORUM_ROLE_MODELS = {
+    "planner": env.str("QUORUM_MODEL_PLANNER", default=QUORUM_DEFAULT_MODEL),
+    "executor": env.str("QUORUM_MODEL_EXECUTOR", default=QUORUM_DEFAULT_MODEL),
+    "synthesizer": env.str("QUORUM_MODEL_SYNTHESIZER", default=QUORUM_DEFAULT_MODEL),
+}
+QUORUM_LLM_TIMEOUT = env.float("QUORUM_LLM_TIMEOUT", default=120.0)
+QUORUM_LLM_MAX_RETRIES = env.int("QUORUM_LLM_MAX_RETRIES", default=2)
+QUORUM_LLM_RETRY_BASE_DELAY = env.float("QUORUM_LLM_RETRY_BASE_DELAY", default=1.0)
+# Tests set this to False: then only the offline model and loopback base URLs are called.
+QUORUM_ALLOW_MODEL_REQUESTS = env.bool("QUORUM_ALLOW_MODEL_REQUESTS", default=True)
+QUORUM_OFFLINE_LATENCY = env.float("QUORUM_OFFLINE_LATENCY", default=0.0)
+
+QUORUM_DEFAULT_MAX_COST_USD = env.float("QUORUM_MAX_COST_USD", default=1.0)
+QUORUM_DEFAULT_MAX_TOKENS = env.int("QUORUM_MAX_TOKENS", default=200_000)
+QUORUM_MAX_STEPS = env.int("QUORUM_MAX_STEPS", default=10)
+QUORUM_MAX_REPLANS = env.int("QUORUM_MAX_REPLANS", default=2)
+QUORUM_MAX_RUN_SECONDS = env.float("QUORUM_MAX_RUN_SECONDS", default=300.0)
+QUORUM_MAX_TASK_CHARS = env.int("QUORUM_MAX_TASK_CHARS", default=8000)
+QUORUM_STAGE_LEASE_SECONDS = env.float("QUORUM_STAGE_LEASE_SECONDS", default=300.0)
+
+# --- Auth, static, security -----------------------------------------------------------
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+USE_I18N = False
+USE_TZ = True
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+if not DEBUG:
+    SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
+    CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "quorum": {"handlers": ["console"], "level": env.str("QUORUM_LOG_LEVEL", default="INFO")},
+        "LiteLLM": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+    },
+}

@@ -1,0 +1,68 @@
+// Quorum's client script: the plan editor's buttons and the live channel's handshake.
+(function () {
+  "use strict";
+
+  // --- plan editor: move, delete and add steps without a round trip -------------------------
+  function renumber(list) {
+    list.querySelectorAll("textarea").forEach(function (t, i) {
+      t.setAttribute("aria-label", "Step " + (i + 1));
+    });
+  }
+
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest("button");
+    if (!btn) return;
+    var list = document.getElementById("plan-steps");
+    if (!list || !list.contains(btn) && btn.id !== "add-step") return;
+    var frozen = parseInt(list.dataset.frozen || "0", 10);
+    var item = btn.closest("li");
+    var items = Array.prototype.slice.call(list.children);
+    var index = item ? items.indexOf(item) : -1;
+    if (btn.dataset.move === "up" && index > frozen) {
+      list.insertBefore(item, items[index - 1]);
+    } else if (btn.dataset.move === "down" && index >= 0 && index < items.length - 1) {
+      list.insertBefore(items[index + 1], item);
+    } else if (btn.hasAttribute("data-delete")) {
+      item.remove();
+    } else if (btn.id === "add-step") {
+      var template = list.querySelector("li:not(.frozen)");
+      var fresh;
+      if (template) {
+        fresh = template.cloneNode(true);
+      } else {
+        fresh = document.createElement("li");
+        fresh.className = "plan-step";
+        fresh.innerHTML = '<textarea name="steps" rows="2"></textarea>';
+      }
+      var area = fresh.querySelector("textarea");
+      area.value = "";
+      area.placeholder = "Describe the new step";
+      list.appendChild(fresh);
+      area.focus();
+    } else {
+      return;
+    }
+    renumber(list);
+  });
+
+  // --- live channel: tell the server which event this page has last --------------------------
+  function lastSeq() {
+    var tl = document.getElementById("timeline");
+    if (!tl) return 0;
+    var last = tl.lastElementChild;
+    var fromItems = last ? parseInt(last.dataset.seq || "0", 10) : 0;
+    return Math.max(fromItems, parseInt(tl.dataset.lastSeq || "0", 10));
+  }
+
+  document.addEventListener("htmx:wsOpen", function (ev) {
+    ev.detail.socketWrapper.send(JSON.stringify({ after: lastSeq() }));
+    document.body.classList.remove("ws-down");
+  });
+  document.addEventListener("htmx:wsClose", function () {
+    document.body.classList.add("ws-down");
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var tl = document.getElementById("timeline");
+    if (tl) tl.dataset.lastSeq = String(lastSeq());
+  });
+})();
