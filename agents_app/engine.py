@@ -241,6 +241,8 @@ def advance(run_id: int, *, enqueue: bool = True) -> bool:
 
 def describe_stage(stage: str) -> str:
     kind, *args = stage.split(":")
+    if kind == "start":
+        return "The run has started."
     if kind == "plan":
         return f"The planner is writing plan v{args[0]}."
     if kind == "step":

@@ -1,0 +1,26 @@
+"""Create the first account when there is none; print its password once."""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Create a first superuser if the database has no user (QUORUM_ADMIN_USERNAME/PASSWORD)."
+
+    def handle(self, *args, **opts):
+        User = get_user_model()
+        if User.objects.exists():
+            return
+        username = os.environ.get("QUORUM_ADMIN_USERNAME", "admin")
+        password = os.environ.get("QUORUM_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+        User.objects.create_superuser(username=username, email="", password=password)
+        shown = "(from QUORUM_ADMIN_PASSWORD)" if os.environ.get("QUORUM_ADMIN_PASSWORD") else password
+        self.stdout.write(self.style.SUCCESS(
+            "\n  First account created — sign in at http://127.0.0.1:8000\n"
+            f"    username: {username}\n    password: {shown}\n"
+            "  This password is shown only once.\n"))
