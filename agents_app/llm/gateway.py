@@ -99,6 +99,13 @@ def is_offline(model: str) -> bool:
     return model.startswith(OFFLINE_PROVIDER + "/")
 
 
+def is_in_process(model: str) -> bool:
+    """Custom LiteLLM providers (the offline model, a test's scripted model) run in this
+    process: no network, so never blocked, and they are told the role and schema."""
+    provider = model.split("/", 1)[0]
+    return any(p.get("provider") == provider for p in litellm.custom_provider_map)
+
+
 def check_model_name(model: str) -> str | None:
     """None when LiteLLM can route ``model``; otherwise a message for the person."""
     model = model.strip()
@@ -254,7 +261,7 @@ class Gateway:
                                   "num_retries": 0, **cfg.extra}
         if response_format is not None:
             kwargs["response_format"] = response_format
-        if is_offline(model):
+        if is_in_process(model):
             kwargs["metadata"] = {"quorum_role": role,
                                   "quorum_schema": schema.__name__ if schema else None}
         else:

@@ -1,0 +1,16 @@
+"""Test settings: the real settings, read under a test environment."""
+
+import os
+
+os.environ.setdefault("DEBUG", "true")  # plain static storage; pytest-django runs DEBUG=False
+os.environ.setdefault("SECRET_KEY", "test-secret-key")
+os.environ["QUORUM_ALLOW_MODEL_REQUESTS"] = "false"  # no real provider request from a test
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ["QUORUM_LLM_RETRY_BASE_DELAY"] = "0"
+for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "QUORUM_DEFAULT_MODEL",
+            "REDIS_URL", "DATABASE_URL", "QUORUM_OFFLINE_LATENCY"):
+    os.environ.pop(key, None)
+
+from config.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast test users
