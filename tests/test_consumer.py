@@ -1,0 +1,113 @@
+"""The run page's WebSocket: refused for anonymous users and other users; sends every
+event after the one the page has, in order, once; follows new events live."""
+
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.auth import AuthMiddlewareStack
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser
+
+from agents_app import engine
+from agents_app.events import append_events
+from agents_app.patterns.base import Event as EventSpec
+from agents_app.routing import websocket_urlpatterns
+from tests.conftest import OFFLINE
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+application = URLRouter(websocket_urlpatterns)
+
+
+@pytest.fixture(autouse=True)
+def memory_layer(settings):
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+
+def communicator(run_id, user):
+    c = WebsocketCommunicator(application, f"/ws/runs/{run_id}/")
+    c.scope["user"] = user
+    return c
+
+
+@sync_to_async
+def make_run(owner):
+    run = engine.create_run(owner, "plan_execute", "Collect logs, then find the error.",
+                            options={}, models=OFFLINE, enqueue=False)
+    return engine.run_inline(run.pk)
+
+
+def seqs_in(html):
+    import re
+    return [int(s) for s in re.findall(r'data-seq="(\d+)"', html)]
+
+
+async def test_anonymous_is_refused(alice):
+    run = await make_run(alice)
+    c = communicator(run.pk, AnonymousUser())
+    connected, code = await c.connect()
+    assert not connected
+
+
+async def test_another_user_is_refused(alice, bob):
+    run = await make_run(alice)
+    c = communicator(run.pk, bob)
+    connected, _ = await c.connect()
+    assert not connected
+
+
+async def test_owner_gets_events_after_the_cursor_in_order_then_live(alice):
+    run = await make_run(alice)
+    c = communicator(run.pk, alice)
+    connected, _ = await c.connect()
+    assert connected
+    await c.send_to(text_data=json.dumps({"after": 2}))
+    first = await c.receive_from()
+    total = run.last_event_seq
+    assert seqs_in(first) == list(range(3, total + 1))
+    assert 'id="run-header"' in first and 'hx-swap-oob="true"' in first
+    # Live: new events written (and announced) after connecting arrive once, in order.
+    await sync_to_async(append_events)(run.pk, [EventSpec("note", "one"), EventSpec("note", "two")])
+    from agents_app.events import broadcast
+    await sync_to_async(broadcast)(run.pk, total + 2)
+    live = await c.receive_from()
+    assert seqs_in(live) == [total + 1, total + 2]
+    # A repeated announcement sends nothing new.
+    await sync_to_async(broadcast)(run.pk, total + 2)
+    assert await c.receive_nothing(timeout=0.3)
+    await c.disconnect()
+
+
+async def test_reconnect_with_the_latest_cursor_receives_nothing_again(alice):
+    run = await make_run(alice)
+    c = communicator(run.pk, alice)
+    await c.connect()
+    await c.send_to(text_data=json.dumps({"after": run.last_event_seq}))
+    assert await c.receive_nothing(timeout=0.3)
+    await c.disconnect()
+
+
+async def test_garbage_hello_is_ignored(alice):
+    run = await make_run(alice)
+    c = communicator(run.pk, alice)
+    await c.connect()
+    await c.send_to(text_data="not json")
+    assert await c.receive_nothing(timeout=0.3)
+    await c.disconnect()
+
+
+async def test_full_asgi_stack_with_session_auth(alice, client):
+    """Through AuthMiddlewareStack, a signed-in session cookie is what grants access."""
+    run = await make_run(alice)
+    await sync_to_async(client.force_login)(alice)
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    app = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+    c = WebsocketCommunicator(app, f"/ws/runs/{run.pk}/", headers=[(b"cookie", cookie.encode())])
+    connected, _ = await c.connect()
+    assert connected
+    await c.disconnect()
+    anon = WebsocketCommunicator(app, f"/ws/runs/{run.pk}/")
+    connected, _ = await anon.connect()
+    assert not connected
