@@ -44,3 +44,17 @@ OFFLINE = {"planner": "offline/default", "executor": "offline/default",
 
 def scripted_models(name: str = "main") -> dict[str, str]:
     return {role: f"scripted/{name}" for role in OFFLINE}
+
+
+@pytest.fixture(scope="session")
+def stack_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("stack")
+
+
+@pytest.fixture(scope="session")
+def redis_server(stack_dir):
+    from tests.stack import start_redis
+
+    proc = start_redis(stack_dir)
+    yield proc
+    proc.stop()

@@ -8,8 +8,22 @@ os.environ["QUORUM_ALLOW_MODEL_REQUESTS"] = "false"  # no real provider request 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["QUORUM_LLM_RETRY_BASE_DELAY"] = "0"
 for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "QUORUM_DEFAULT_MODEL",
-            "REDIS_URL", "DATABASE_URL", "QUORUM_OFFLINE_LATENCY"):
+            "DATABASE_URL", "QUORUM_OFFLINE_LATENCY"):
     os.environ.pop(key, None)
+
+import socket  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Integration tests start a real Redis on this port (tests/stack.py); the test process's
+# Celery broker and channel layer point at it from the start.
+os.environ.setdefault("QUORUM_TEST_REDIS_PORT", str(_free_port()))
+os.environ["REDIS_URL"] = f"redis://127.0.0.1:{os.environ['QUORUM_TEST_REDIS_PORT']}/0"
 
 from config.settings import *  # noqa: E402,F403
 

