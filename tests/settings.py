@@ -27,4 +27,8 @@ os.environ["REDIS_URL"] = f"redis://127.0.0.1:{os.environ['QUORUM_TEST_REDIS_POR
 
 from config.settings import *  # noqa: E402,F403
 
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast test users
+# MD5 first for fast test users; PBKDF2 too, so browser tests can make hashes Daphne accepts.
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+]
