@@ -1,0 +1,125 @@
+"""Concurrency benchmark: N Plan-and-Execute runs started at once against a model with a
+fixed latency, through the real stack (Redis, a thread-pool Celery worker, SQLite).
+
+Prints, for each N, the makespan (first enqueue to last completion), its ratio to the
+makespan of one run, and the worker's peak resident memory. Each run makes 5 model calls
+(planner, 3 executors, synthesizer), so one run takes about 5 × latency.
+
+    .venv/bin/python tests/benchmarks/bench_concurrency.py [--latency 1.0] [--n 1 50 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def setup_django(var_dir: Path, redis_port: int) -> None:
+    os.environ.update({
+        "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "true",
+        "SECRET_KEY": "bench", "QUORUM_VAR_DIR": str(var_dir),
+        "DATABASE_URL": f"sqlite:///{var_dir / 'bench.sqlite3'}",
+        "QUORUM_TEST_REDIS_PORT": str(redis_port),
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "QUORUM_ALLOW_MODEL_REQUESTS": "false", "QUORUM_LOG_LEVEL": "WARNING",
+    })
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_batch(n: int, owner) -> float:
+    from agents_app import engine
+    from agents_app.models import Run
+
+    models = {r: "offline/default" for r in ("planner", "executor", "synthesizer")}
+    start = time.monotonic()
+    ids = [engine.create_run(owner, "plan_execute", f"Collect logs for service {i}, then find "
+                             "the error, and finally write a report.",
+                             options={"auto_approve": True}, models=models).pk
+           for i in range(n)]
+    while True:
+        statuses = list(Run.objects.filter(pk__in=ids).values_list("status", flat=True))
+        if all(s in ("completed", "failed", "cancelled", "budget_exceeded") for s in statuses):
+            break
+        if time.monotonic() - start > 600:
+            raise TimeoutError(f"{n} runs did not finish in 600 s")
+        time.sleep(0.05)
+    elapsed = time.monotonic() - start
+    bad = [s for s in statuses if s != "completed"]
+    if bad:
+        raise RuntimeError(f"{len(bad)} of {n} runs did not complete: {set(bad)}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds per model call")
+    parser.add_argument("--n", type=int, nargs="+", default=[1, 50, 200])
+    parser.add_argument("--concurrency", type=int, default=250, help="worker threads")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="quorum-bench-") as tmp:
+        var = Path(tmp)
+        from tests.stack import free_port
+
+        setup_django(var, free_port())
+        from django.contrib.auth import get_user_model
+
+        from tests.stack import start_redis, start_worker
+
+        owner = get_user_model().objects.create_user("bench")
+        redis = start_redis(var)
+        worker = start_worker(var, node="bench", concurrency=args.concurrency,
+                              QUORUM_OFFLINE_LATENCY=args.latency, QUORUM_LOG_LEVEL="WARNING",
+                              QUORUM_VAR_DIR=var)
+        try:
+            run_batch(1, owner)  # warm-up: imports, connections
+            rows = []
+            base = None
+            for n in args.n:
+                cpu_before = cpu_seconds(worker.popen.pid)
+                makespan = run_batch(n, owner)
+                cpu = cpu_seconds(worker.popen.pid) - cpu_before
+                base = base or makespan
+                rows.append((n, makespan, makespan / base, cpu, peak_rss_mb(worker.popen.pid)))
+        finally:
+            worker.stop()
+            redis.stop()
+
+    print(f"# Concurrency benchmark — {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"# model latency {args.latency} s/call, 5 calls/run; worker: threads x{args.concurrency}; "
+          "SQLite; embedded Redis")
+    print(f"{'N runs':>7} {'makespan s':>11} {'vs 1 run':>9} {'one by one':>11} "
+          f"{'worker CPU s':>13} {'CPU ms/run':>11} {'worker peak RSS MB':>19}")
+    for n, makespan, ratio, cpu, rss in rows:
+        print(f"{n:>7} {makespan:>11.2f} {ratio:>8.2f}x {n * base:>10.0f}s {cpu:>13.1f} "
+              f"{1000 * cpu / n:>11.0f} {rss:>19.0f}")
+
+
+if __name__ == "__main__":
+    main()
