@@ -53,7 +53,7 @@ class StartRunForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        for role, name in self.ROLE_FIELDS.items():
+        for name in self.ROLE_FIELDS.values():
             value = (data.get(name) or "").strip()
             if value:
                 problem = check_model_name(value)

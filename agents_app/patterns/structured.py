@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-
-import json_repair
 from typing import TypeVar
 
+import json_repair
 from pydantic import BaseModel, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
