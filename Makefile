@@ -22,6 +22,7 @@ dev: install
 	$(DEV_ENV) exec $(PY) manage.py devstack
 
 test: install
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 lint: install
