@@ -4,11 +4,15 @@ subscribes, so a dropped announcement costs nothing but a moment's delay."""
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import logging
+import os
+import threading
 from collections.abc import Iterable
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 
 from .models import Event, Run
@@ -42,8 +46,19 @@ def broadcast(run_id: int, seq: int) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
+    if isinstance(layer, InMemoryChannelLayer):  # one process (tests): send in place
+        _send(lambda: async_to_sync(layer.group_send)(*_message(run_id, seq)), run_id, seq)
+        return
+    _announcer.announce(run_id, seq)
+
+
+def _message(run_id: int, seq: int):
+    return group_name(run_id), {"type": "run.event", "seq": seq}
+
+
+def _send(fn, run_id: int, seq: int) -> None:
     try:
-        async_to_sync(layer.group_send)(group_name(run_id), {"type": "run.event", "seq": seq})
+        fn()
     except Exception as exc:  # Redis away: the events are safe in the database
         level = logging.DEBUG if _warned else logging.WARNING
         log.log(level, "could not announce event %s of run %s (live pages catch up when the "
@@ -52,3 +67,58 @@ def broadcast(run_id: int, seq: int) -> None:
 
 
 _warned: set[bool] = set()
+
+
+class _Announcer:
+    """Announces from one long-lived event loop per process.
+
+    ``async_to_sync(group_send)`` from a worker thread opens a new event loop and a new
+    Redis connection on every call, which made announcing the largest CPU cost of a run
+    (docs/BENCHMARKS.md). Here one daemon thread keeps a loop (so the layer keeps its
+    connection), and pending announcements coalesce per run: watchers read the event rows
+    from the database, so only the newest sequence number of a run needs to be sent.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def announce(self, run_id: int, seq: int) -> None:
+        with self._lock:
+            if seq > self._pending.get(run_id, 0):
+                self._pending[run_id] = seq
+            if self._pid != os.getpid() or self._thread is None or not self._thread.is_alive():
+                self._pid = os.getpid()  # a forked child needs its own thread
+                self._thread = threading.Thread(target=self._serve, name="quorum-announcer",
+                                                daemon=True)
+                self._thread.start()
+            self._idle.clear()
+        self._wake.set()
+
+    def flush(self, timeout: float = 2.0) -> None:
+        """Wait (briefly) until everything announced so far has been sent."""
+        if self._thread is not None and self._thread.is_alive():
+            self._idle.wait(timeout)
+
+    def _serve(self) -> None:
+        loop = asyncio.new_event_loop()
+        layer = get_channel_layer()
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            with self._lock:
+                batch, self._pending = self._pending, {}
+            for run_id, seq in batch.items():
+                _send(lambda r=run_id, s=seq: loop.run_until_complete(
+                    layer.group_send(*_message(r, s))), run_id, seq)
+            with self._lock:
+                if not self._pending:
+                    self._idle.set()
+
+
+_announcer = _Announcer()
+atexit.register(_announcer.flush)
