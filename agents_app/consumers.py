@@ -11,7 +11,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from .events import group_name
 from .models import Event, Run
-from .views import render_live_update
+from .views import render_live
 
 _PANELS_BY_KIND = {
     "model_call": {"calls-panel"},
@@ -81,4 +81,4 @@ class RunConsumer(AsyncWebsocketConsumer):
         panels = {"header"}
         for e in events:
             panels |= _PANELS_BY_KIND.get(e.kind, set())
-        return render_live_update(run, events, panels), events[-1].seq
+        return render_live(run, events, panels), events[-1].seq

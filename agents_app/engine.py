@@ -26,7 +26,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -42,6 +42,7 @@ from .patterns.base import (
     Event,
     ModelError,
     RunStopped,
+    StageAbandoned,
     StageResult,
     TimeLimitExceeded,
 )
@@ -64,7 +65,7 @@ def _lease_until():
     return timezone.now() + timedelta(seconds=settings.QUORUM_STAGE_LEASE_SECONDS)
 
 
-class LeaseLost(Exception):
+class LeaseLost(StageAbandoned):
     """Another worker owns this run now; drop the stage's result."""
 
 
@@ -135,6 +136,13 @@ class DbJournal:
                               run.active_seconds)
         self.started = time.monotonic()
         self.existing = {c.key: c for c in ModelCall.objects.filter(run_id=run.pk, stage=stage)}
+        self.thread = threading.get_ident()
+
+    def _release(self) -> None:
+        """Parallel stages call from helper threads, each with its own Django connection:
+        close it after each use so a finished helper thread leaves no connection behind."""
+        if threading.get_ident() != self.thread:
+            connection.close()
 
     def replay(self, key: str) -> CallOutcome | None:
         c = self.existing.get(key)
@@ -146,6 +154,12 @@ class DbJournal:
                            attempts=c.attempts, error=c.error, retryable=c.retryable)
 
     def before_call(self, key: str, role: str, model: str) -> None:
+        try:
+            self._check_and_extend(role)
+        finally:
+            self._release()
+
+    def _check_and_extend(self, role: str) -> None:
         row = Run.objects.filter(pk=self.run_id).values(
             "lease_owner", "cancel_requested", "cost_usd", "prompt_tokens",
             "completion_tokens").get()
@@ -170,6 +184,12 @@ class DbJournal:
             lease_expires_at=_lease_until())
 
     def record(self, key: str, o: CallOutcome) -> None:
+        try:
+            self._record(key, o)
+        finally:
+            self._release()
+
+    def _record(self, key: str, o: CallOutcome) -> None:
         with transaction.atomic():
             ModelCall.objects.create(
                 run_id=self.run_id, stage=self.stage, key=key, role=o.role, model=o.model,
@@ -219,8 +239,8 @@ def advance(run_id: int, *, enqueue: bool = True) -> bool:
             msg = f"Resuming stage {stage} (attempt {run.stage_attempt}) after an interruption."
             append_events(run_id, [Event("stage_resumed", msg, {"stage": stage})])
         else:
-            append_events(run_id, [Event("stage_started", describe_stage(stage),
-                                         {"stage": stage})])
+            text = pattern.describe_stage(stage) or describe_stage(stage)
+            append_events(run_id, [Event("stage_started", text, {"stage": stage})])
     started = time.monotonic()
     try:
         result = pattern.run_stage(stage, run.state, Gateway(
@@ -285,7 +305,8 @@ def _commit(run_id, token, seq, result: StageResult, elapsed: float, enqueue: bo
             run.status = gate_status(result.gate.kind)
             run.gate = result.gate.kind
             run.stage = result.next_stage or ""
-            events.append(Event("gate_opened", gate_message(result.gate.kind),
+            events.append(Event("gate_opened", pattern.gate_message(result.gate.kind)
+                                or gate_message(result.gate.kind),
                                 {"gate": result.gate.kind, **result.gate.payload}))
         else:
             run.status = pattern.status_for(result.next_stage)

@@ -10,8 +10,16 @@ from .models import Status
 from .patterns import PATTERNS
 
 
+def _task_patterns():
+    return [(p.name, p.label) for p in PATTERNS.values() if p.starts_from_task]
+
+
+def _all_patterns():
+    return [("", "Any pattern"), *[(p.name, p.label) for p in PATTERNS.values()]]
+
+
 class StartRunForm(forms.Form):
-    pattern = forms.ChoiceField(choices=[(p.name, p.label) for p in PATTERNS.values()])
+    pattern = forms.ChoiceField(choices=_task_patterns)
     task = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "placeholder":
                            "What should the agents do? e.g. Compare three vector databases, "
                            "then recommend one for a small team."}))
@@ -84,9 +92,7 @@ class StartRunForm(forms.Form):
 
 class HistoryFilterForm(forms.Form):
     status = forms.ChoiceField(choices=[("", "Any status"), *Status.choices], required=False)
-    pattern = forms.ChoiceField(choices=[("", "Any pattern"),
-                                         *[(p.name, p.label) for p in PATTERNS.values()]],
-                                required=False)
+    pattern = forms.ChoiceField(choices=_all_patterns, required=False)
     q = forms.CharField(required=False, max_length=200, label="Search")
     before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 

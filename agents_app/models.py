@@ -14,13 +14,18 @@ class Status(models.TextChoices):
     AWAITING_PLAN_APPROVAL = "awaiting_plan_approval", "Awaiting plan approval"
     EXECUTING = "executing", "Executing"
     SYNTHESIZING = "synthesizing", "Synthesizing"
+    ANALYZING = "analyzing", "Analyzing"
+    REVIEWING = "reviewing", "Reviewing"
+    REFLECTING = "reflecting", "Reflecting"
+    AWAITING_TRIAGE = "awaiting_triage", "Awaiting triage"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
     BUDGET_EXCEEDED = "budget_exceeded", "Budget exceeded"
 
 
-RUNNABLE = (Status.QUEUED, Status.PLANNING, Status.EXECUTING, Status.SYNTHESIZING)
+RUNNABLE = (Status.QUEUED, Status.PLANNING, Status.EXECUTING, Status.SYNTHESIZING,
+            Status.ANALYZING, Status.REVIEWING, Status.REFLECTING)
 TERMINAL = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.BUDGET_EXCEEDED)
 
 
@@ -76,6 +81,8 @@ class Run(models.Model):
         return f"Run {self.pk} ({self.pattern}, {self.status})"
 
     def get_absolute_url(self) -> str:
+        if self.pattern == "code_review":
+            return reverse("review_detail", args=[self.pk])
         return reverse("run_detail", args=[self.pk])
 
     @property

@@ -3,6 +3,8 @@ steps, answer, model-call trace). One view per page; htmx requests get the named
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
@@ -21,6 +23,19 @@ PAGE_SIZE = 25
 
 
 # --- dashboard -------------------------------------------------------------------------------
+def keyset_page(rows, form, params: dict, name: str) -> dict:
+    """One page of a history list, newest first. Keyset pagination ("older than id N", from
+    the form's ``before``) stays fast at any depth, unlike OFFSET and COUNT."""
+    before = form.cleaned_data.get("before") if form.is_valid() else None
+    if before:
+        rows = rows.filter(id__lt=before)
+    page = list(rows.order_by("-id")[: PAGE_SIZE + 1])
+    has_more = len(page) > PAGE_SIZE
+    page = page[:PAGE_SIZE]
+    return {name: page, "filter_form": form, "filter_params": params,
+            "next_before": page[-1].pk if has_more else None, "is_first_page": not before}
+
+
 def _history(request) -> dict:
     form = HistoryFilterForm(request.GET or None)
     runs = Run.objects.filter(owner=request.user).only(
@@ -38,16 +53,7 @@ def _history(request) -> dict:
         if d.get("q"):
             runs = runs.filter(Q(task__icontains=d["q"]) | Q(answer__icontains=d["q"]))
             params["q"] = d["q"]
-        if d.get("before"):
-            runs = runs.filter(id__lt=d["before"])
-    # Keyset pagination: "older than id N" stays fast at any depth, unlike OFFSET/COUNT.
-    page = list(runs.order_by("-id")[: PAGE_SIZE + 1])
-    has_more = len(page) > PAGE_SIZE
-    page = page[:PAGE_SIZE]
-    return {"runs": page, "filter_form": form, "filter_params": params,
-            "next_before": page[-1].pk if has_more else None,
-            "is_first_page": not (form.is_valid() and form.cleaned_data.get("before")),
-            "patterns": PATTERNS}
+    return {**keyset_page(runs, form, params, "runs"), "patterns": PATTERNS}
 
 
 @login_required
@@ -112,6 +118,8 @@ def run_context(run: Run, **extra) -> dict:
 @require_GET
 def run_detail(request, pk: int):
     run = owned_run(request, pk)
+    if run.pattern in LIVE_RENDERERS:  # a pattern with its own page
+        return redirect(run)
     return render(request, "agents_app/run_detail.html", run_context(run))
 
 
@@ -157,10 +165,23 @@ def cancel_run(request, pk: int):
     return redirect(run)
 
 
+# Patterns with a page of their own (e.g. code review) register how their live updates look.
+LIVE_RENDERERS: dict[str, Callable[[Run, list, set[str]], str]] = {}
+
+
+def register_live_renderer(pattern: str, renderer: Callable[[Run, list, set[str]], str]) -> None:
+    LIVE_RENDERERS[pattern] = renderer
+
+
+def render_live(run: Run, events, panels: set[str]) -> str:
+    """The WebSocket message for ``events`` of ``run``, by the page its pattern uses."""
+    return LIVE_RENDERERS.get(run.pattern, render_live_update)(run, events, panels)
+
+
 def render_live_update(run: Run, events, panels: set[str]) -> str:
     """The WebSocket message for new events: timeline entries plus refreshed panels."""
     ctx = run_context(run)
-    parts = [render_to_string("agents_app/run_detail.html#timeline-append",
+    parts = [render_to_string("agents_app/_timeline_append.html",
                               {**ctx, "new_events": events})]
     for name in ("header", "plan-panel", "steps-panel", "answer-panel", "calls-panel"):
         if name in panels:

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "agents_app",
+    "reviews_app",
 ]
 
 MIDDLEWARE = [
@@ -129,11 +130,29 @@ def _default_model() -> str:
     return OFFLINE_MODEL
 
 
+def _cheap_model(default: str) -> str:
+    """The cheaper model for light roles (the style reviewer): the same provider's small one."""
+    if env.str("QUORUM_CHEAP_MODEL", default=""):
+        return env.str("QUORUM_CHEAP_MODEL")
+    if default.startswith(("anthropic/", "claude")):
+        return "anthropic/claude-3-5-haiku-latest"
+    if default.startswith("gemini/"):
+        return "gemini/gemini-2.0-flash"
+    if default.startswith(("gpt-", "openai/", "o1", "o3", "o4")):
+        return "gpt-4o-mini"
+    return default
+
+
 QUORUM_DEFAULT_MODEL = _default_model()
+QUORUM_CHEAP_MODEL = _cheap_model(QUORUM_DEFAULT_MODEL)
 QUORUM_ROLE_MODELS = {
     "planner": env.str("QUORUM_MODEL_PLANNER", default=QUORUM_DEFAULT_MODEL),
     "executor": env.str("QUORUM_MODEL_EXECUTOR", default=QUORUM_DEFAULT_MODEL),
     "synthesizer": env.str("QUORUM_MODEL_SYNTHESIZER", default=QUORUM_DEFAULT_MODEL),
+    # Code review: three specialist reviewers; style is the light one.
+    "security": env.str("QUORUM_MODEL_SECURITY", default=QUORUM_DEFAULT_MODEL),
+    "architecture": env.str("QUORUM_MODEL_ARCHITECTURE", default=QUORUM_DEFAULT_MODEL),
+    "style": env.str("QUORUM_MODEL_STYLE", default=QUORUM_CHEAP_MODEL),
 }
 QUORUM_LLM_TIMEOUT = env.float("QUORUM_LLM_TIMEOUT", default=120.0)
 QUORUM_LLM_MAX_RETRIES = env.int("QUORUM_LLM_MAX_RETRIES", default=2)
@@ -149,6 +168,23 @@ QUORUM_MAX_REPLANS = env.int("QUORUM_MAX_REPLANS", default=2)
 QUORUM_MAX_RUN_SECONDS = env.float("QUORUM_MAX_RUN_SECONDS", default=300.0)
 QUORUM_MAX_TASK_CHARS = env.int("QUORUM_MAX_TASK_CHARS", default=8000)
 QUORUM_STAGE_LEASE_SECONDS = env.float("QUORUM_STAGE_LEASE_SECONDS", default=300.0)
+
+# --- Code review ------------------------------------------------------------------------
+# Local repositories may be read only under these folders (empty: git ranges turned off).
+QUORUM_REPO_ROOTS = env.list("QUORUM_REPO_ROOTS", default=[])
+GITHUB_TOKEN = env.str("GITHUB_TOKEN", default="")
+QUORUM_GITHUB_API_URL = env.str("QUORUM_GITHUB_API_URL", default="https://api.github.com")
+QUORUM_REVIEW_MAX_UPLOAD_BYTES = env.int("QUORUM_REVIEW_MAX_UPLOAD_BYTES", default=10_000_000)
+QUORUM_REVIEW_MAX_BYTES = env.int("QUORUM_REVIEW_MAX_BYTES", default=1_000_000)
+QUORUM_REVIEW_MAX_FILES = env.int("QUORUM_REVIEW_MAX_FILES", default=300)
+QUORUM_REVIEW_MAX_LINES_PER_FILE = env.int("QUORUM_REVIEW_MAX_LINES_PER_FILE", default=2000)
+QUORUM_REVIEW_HEAVY_MAX_LINES = env.int("QUORUM_REVIEW_HEAVY_MAX_LINES", default=1500)
+QUORUM_REVIEW_DAILY_LIMIT = env.int("QUORUM_REVIEW_DAILY_LIMIT", default=20)
+QUORUM_REVIEW_MIN_CONFIDENCE = env.float("QUORUM_REVIEW_MIN_CONFIDENCE", default=0.5)
+QUORUM_REVIEW_TIMEOUT = env.float("QUORUM_REVIEW_TIMEOUT", default=180.0)
+QUORUM_REVIEW_MAX_COST_USD = env.float("QUORUM_REVIEW_MAX_COST_USD", default=2.0)
+# A pasted diff arrives as a form field: allow it up to the upload limit (plus the form).
+DATA_UPLOAD_MAX_MEMORY_SIZE = QUORUM_REVIEW_MAX_UPLOAD_BYTES + 1_000_000
 
 # --- Auth, static, security -----------------------------------------------------------
 LOGIN_URL = "login"

@@ -6,5 +6,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("reviews/", include("reviews_app.urls")),
     path("", include("agents_app.urls")),
 ]

@@ -58,3 +58,57 @@ def redis_server(stack_dir):
     proc = start_redis(stack_dir)
     yield proc
     proc.stop()
+
+
+# --- browser tests ----------------------------------------------------------------------
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture
+def live_stack(django_db_setup, redis_server, stack_dir):
+    """Daphne and a Celery worker on the test database, the offline model slowed to 0.4 s
+    a call so that a page can watch stages arrive."""
+    from tests.stack import free_port, start_web, start_worker
+
+    port = free_port()
+    worker = start_worker(stack_dir, node="browser", QUORUM_OFFLINE_LATENCY="0.4")
+    web = start_web(stack_dir, port)
+    yield f"http://127.0.0.1:{port}"
+    web.stop()
+    worker.stop()
+
+
+@pytest.fixture
+def browser_alice(alice):
+    """Alice with a password hash Daphne's (production) hasher list can verify."""
+    from django.contrib.auth.hashers import make_password
+
+    alice.password = make_password(PASSWORD, hasher="pbkdf2_sha256")
+    alice.save(update_fields=["password"])
+    return alice
+
+
+@pytest.fixture
+def page(monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls
+    # are still synchronous, so Django's async guard is lifted for this test only.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 900})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.errors = errors
+        yield page
+        browser.close()
+
+
+def sign_in(page, base_url: str, username: str = "alice") -> None:
+    page.goto(base_url + "/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button.primary")
+    page.wait_for_url(base_url + "/")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 _SECTION = re.compile(r"^## (.+?)\n(.*?)(?=^## |\Z)", re.MULTILINE | re.DOTALL)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$", re.MULTILINE)
@@ -128,8 +129,18 @@ def direct(messages: list[dict[str, str]]) -> str:
             f"{LABEL} Set a provider key to get a real answer.")
 
 
+# Other apps teach the offline model their schemas: schema name -> (messages -> answer dict).
+HANDLERS: dict[str, Callable[[list[dict[str, str]]], dict]] = {}
+
+
+def register(schema_name: str, handler: Callable[[list[dict[str, str]]], dict]) -> None:
+    HANDLERS[schema_name] = handler
+
+
 def reply(role: str, schema_name: str | None, messages: list[dict[str, str]]) -> str:
     """The offline model's reply text for a call of ``role`` asking for ``schema_name``."""
+    if schema_name in HANDLERS:
+        return json.dumps(HANDLERS[schema_name](messages))
     if schema_name == "PlanDraft":
         return json.dumps(plan(messages))
     if schema_name == "StepReport":

@@ -6,5 +6,10 @@ from .plan_execute import PlanExecute
 PATTERNS: dict[str, Pattern] = {p.name: p for p in (PlanExecute(),)}
 
 
+def register_pattern(pattern: Pattern) -> None:
+    """Other apps add their patterns when Django starts (see their AppConfig.ready)."""
+    PATTERNS[pattern.name] = pattern
+
+
 def get_pattern(name: str) -> Pattern:
     return PATTERNS[name]

@@ -57,6 +57,11 @@ class TimeLimitExceeded(RunStopped):
     status = "failed"
 
 
+class StageAbandoned(Exception):
+    """The engine gave up this stage (another worker owns the run now). Pattern code that
+    catches exceptions broadly, such as a reviewer that degrades on failure, re-raises it."""
+
+
 class ModelError(Exception):
     """A model call failed for good (after retries). ``retryable`` tells what kind it was."""
 
@@ -118,6 +123,7 @@ class Pattern:
     label: str = ""
     roles: tuple[str, ...] = ()
     gates: tuple[str, ...] = ()
+    starts_from_task = True  # False: started from its own form (a code review needs a diff)
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         return {"task": task, "options": dict(options)}
@@ -128,6 +134,14 @@ class Pattern:
     def status_for(self, stage: str) -> str:
         """The run status shown while ``stage`` is pending or running."""
         return "running"
+
+    def describe_stage(self, stage: str) -> str | None:
+        """A sentence for the timeline when ``stage`` starts; None for the engine's default."""
+        return None
+
+    def gate_message(self, gate: str) -> str | None:
+        """A sentence for the timeline when the run stops at ``gate``; None for the default."""
+        return None
 
     def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
         raise NotImplementedError  # pragma: no cover

@@ -55,3 +55,12 @@ def status_class(status: str) -> str:
     if status.startswith("awaiting_"):
         return "wait"
     return "busy"
+
+
+@register.filter
+def get_item(mapping, key):
+    """``mapping|get_item:key`` for dict lookups with a variable key."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None

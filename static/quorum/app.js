@@ -66,3 +66,23 @@
     if (tl) tl.dataset.lastSeq = String(lastSeq());
   });
 })();
+
+// Review form: show the fields of the chosen source only.
+(function () {
+  "use strict";
+  function sync(root) {
+    var form = (root || document).querySelector("#new-review form");
+    if (!form) return;
+    var checked = form.querySelector("input[name=source]:checked");
+    var kind = checked ? checked.value : "paste";
+    form.classList.add("js-sources");
+    form.querySelectorAll(".source-panel").forEach(function (p) {
+      p.classList.toggle("active", p.dataset.source === kind);
+    });
+  }
+  document.addEventListener("change", function (ev) {
+    if (ev.target.name === "source") sync();
+  });
+  document.addEventListener("DOMContentLoaded", function () { sync(); });
+  document.addEventListener("htmx:afterSettle", function () { sync(); });
+})();

@@ -6,10 +6,10 @@ import json
 from decimal import Decimal
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from agents_app import engine
+from agents_app.cli import command_owner
 from agents_app.llm.gateway import check_model_name
 from agents_app.patterns import PATTERNS
 
@@ -18,7 +18,10 @@ class Command(BaseCommand):
     help = "Run a pattern on a task in this process and print the result."
 
     def add_arguments(self, parser):
-        parser.add_argument("pattern", choices=sorted(PATTERNS))
+        # Patterns that start from something else than a task (a code review) have commands
+        # of their own (``manage.py review``).
+        startable = sorted(n for n, p in PATTERNS.items() if p.starts_from_task)
+        parser.add_argument("pattern", choices=startable)
         parser.add_argument("--task", required=True)
         parser.add_argument("--auto-approve", action="store_true",
                             help="Approve the plan without asking (recorded as auto-approved).")
@@ -46,7 +49,7 @@ class Command(BaseCommand):
             if problem:
                 raise CommandError(problem)
             models[role] = name.strip()
-        owner = self._owner(opts["user"])
+        owner = command_owner(opts["user"])
         run = engine.create_run(
             owner, pattern.name, task,
             options={"auto_approve": opts["auto_approve"], "max_steps": settings.QUORUM_MAX_STEPS,
@@ -57,18 +60,6 @@ class Command(BaseCommand):
             enqueue=False)
         run = engine.run_inline(run.pk)
         self._report(run, opts["json"])
-
-    def _owner(self, username):
-        User = get_user_model()
-        if username:
-            try:
-                return User.objects.get(username=username)
-            except User.DoesNotExist:
-                raise CommandError(f"No user {username!r}.") from None
-        user = User.objects.filter(is_superuser=True).order_by("pk").first()
-        if user is None:
-            user, _ = User.objects.get_or_create(username="cli")
-        return user
 
     def _report(self, run, as_json: bool):
         plan = run.plan_versions.last()

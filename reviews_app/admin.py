@@ -1,0 +1,34 @@
+from django.contrib import admin
+
+from .models import Finding, Review
+
+
+class FindingInline(admin.TabularInline):
+    model = Finding
+    extra = 0
+    can_delete = False
+    fields = ("key", "kept", "severity", "category", "file", "line", "title", "decision",
+              "decided_by")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Review)
+class ReviewAdmin(admin.ModelAdmin):
+    list_display = ("run_id", "source_label", "source_kind", "owner", "proposed_verdict",
+                    "final_verdict", "created_at")
+    list_filter = ("source_kind", "proposed_verdict", "final_verdict")
+    search_fields = ("source_label", "summary")
+    readonly_fields = ("run", "owner", "verdict_decided_by")
+    exclude = ("diff_text",)
+    inlines = [FindingInline]
+
+
+@admin.register(Finding)
+class FindingAdmin(admin.ModelAdmin):
+    list_display = ("key", "review", "severity", "category", "file", "line", "kept", "decision")
+    list_filter = ("severity", "category", "kept", "decision")
+    search_fields = ("title", "file")
+    readonly_fields = ("review", "decided_by")

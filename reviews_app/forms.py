@@ -1,0 +1,131 @@
+"""Forms of the review pages. Every rejection says what was wrong and what to do."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from agents_app.llm.gateway import check_model_name
+from agents_app.models import Status
+
+from . import services
+from .models import Finding, Review, Verdict
+from .pipeline.schema import SEVERITIES
+
+
+class NewReviewForm(forms.Form):
+    source = forms.ChoiceField(choices=Review.Source.choices, initial="paste",
+                               widget=forms.RadioSelect)
+    diff = forms.CharField(required=False, strip=False, label="Unified diff",
+                           widget=forms.Textarea(attrs={
+                               "rows": 12, "spellcheck": "false",
+                               "placeholder": "Paste the output of `git diff` here."}))
+    upload = forms.FileField(required=False, label=".diff or .patch file")
+    repo = forms.CharField(required=False, max_length=1000, label="Repository path")
+    range = forms.CharField(required=False, max_length=420, label="Range",
+                            widget=forms.TextInput(attrs={"placeholder": "main..feature"}))
+    pr_url = forms.CharField(required=False, max_length=500, label="Pull request URL",
+                             widget=forms.TextInput(attrs={
+                                 "placeholder": "https://github.com/owner/repo/pull/123"}))
+    model_security = forms.CharField(required=False, max_length=200, label="Security reviewer")
+    model_architecture = forms.CharField(required=False, max_length=200,
+                                         label="Architecture reviewer")
+    model_style = forms.CharField(required=False, max_length=200, label="Style reviewer")
+    model_synthesizer = forms.CharField(required=False, max_length=200, label="Synthesizer")
+    min_confidence = forms.FloatField(required=False, min_value=0, max_value=1,
+                                      label="Confidence threshold",
+                                      widget=forms.NumberInput(attrs={"step": "0.05"}))
+
+    ROLE_FIELDS = {"security": "model_security", "architecture": "model_architecture",
+                   "style": "model_style", "synthesizer": "model_synthesizer"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for role, name in self.ROLE_FIELDS.items():
+            default = settings.QUORUM_ROLE_MODELS[role]
+            self.fields[name].widget.attrs["placeholder"] = default
+        self.fields["min_confidence"].widget.attrs["placeholder"] = \
+            settings.QUORUM_REVIEW_MIN_CONFIDENCE
+        roots = settings.QUORUM_REPO_ROOTS
+        self.fields["repo"].widget.attrs["placeholder"] = (roots[0] + "/…" if roots else
+                                                           "Set QUORUM_REPO_ROOTS first")
+        self.review_input: services.ReviewInput | None = None
+        self.prepared = None
+
+    def clean(self):
+        data = super().clean()
+        for name in self.ROLE_FIELDS.values():
+            value = (data.get(name) or "").strip()
+            if value and (problem := check_model_name(value)):
+                self.add_error(name, problem)
+        if self.errors:
+            return data
+        try:
+            self.review_input = self._load(data)
+            self.prepared = services.prepare(self.review_input)
+        except services.InputError as exc:
+            field = {"paste": "diff", "upload": "upload", "git": "repo",
+                     "github": "pr_url"}[data["source"]]
+            self.add_error(field, str(exc))
+        return data
+
+    def _load(self, data) -> services.ReviewInput:
+        kind = data["source"]
+        if kind == "paste":
+            if not (data.get("diff") or "").strip():
+                raise services.InputError("Paste a diff, or choose another source.")
+            return services.from_text(data["diff"])
+        if kind == "upload":
+            if not data.get("upload"):
+                raise services.InputError("Choose a .diff or .patch file to upload.")
+            return services.from_upload(data["upload"])
+        if kind == "git":
+            if not (data.get("repo") or "").strip() or not (data.get("range") or "").strip():
+                raise services.InputError("Give the repository path and a range like "
+                                          "main..feature.")
+            return services.from_git(data["repo"].strip(), data["range"].strip())
+        if not (data.get("pr_url") or "").strip():
+            raise services.InputError("Give the URL of a GitHub pull request.")
+        return services.from_github(data["pr_url"].strip())
+
+    def models(self) -> dict[str, str]:
+        d = self.cleaned_data
+        return {role: (d.get(name) or "").strip() or settings.QUORUM_ROLE_MODELS[role]
+                for role, name in self.ROLE_FIELDS.items()}
+
+
+class FindingDecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=Finding.Decision.choices)
+    comment = forms.CharField(required=False, max_length=4000)
+
+
+class AcceptAllForm(forms.Form):
+    severity = forms.ChoiceField(choices=[(s, s) for s in SEVERITIES])
+
+
+class VerdictForm(forms.Form):
+    action = forms.ChoiceField(choices=[("accept", "Accept"), ("override", "Override")])
+    verdict = forms.ChoiceField(choices=Verdict.choices, required=False)
+    reason = forms.CharField(required=False, max_length=4000)
+    seq = forms.IntegerField(min_value=0)
+
+
+class ExportForm(forms.Form):
+    format = forms.ChoiceField(choices=[("markdown", "Markdown"), ("json", "JSON"),
+                                        ("sarif", "SARIF 2.1.0")], initial="markdown")
+    scope = forms.ChoiceField(choices=[("all", "All findings"),
+                                       ("accepted", "Accepted findings")],
+                              required=False, initial="all")
+
+
+REVIEW_STATUSES = [s for s in Status.choices if s[0] not in (
+    "planning", "awaiting_plan_approval", "executing")]
+
+
+class ReviewFilterForm(forms.Form):
+    status = forms.ChoiceField(choices=[("", "Any status"), *REVIEW_STATUSES], required=False)
+    verdict = forms.ChoiceField(choices=[("", "Any verdict"), *Verdict.choices], required=False)
+    source = forms.ChoiceField(choices=[("", "Any source"), *Review.Source.choices],
+                               required=False)
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)

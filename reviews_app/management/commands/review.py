@@ -1,0 +1,113 @@
+"""Review a change headlessly, for CI: the same pipeline as the web app, in this process.
+
+    python manage.py review change.diff
+    python manage.py review --git /repos/app main..feature --format sarif
+    python manage.py review --github https://github.com/o/r/pull/7 --model style=gpt-4o-mini
+
+Prints the export on stdout (progress goes to stderr). Exit status: 0 when the verdict is
+approve, 1 when it is request_changes or needs_discussion, 2 when the review could not be
+made (bad input, limit reached, every reviewer failed).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from agents_app import engine
+from agents_app.cli import command_owner
+from agents_app.llm.gateway import check_model_name
+from agents_app.patterns.base import Decision
+from reviews_app import services
+from reviews_app.models import Review
+from reviews_app.pipeline import export
+
+EXIT_APPROVE, EXIT_NOT_APPROVED, EXIT_ERROR = 0, 1, 2
+
+
+class Command(BaseCommand):
+    help = "Review a diff, a local git range or a GitHub pull request and print the result."
+
+    def add_arguments(self, parser):
+        src = parser.add_mutually_exclusive_group(required=True)
+        src.add_argument("path", nargs="?", help="A .diff/.patch file, or - for stdin.")
+        src.add_argument("--git", nargs=2, metavar=("REPO", "BASE..HEAD"),
+                         help="A repository under QUORUM_REPO_ROOTS and a range.")
+        src.add_argument("--github", metavar="URL", help="A GitHub pull request URL.")
+        parser.add_argument("--format", choices=sorted(export.EXPORT_FORMATS),
+                            default="markdown")
+        parser.add_argument("--model", action="append", default=[], metavar="ROLE=NAME",
+                            help="Model for a role (security, architecture, style, "
+                                 "synthesizer). Repeatable.")
+        parser.add_argument("--min-confidence", type=float, default=None)
+        parser.add_argument("--user", default=None,
+                            help="Owner of the review (default: first superuser, else 'cli').")
+
+    def handle(self, *args, **opts):
+        models = self._models(opts["model"])
+        if opts["min_confidence"] is not None and not 0 <= opts["min_confidence"] <= 1:
+            raise CommandError("--min-confidence must be between 0 and 1.")
+        try:
+            inp = self._load(opts)
+            prepared = services.prepare(inp)
+            run = services.start_review(command_owner(opts["user"]), inp, prepared,
+                                        models=models, min_confidence=opts["min_confidence"],
+                                        enqueue=False)
+        except services.InputError as exc:
+            self.stderr.write(self.style.ERROR(str(exc)))
+            sys.exit(EXIT_ERROR)
+        self.stderr.write(f"Review {run.pk}: {len(prepared.files)} of {prepared.total_files} "
+                          "file(s) to review.")
+        run = engine.run_inline(run.pk)
+        if run.status == "awaiting_triage":
+            # Headless: the verdict the pipeline proposes is the one reported.
+            run = engine.decide(run, run.owner, run.stage_seq,
+                                Decision(action="accept", author="manage.py review"),
+                                enqueue=False)
+            run = engine.run_inline(run.pk)
+        review = Review.objects.select_related("run").get(run=run)
+        if review.proposed_verdict:
+            self.stdout.write(export.render(services.export_dict(review), opts["format"]))
+        for name, r in (review.reviewers or {}).items():
+            if r.get("error"):
+                self.stderr.write(self.style.WARNING(f"{name} reviewer: {r['error']}"))
+        if run.status != "completed":
+            self.stderr.write(self.style.ERROR(f"The review ended as {run.status}: "
+                                               f"{run.error or 'no verdict'}"))
+            sys.exit(EXIT_ERROR)
+        verdict = review.verdict
+        self.stderr.write(f"Verdict: {verdict}. Cost ${run.cost_usd:.4f}, "
+                          f"{run.total_tokens:,} tokens.")
+        sys.exit(EXIT_APPROVE if verdict == "approve" else EXIT_NOT_APPROVED)
+
+    def _models(self, specs: list[str]) -> dict[str, str]:
+        models = {}
+        for spec in specs:
+            role, sep, name = spec.partition("=")
+            if not sep or role not in services.ROLES:
+                raise CommandError(f"--model takes ROLE=NAME with ROLE one of "
+                                   f"{', '.join(services.ROLES)}.")
+            if problem := check_model_name(name.strip()):
+                raise CommandError(problem)
+            models[role] = name.strip()
+        return models
+
+    def _load(self, opts) -> services.ReviewInput:
+        if opts["git"]:
+            return services.from_git(*opts["git"])
+        if opts["github"]:
+            return services.from_github(opts["github"])
+        if opts["path"] == "-":
+            return services.from_bytes(sys.stdin.buffer.read(), name="stdin")
+        path = Path(opts["path"])
+        if not path.is_file():
+            raise services.InputError(f"No such file: {path}")
+        size = path.stat().st_size
+        if size > settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES:
+            raise services.InputError(
+                f"{path.name} is {size / 1e6:.1f} MB; the limit is "
+                f"{settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES / 1e6:.1f} MB.")
+        return services.from_bytes(path.read_bytes(), name=path.name)

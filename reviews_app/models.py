@@ -1,0 +1,116 @@
+"""A code review is a run of the ``code_review`` pattern plus what a person triages: the
+input and its coverage, the findings (kept and dropped, with reasons) and the decisions."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from agents_app.models import Run
+
+from .pipeline.schema import CATEGORIES, SEVERITIES, VERDICTS
+
+
+class Verdict(models.TextChoices):
+    APPROVE = "approve", "Approve"
+    NEEDS_DISCUSSION = "needs_discussion", "Needs discussion"
+    REQUEST_CHANGES = "request_changes", "Request changes"
+
+
+assert tuple(Verdict.values) == VERDICTS  # noqa: S101 - one list, two layers
+
+
+class Review(models.Model):
+    class Source(models.TextChoices):
+        PASTE = "paste", "Pasted diff"
+        UPLOAD = "upload", "Uploaded patch"
+        GIT = "git", "Local git range"
+        GITHUB = "github", "GitHub pull request"
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="review")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="reviews")
+    source_kind = models.CharField(max_length=10, choices=Source.choices)
+    source_label = models.CharField(max_length=300)
+    source_meta = models.JSONField(default=dict, blank=True)
+    diff_text = models.TextField(help_text="The diff as reviewed (clipped to the byte limit)")
+    files = models.JSONField(default=list, help_text="Per reviewed file: path, status, mode…")
+    coverage = models.JSONField(default=list, help_text="Files skipped or clipped, with reasons")
+    total_files = models.PositiveIntegerField(default=0)
+    reviewers = models.JSONField(default=dict, help_text="Reviewer → status, error, counts")
+
+    proposed_verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
+    rule_verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
+    summary = models.TextField(blank=True)
+    notes = models.JSONField(default=list, blank=True)
+    counts = models.JSONField(default=dict, blank=True, help_text="Kept findings by severity")
+
+    final_verdict = models.CharField(max_length=20, choices=Verdict.choices, blank=True)
+    verdict_reason = models.TextField(blank=True)
+    verdict_decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                           on_delete=models.SET_NULL, related_name="+")
+    verdict_decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["owner", "-id"], name="review_owner_recent")]
+
+    def __str__(self) -> str:
+        return f"Review {self.run_id} ({self.source_label})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("review_detail", args=[self.run_id])
+
+    @property
+    def verdict(self) -> str:
+        return self.final_verdict or self.proposed_verdict
+
+
+class Finding(models.Model):
+    class Decision(models.TextChoices):
+        PENDING = "pending", "Pending"
+        ACCEPTED = "accepted", "Accepted"
+        REJECTED = "rejected", "Rejected"
+
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="findings")
+    key = models.CharField(max_length=20)
+    position = models.PositiveIntegerField(default=0, help_text="Order in the review")
+    kept = models.BooleanField(default=True)
+    drop_reason = models.TextField(blank=True)
+    duplicate_of = models.CharField(max_length=20, blank=True)
+    category = models.CharField(max_length=20, choices=[(c, c.title()) for c in CATEGORIES])
+    severity = models.CharField(max_length=10, choices=[(s, s.title()) for s in SEVERITIES])
+    file = models.TextField()
+    line = models.PositiveIntegerField(null=True, blank=True)
+    end_line = models.PositiveIntegerField(null=True, blank=True)
+    title = models.TextField()
+    description = models.TextField(blank=True)
+    suggestion = models.TextField(blank=True)
+    confidence = models.FloatField(default=0.5)
+    reviewer = models.CharField(max_length=20)
+    reviewers = models.JSONField(default=list)
+    rules = models.JSONField(default=list, blank=True)
+    history = models.JSONField(default=list, blank=True)
+
+    decision = models.CharField(max_length=10, choices=Decision.choices, default=Decision.PENDING)
+    comment = models.TextField(blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["review", "position"]
+        constraints = [models.UniqueConstraint(fields=["review", "key"], name="finding_key_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.key} {self.severity}: {self.title[:60]}"
+
+    @property
+    def where(self) -> str:
+        if not self.line:
+            return self.file
+        if self.end_line and self.end_line > self.line:
+            return f"{self.file}:{self.line}-{self.end_line}"
+        return f"{self.file}:{self.line}"

@@ -1,0 +1,436 @@
+"""Multi-agent code review as a pattern of the run engine.
+
+Stages (each name is also the journal key of its model calls):
+  ``analyze``     ruff and bandit on the changed Python files; no model call
+  ``review``      security, architecture and style reviewers, concurrently
+  ``reflect``     each reviewer reads its colleagues' findings and amends, concurrently
+  ``synthesize``  amendments applied, duplicates merged, weak findings dropped, verdict
+  (gate ``triage``: the person accepts or overrides the verdict; findings are triaged
+  one by one outside the state machine, since they do not move the run)
+  ``close``       the run completes with the decided verdict
+
+A reviewer that raises or times out degrades the review (the others go on); the review
+fails only when no reviewer succeeded. The critical path is three model latencies:
+reviewers overlap, reflections overlap, and synthesis is one call.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents_app.patterns.base import (
+    Decision,
+    Event,
+    Gate,
+    InvalidDecision,
+    ModelClient,
+    ModelError,
+    Pattern,
+    RunStopped,
+    StageAbandoned,
+    StageResult,
+)
+
+from . import analyzers, prompts, synthesis
+from .schema import CATEGORIES, VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
+
+TRIAGE_GATE = "triage"
+VERDICT_LABELS = {"approve": "approve", "request_changes": "request changes",
+                  "needs_discussion": "needs discussion"}
+DEFAULTS = {
+    "reviewers": list(CATEGORIES),
+    "min_confidence": 0.5,
+    "reviewer_timeout": 180.0,
+    "max_prompt_chars": 60_000,
+    "max_parallel_calls": 24,
+}
+
+
+# --- records the Django side persists ------------------------------------------------------------
+@dataclass
+class ReviewersFinished:
+    reviewers: dict[str, dict]
+
+
+@dataclass
+class ReviewSynthesized:
+    kept: list[dict]
+    dropped: list[dict]
+    verdict: str
+    rule_verdict: str
+    model_verdict: str
+    summary: str
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class VerdictDecided:
+    action: str  # accept | override
+    verdict: str
+    reason: str = ""
+    author: str = ""
+
+
+# --- running calls side by side -------------------------------------------------------------------
+class _Outcome:
+    def __init__(self):
+        self.value: Any = None
+        self.error: str = ""
+        self.timed_out = False
+        self.seconds = 0.0
+
+
+def _run_parallel(jobs: dict[str, Any], timeout: float, limit: int) -> dict[str, _Outcome]:
+    """Run ``jobs`` (name → zero-argument callable) in threads. A job past ``timeout`` is
+    reported as timed out and left to finish on its own; a job that raises is reported with
+    its error, except the control exceptions (cancel, budget, lost lease), which propagate."""
+    outcomes = {name: _Outcome() for name in jobs}
+    if not jobs:
+        return outcomes
+    pool = ThreadPoolExecutor(max_workers=max(1, min(limit, len(jobs))),
+                              thread_name_prefix="review")
+    started = time.monotonic()
+
+    def timed(name, fn):
+        t0 = time.monotonic()
+        try:
+            return fn()
+        finally:
+            outcomes[name].seconds = time.monotonic() - t0
+
+    futures: dict[Future, str] = {pool.submit(timed, name, fn): name for name, fn in jobs.items()}
+    try:
+        pending = set(futures)
+        while pending:
+            remaining = timeout - (time.monotonic() - started)
+            if remaining <= 0:
+                break
+            done, pending = wait(pending, timeout=remaining, return_when=FIRST_EXCEPTION)
+            for fut in done:
+                exc = fut.exception()
+                if isinstance(exc, RunStopped | StageAbandoned):
+                    raise exc
+        for fut, name in futures.items():
+            out = outcomes[name]
+            if not fut.done():
+                out.timed_out = True
+                out.error = f"no answer within {timeout:.0f} s"
+                out.seconds = timeout
+            elif (exc := fut.exception()) is not None:
+                out.error = (str(exc) if isinstance(exc, ModelError) and str(exc)
+                             else f"{type(exc).__name__}: {exc}")
+            else:
+                out.value = fut.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return outcomes
+
+
+def batches(files: list[dict], budget: int) -> list[list[dict]]:
+    """Pack files into prompts of at most ``budget`` characters (a file larger than the
+    budget goes alone), so a large change costs more calls in parallel, not a longer path."""
+    out: list[list[dict]] = []
+    size = 0
+    for f in files:
+        n = len(prompts.file_block(f))
+        if out and size + n <= budget:
+            out[-1].append(f)
+            size += n
+        else:
+            out.append([f])
+            size = n
+    return out or [[]]
+
+
+class CodeReview(Pattern):
+    name = "code_review"
+    label = "Code review"
+    roles = ("security", "architecture", "style", "synthesizer")
+    gates = (TRIAGE_GATE,)
+    starts_from_task = False
+
+    def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
+        options = dict(options)
+        source = options.pop("input")
+        opts = {**DEFAULTS, **options}
+        return {"task": task, "options": opts, "label": source.get("label", task),
+                "files": source["files"], "coverage": source["coverage"],
+                "total_files": source.get("total_files", len(source["files"]))}
+
+    def first_stage(self, state):
+        return "analyze"
+
+    def status_for(self, stage: str | None) -> str:
+        return {"analyze": "analyzing", "review": "reviewing", "reflect": "reflecting",
+                "synthesize": "synthesizing", "close": "synthesizing"}.get(stage or "", "queued")
+
+    def describe_stage(self, stage: str) -> str | None:
+        return {"analyze": "Running ruff and bandit on the changed Python files.",
+                "review": "The security, architecture and style reviewers are reading the "
+                          "change.",
+                "reflect": "Each reviewer is reading its colleagues' findings.",
+                "synthesize": "Merging the findings and proposing a verdict.",
+                "close": "Closing the review."}.get(stage)
+
+    def gate_message(self, gate: str) -> str | None:
+        if gate == TRIAGE_GATE:
+            return ("Waiting for you: accept or reject the findings, then accept or override "
+                    "the verdict.")
+        return None
+
+    def run_stage(self, stage: str, state: dict, client: ModelClient) -> StageResult:
+        handler = {"analyze": self._analyze, "review": self._review, "reflect": self._reflect,
+                   "synthesize": self._synthesize, "close": self._close}[stage]
+        return handler(dict(state), client)
+
+    # --- 1. static analysis ----------------------------------------------------------------------
+    def _analyze(self, state: dict, client: ModelClient) -> StageResult:
+        inputs = [i for i in (analyzers.input_from_file(f) for f in state["files"]) if i]
+        if not inputs:
+            state["analysis"] = {"evidence": [], "errors": [], "tools": {}, "seconds": 0.0,
+                                 "files": 0}
+            msg = (f"No Python files among the {len(state['files'])} reviewed: the models "
+                   "review them without analyzer evidence.")
+            return StageResult(state=state, next_stage="review",
+                               events=[Event("analysis_done", msg, {"evidence": 0})])
+        report = analyzers.run_analyzers(inputs)
+        for e in report.evidence:
+            e["fix"] = analyzers.suggestion_for(e)
+        state["analysis"] = {"evidence": report.evidence, "errors": report.errors,
+                             "tools": report.tools, "seconds": round(report.seconds, 3),
+                             "files": len(inputs)}
+        on_changed = [e for e in report.evidence if e.get("on_changed_line", True)]
+        tools = " and ".join(sorted(report.tools)) or "no analyzer"
+        msg = (f"{tools} checked {len(inputs)} Python file(s) in {report.seconds:.1f} s: "
+               f"{len(on_changed)} result(s) on changed lines.")
+        events = [Event("analysis_done", msg, {"evidence": len(on_changed)})]
+        events += [Event("analysis_warning", e) for e in report.errors[:20]]
+        return StageResult(state=state, next_stage="review", events=events)
+
+    # --- 2. reviewers in parallel ----------------------------------------------------------------
+    def _review(self, state: dict, client: ModelClient) -> StageResult:
+        opts = state["options"]
+        evidence = [e for e in state.get("analysis", {}).get("evidence", [])
+                    if e.get("on_changed_line", True)]
+        parts = batches(state["files"], int(opts["max_prompt_chars"]))
+        jobs = {}
+        for reviewer in opts["reviewers"]:
+            for i, part in enumerate(parts):
+                paths = {f["path"] for f in part}
+                ev = [e for e in analyzers.for_category(evidence, reviewer) if e["file"] in paths]
+                msgs = prompts.reviewer_messages(reviewer, state["label"], part, ev)
+                jobs[f"{reviewer}:{i}"] = (lambda r=reviewer, m=msgs, k=f"{reviewer}:{i}":
+                                           client.complete(r, m, schema=ReviewerFindings, key=k))
+        outcomes = _run_parallel(jobs, float(opts["reviewer_timeout"]),
+                                 int(opts["max_parallel_calls"]))
+        reviewed = {f["path"] for f in state["files"]}
+        findings: list[dict] = []
+        dropped: list[dict] = []
+        reviewers: dict[str, dict] = {}
+        events = []
+        for reviewer in opts["reviewers"]:
+            mine = [outcomes[f"{reviewer}:{i}"] for i in range(len(parts))]
+            ok = [o for o in mine if not o.error]
+            errors = sorted({o.error for o in mine if o.error})
+            raw = [f.model_dump() for o in ok for f in o.value.data.findings]
+            numbered = synthesis.number_findings(reviewer, raw)
+            for f in numbered:
+                f["category"] = f["category"] or reviewer
+                if f["file"] not in reviewed:
+                    f["status"] = "dropped"
+                    f["drop_reason"] = "names a file that is not part of this change"
+                    dropped.append(f)
+                else:
+                    findings.append(f)
+            status = "ok" if ok else ("timeout" if all(o.timed_out for o in mine) else "failed")
+            reviewers[reviewer] = {
+                "status": status if len(ok) == len(mine) or not ok else "partial",
+                "error": "; ".join(errors), "findings": len(numbered),
+                "seconds": round(max(o.seconds for o in mine), 2),
+                "batches": len(mine), "batches_ok": len(ok)}
+            if ok:
+                msg = f"The {reviewer} reviewer found {len(numbered)} issue(s)."
+                if errors:
+                    msg += f" {len(mine) - len(ok)} of {len(mine)} parts failed: {errors[0]}"
+                events.append(Event("reviewer_done", msg, {"reviewer": reviewer,
+                                                           "findings": len(numbered)}))
+            else:
+                events.append(Event("reviewer_failed", f"The {reviewer} reviewer failed: "
+                                    f"{'; '.join(errors)}", {"reviewer": reviewer}))
+        state.update(findings=findings + dropped, reviewers=reviewers)
+        records = [ReviewersFinished(reviewers)]
+        succeeded = [r for r, v in reviewers.items() if v["status"] in ("ok", "partial")]
+        if not succeeded:
+            reasons = "; ".join(f"{r}: {v['error']}" for r, v in reviewers.items())
+            return StageResult(state=state, outcome="failed", records=records, events=events,
+                               error=f"No reviewer succeeded, so there is no review. {reasons}")
+        return StageResult(state=state, next_stage="reflect", records=records, events=events)
+
+    # --- 3. reflection in parallel -------------------------------------------------------------------
+    def _reflect(self, state: dict, client: ModelClient) -> StageResult:
+        opts = state["options"]
+        findings = state["findings"]
+        live = [f for f in findings if f["status"] == "kept"]
+        ok = [r for r, v in state["reviewers"].items() if v["status"] in ("ok", "partial")]
+        jobs, events, reflection = {}, [], {}
+        for reviewer in ok:
+            own = [f for f in live if f["reviewer"] == reviewer]
+            others = [f for f in live if f["reviewer"] != reviewer and f["reviewer"] in ok]
+            if not others:
+                note = ("skipped: no colleague findings to read" if len(ok) > 1 else
+                        "skipped: the only reviewer that succeeded has no colleagues to read")
+                reflection[reviewer] = {"status": "skipped", "note": note, "amendments": 0}
+                events.append(Event("reflection_skipped", f"The {reviewer} reviewer's "
+                                    f"reflection was {note}.", {"reviewer": reviewer}))
+                continue
+            msgs = prompts.reflection_messages(reviewer, own, others)
+            jobs[reviewer] = (lambda r=reviewer, m=msgs:
+                              client.complete(r, m, schema=ReflectionAnswer, key=f"reflect:{r}"))
+        outcomes = _run_parallel(jobs, float(opts["reviewer_timeout"]),
+                                 int(opts["max_parallel_calls"]))
+        amendments: dict[str, list[dict]] = {}
+        for reviewer, out in outcomes.items():
+            if out.error:
+                reflection[reviewer] = {"status": "timeout" if out.timed_out else "failed",
+                                        "note": out.error, "amendments": 0}
+                events.append(Event("reflection_failed", f"The {reviewer} reviewer's reflection "
+                                    f"failed ({out.error}); its first findings stand.",
+                                    {"reviewer": reviewer}))
+                continue
+            items = [a.model_dump() for a in out.value.data.amendments]
+            amendments[reviewer] = items
+            reflection[reviewer] = {"status": "ok", "note": "", "amendments": len(items)}
+            kinds = ", ".join(f"{sum(a['action'] == k for a in items)} {k}"
+                              for k in ("add", "upgrade", "downgrade", "retract")
+                              if any(a["action"] == k for a in items)) or "no changes"
+            events.append(Event("reflection_done", f"The {reviewer} reviewer reflected: {kinds}.",
+                                {"reviewer": reviewer}))
+        ordered = {r: amendments[r] for r in opts["reviewers"] if r in amendments}
+        notes = synthesis.apply_amendments(findings, ordered)
+        reviewed = {f["path"] for f in state["files"]}
+        for f in findings:
+            if f["status"] == "kept" and f["file"] not in reviewed:
+                f["status"] = "dropped"
+                f["drop_reason"] = "names a file that is not part of this change"
+        state.update(findings=findings, amendments=ordered, reflection=reflection,
+                     amendment_notes=notes)
+        return StageResult(state=state, next_stage="synthesize", events=events)
+
+    # --- 4. synthesis --------------------------------------------------------------------------------
+    def _synthesize(self, state: dict, client: ModelClient) -> StageResult:
+        opts = state["options"]
+        findings = state["findings"]
+        synthesis.merge_duplicates(findings)
+        synthesis.drop_weak(findings, float(opts["min_confidence"]), _code_lookup(state["files"]))
+        kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
+        rule = synthesis.rule_verdict(kept)
+        notes = list(state.get("amendment_notes") or [])
+        model_verdict, summary = "", ""
+        coverage_notes = [f"{c['path']}: {c['reason']}" for c in state["coverage"]][:50]
+        try:
+            reply = client.complete("synthesizer", prompts.synthesis_messages(
+                state["label"], kept, rule, state["reviewers"], coverage_notes),
+                schema=SynthesisAnswer, key="synthesis")
+            answer: SynthesisAnswer = reply.data
+            notes += synthesis.apply_model_duplicates(findings, [g.model_dump()
+                                                                 for g in answer.duplicates])
+            model_verdict, summary = answer.verdict, answer.summary.strip()
+            synth_error = ""
+        except (RunStopped, StageAbandoned):
+            raise
+        except Exception as exc:  # degrade: the rules still give a verdict
+            synth_error = str(exc)
+            notes.append(f"The synthesizer failed ({exc}); the verdict follows the rules and "
+                         "the summary is generated.")
+        kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
+        dropped = [f for f in findings if f["status"] == "dropped"]
+        rule = synthesis.rule_verdict(kept)
+        verdict = synthesis.combine_verdicts(rule, model_verdict or None)
+        if not summary:
+            summary = _fallback_summary(kept, verdict, state["reviewers"])
+        state["result"] = {"verdict": verdict, "rule_verdict": rule,
+                           "model_verdict": model_verdict, "summary": summary,
+                           "synthesizer_error": synth_error, "notes": notes}
+        state["findings"] = findings
+        counts = synthesis.severity_counts(kept)
+        msg = (f"Review ready: {len(kept)} finding(s), {len(dropped)} dropped. Proposed verdict: "
+               f"{VERDICT_LABELS[verdict]}.")
+        events = [Event("review_synthesized", msg, {"verdict": verdict, "counts": counts})]
+        if synth_error:
+            events.insert(0, Event("synthesizer_failed", notes[-1]))
+        record = ReviewSynthesized(kept=kept, dropped=dropped, verdict=verdict, rule_verdict=rule,
+                                   model_verdict=model_verdict, summary=summary, notes=notes)
+        return StageResult(state=state, next_stage="close", records=[record], events=events,
+                           gate=Gate(TRIAGE_GATE, {"verdict": verdict}))
+
+    # --- the person's verdict -----------------------------------------------------------------------
+    def decide(self, gate: str, state: dict, decision: Decision) -> StageResult:
+        if gate != TRIAGE_GATE:
+            raise InvalidDecision(f"This review is not waiting at {gate!r}.")
+        proposed = state["result"]["verdict"]
+        if decision.action == "accept":
+            verdict, reason = proposed, decision.feedback.strip()
+        elif decision.action == "override":
+            verdict = (decision.edits or {}).get("verdict")
+            reason = decision.feedback.strip()
+            if verdict not in VERDICTS:
+                raise InvalidDecision("Choose the verdict you want instead.")
+            if verdict == proposed:
+                raise InvalidDecision("That is the proposed verdict already: accept it instead.")
+            if not reason:
+                raise InvalidDecision("Say why you override the verdict; the reason is kept "
+                                      "with the review.")
+        else:
+            raise InvalidDecision("Accept the verdict or override it.")
+        state = dict(state)
+        state["decision"] = {"action": decision.action, "verdict": verdict, "reason": reason,
+                             "author": decision.author}
+        what = ("accepted the verdict" if decision.action == "accept" else
+                f"overrode the verdict to {VERDICT_LABELS[verdict]}: {reason}")
+        return StageResult(state=state, next_stage="close",
+                           records=[VerdictDecided(decision.action, verdict, reason,
+                                                   decision.author)],
+                           events=[Event("verdict_decided", f"{decision.author} {what}.",
+                                         {"verdict": verdict})])
+
+    def _close(self, state: dict, client: ModelClient) -> StageResult:
+        d = state["decision"]
+        answer = (f"**Verdict: {VERDICT_LABELS[d['verdict']]}** (decided by {d['author']})\n\n"
+                  f"{state['result']['summary']}")
+        return StageResult(state=state, outcome="completed", answer=answer)
+
+
+def _code_lookup(files: list[dict]):
+    """``code_at(path, line, end_line)``: the new code at those lines, if we have it."""
+    by_path = {f["path"]: f for f in files}
+
+    def code_at(path: str, line: int | None, end_line: int | None) -> str | None:
+        f = by_path.get(path)
+        if f is None or not line:
+            return None
+        end = max(line, end_line or line)
+        if f.get("content") is not None:
+            lines = f["content"].split("\n")
+            return "\n".join(lines[line - 1:end]) if line <= len(lines) else None
+        got = {ln["new"]: ln["text"] for h in f["hunks"] for ln in h["lines"]
+               if ln["new"] is not None}
+        if not all(n in got for n in range(line, end + 1)):
+            return None
+        return "\n".join(got[n] for n in range(line, end + 1))
+
+    return code_at
+
+
+def _fallback_summary(kept: list[dict], verdict: str, reviewers: dict[str, dict]) -> str:
+    counts = synthesis.severity_counts(kept)
+    parts = [f"{n} {sev}" for sev, n in counts.items() if n]
+    found = ", ".join(parts) if parts else "no findings"
+    failed = [r for r, v in reviewers.items() if v["status"] not in ("ok", "partial")]
+    text = f"The reviewers kept {found}. By the severity rules the verdict is " \
+           f"{VERDICT_LABELS[verdict]}."
+    if failed:
+        text += f" Not reviewed by: {', '.join(failed)}."
+    return text

@@ -1,0 +1,269 @@
+"""The deterministic half of the review: numbering findings, applying reflection amendments,
+merging duplicates, dropping weak or empty findings, ordering, and the verdict rules.
+
+The synthesizer model proposes duplicate groups, a verdict and a summary; everything it
+proposes passes through the checks here, so a model cannot merge findings that are not on
+the same lines, nor approve a change that the rules say needs changes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from .schema import SEVERITY_RANK, VERDICT_RANK
+
+PREFIX = {"security": "SEC", "architecture": "ARC", "style": "STY"}
+LINE_TOLERANCE = 2  # lines apart that still count as "the same place"
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("a an the of in on to for is are be with and or not this that it its by at "
+                  "from as use uses using may can could should".split())
+
+Finding = dict[str, Any]
+
+
+# --- numbering ----------------------------------------------------------------------------------
+def number_findings(reviewer: str, raw: list[dict], start: int = 1) -> list[Finding]:
+    """Give a reviewer's findings stable keys (SEC-1, …) and the bookkeeping fields."""
+    prefix = PREFIX.get(reviewer, reviewer[:3].upper())
+    out = []
+    for i, f in enumerate(raw, start):
+        out.append({**f, "key": f"{prefix}-{i}", "reviewer": reviewer, "reviewers": [reviewer],
+                    "history": [], "status": "kept", "drop_reason": "", "duplicate_of": ""})
+    return out
+
+
+def next_index(findings: list[Finding], reviewer: str) -> int:
+    prefix = PREFIX.get(reviewer, reviewer[:3].upper()) + "-"
+    nums = [int(f["key"][len(prefix):]) for f in findings if f["key"].startswith(prefix)]
+    return max(nums, default=0) + 1
+
+
+# --- reflection amendments ------------------------------------------------------------------------
+def apply_amendments(findings: list[Finding], amendments: dict[str, list[dict]]) -> list[str]:
+    """Apply each reviewer's amendments in reviewer order, in place. Returns notes on what was
+    applied or ignored (an amendment naming a missing finding, an "upgrade" to a weaker
+    severity, a retraction of someone else's finding)."""
+    notes: list[str] = []
+    by_key = {f["key"]: f for f in findings}
+    for reviewer, items in amendments.items():
+        for a in items:
+            action, reason = a["action"], a.get("reason", "").strip()
+            if action == "add":
+                new = a.get("finding")
+                if not new:
+                    notes.append(f"{reviewer}: an 'add' without a finding was ignored.")
+                    continue
+                [added] = number_findings(reviewer, [new], next_index(findings, reviewer))
+                added["history"].append(f"added by {reviewer} on reflection: {reason}")
+                findings.append(added)
+                by_key[added["key"]] = added
+                notes.append(f"{reviewer} added {added['key']}: {added['title']}")
+                continue
+            target = by_key.get(a.get("target", "").strip())
+            if target is None:
+                notes.append(f"{reviewer}: {action} of unknown finding "
+                             f"{a.get('target')!r} was ignored.")
+                continue
+            if action == "retract":
+                if target["reviewer"] != reviewer:
+                    target["history"].append(f"{reviewer} disputes it: {reason}")
+                    notes.append(f"{reviewer} cannot retract {target['key']} (raised by "
+                                 f"{target['reviewer']}); kept and noted as disputed.")
+                    continue
+                if target["status"] == "kept":
+                    target["status"] = "dropped"
+                    target["drop_reason"] = f"retracted by {reviewer}: {reason}"
+                    notes.append(f"{reviewer} retracted {target['key']}.")
+                continue
+            new_sev = a.get("severity")
+            if new_sev not in SEVERITY_RANK:
+                notes.append(f"{reviewer}: {action} of {target['key']} without a severity "
+                             "was ignored.")
+                continue
+            stronger = SEVERITY_RANK[new_sev] < SEVERITY_RANK[target["severity"]]
+            if (action == "upgrade") != stronger or new_sev == target["severity"]:
+                notes.append(f"{reviewer}: {action} of {target['key']} to {new_sev} does not "
+                             f"match its severity ({target['severity']}); ignored.")
+                continue
+            target["history"].append(f"{action}d from {target['severity']} to {new_sev} by "
+                                     f"{reviewer}: {reason}")
+            target["severity"] = new_sev
+            if action == "upgrade" and reviewer not in target["reviewers"]:
+                target["reviewers"].append(reviewer)
+            notes.append(f"{reviewer} {action}d {target['key']} to {new_sev}.")
+    return notes
+
+
+# --- duplicates -----------------------------------------------------------------------------------
+def _span(f: Finding) -> tuple[int, int] | None:
+    if not f.get("line"):
+        return None
+    start = int(f["line"])
+    end = int(f.get("end_line") or start)
+    return start, max(start, end)
+
+
+def same_place(a: Finding, b: Finding, tolerance: int = LINE_TOLERANCE) -> bool:
+    if a["file"] != b["file"]:
+        return False
+    sa, sb = _span(a), _span(b)
+    if sa is None or sb is None:
+        return sa is None and sb is None
+    return sa[0] <= sb[1] + tolerance and sb[0] <= sa[1] + tolerance
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def same_problem(a: Finding, b: Finding) -> bool:
+    rules_a = {r.upper() for r in a.get("rules") or []}
+    rules_b = {r.upper() for r in b.get("rules") or []}
+    if rules_a & rules_b:
+        return True
+    wa, wb = _words(a["title"]), _words(b["title"])
+    if wa and wb and len(wa & wb) / len(wa | wb) >= 0.5:
+        return True
+    return a["category"] == b["category"] and _span(a) == _span(b) and _span(a) is not None
+
+
+def _strength(f: Finding) -> tuple:
+    return (SEVERITY_RANK[f["severity"]], -float(f.get("confidence") or 0), f["key"])
+
+
+def _merge_group(group: list[Finding], why: str) -> None:
+    keep = min(group, key=_strength)
+    for other in group:
+        if other is keep:
+            continue
+        other["status"] = "dropped"
+        other["duplicate_of"] = keep["key"]
+        other["drop_reason"] = f"duplicate of {keep['key']} ({why})"
+        for r in other["reviewers"]:
+            if r not in keep["reviewers"]:
+                keep["reviewers"].append(r)
+        keep["confidence"] = max(float(keep["confidence"]), float(other["confidence"]))
+        keep.setdefault("merged", []).append(other["key"])
+        keep["rules"] = list(dict.fromkeys([*(keep.get("rules") or []),
+                                            *(other.get("rules") or [])]))
+
+
+def merge_duplicates(findings: list[Finding]) -> int:
+    """Merge kept findings on the same place that describe the same problem. Returns merges."""
+    kept = [f for f in findings if f["status"] == "kept"]
+    parent = list(range(len(kept)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, a in enumerate(kept):
+        for j in range(i + 1, len(kept)):
+            b = kept[j]
+            if same_place(a, b) and same_problem(a, b):
+                parent[root(j)] = root(i)
+    groups: dict[int, list[Finding]] = {}
+    for i, f in enumerate(kept):
+        groups.setdefault(root(i), []).append(f)
+    merged = 0
+    for group in groups.values():
+        if len(group) > 1:
+            _merge_group(group, "same problem at the same lines")
+            merged += len(group) - 1
+    return merged
+
+
+def apply_model_duplicates(findings: list[Finding], groups: list[dict]) -> list[str]:
+    """Apply the synthesizer's duplicate groups, but only where the findings are kept and on
+    the same lines of the same file."""
+    by_key = {f["key"]: f for f in findings if f["status"] == "kept"}
+    notes = []
+    for g in groups:
+        keep = by_key.get(g.get("keep", ""))
+        if keep is None:
+            continue
+        members = [keep]
+        for k in g.get("merge") or []:
+            other = by_key.get(k)
+            if other is None or other is keep:
+                continue
+            if not same_place(keep, other):
+                notes.append(f"The synthesizer grouped {k} with {keep['key']}, but they are not "
+                             "on the same lines; kept apart.")
+                continue
+            members.append(other)
+        if len(members) > 1:
+            reason = (g.get("reason") or "").strip()
+            _merge_group(members, f"synthesizer: {reason}" if reason else "synthesizer")
+            for m in members:
+                if m["status"] == "dropped":
+                    by_key.pop(m["key"], None)
+    return notes
+
+
+# --- filters ----------------------------------------------------------------------------------------
+_FENCE = re.compile(r"^```[^\n]*\n|\n?```\s*$")
+
+
+def _normal_code(text: str) -> str:
+    return " ".join(_FENCE.sub("", text.strip()).split())
+
+
+def drop_weak(findings: list[Finding], threshold: float,
+              code_at: Callable[[str, int | None, int | None], str | None]) -> None:
+    """Drop kept findings under the confidence threshold, and those whose suggestion is empty
+    or only repeats the code already there."""
+    for f in findings:
+        if f["status"] != "kept":
+            continue
+        confidence = float(f.get("confidence") or 0)
+        if confidence < threshold:
+            f["status"] = "dropped"
+            f["drop_reason"] = (f"below the confidence threshold ({confidence:.2f} < "
+                                f"{threshold:.2f})")
+            continue
+        suggestion = (f.get("suggestion") or "").strip()
+        if not suggestion:
+            f["status"] = "dropped"
+            f["drop_reason"] = "no suggestion: nothing for the author to act on"
+            continue
+        existing = code_at(f["file"], f.get("line"), f.get("end_line"))
+        if existing and _normal_code(existing) == _normal_code(suggestion):
+            f["status"] = "dropped"
+            f["drop_reason"] = "the suggestion is identical to the existing code"
+
+
+def ordered(findings: list[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (SEVERITY_RANK[f["severity"]],
+                                           -float(f.get("confidence") or 0), f["file"],
+                                           f.get("line") or 0, f["key"]))
+
+
+# --- verdict ------------------------------------------------------------------------------------------
+def rule_verdict(kept: list[Finding]) -> str:
+    """The mildest verdict the findings allow: a critical or high finding needs changes; a
+    medium one needs a discussion; low and info findings alone do not block."""
+    ranks = {SEVERITY_RANK[f["severity"]] for f in kept}
+    if ranks & {SEVERITY_RANK["critical"], SEVERITY_RANK["high"]}:
+        return "request_changes"
+    if SEVERITY_RANK["medium"] in ranks:
+        return "needs_discussion"
+    return "approve"
+
+
+def combine_verdicts(rule: str, model: str | None) -> str:
+    """The model may be stricter than the rules, never milder."""
+    if model not in VERDICT_RANK:
+        return rule
+    return max(rule, model, key=VERDICT_RANK.__getitem__)
+
+
+def severity_counts(kept: list[Finding]) -> dict[str, int]:
+    counts = dict.fromkeys(SEVERITY_RANK, 0)
+    for f in kept:
+        counts[f["severity"]] += 1
+    return counts

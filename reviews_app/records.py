@@ -1,0 +1,48 @@
+"""Persisting what the review pattern's stages and its gate produce (see agents_app.records).
+Runs inside the engine's commit, under the run's row lock, so a stage run twice after a
+crash cannot write its findings twice (and the unique key per finding would refuse it)."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from agents_app.models import Run
+from agents_app.records import persister
+
+from .models import Finding, Review
+from .pipeline.pattern import ReviewersFinished, ReviewSynthesized, VerdictDecided
+from .pipeline.synthesis import severity_counts
+
+
+@persister(ReviewersFinished)
+def _reviewers(run: Run, rec: ReviewersFinished, user) -> None:
+    Review.objects.filter(run=run).update(reviewers=rec.reviewers)
+
+
+def _row(review: Review, f: dict, position: int, kept: bool) -> Finding:
+    return Finding(
+        review=review, key=f["key"], position=position, kept=kept,
+        drop_reason=f.get("drop_reason", ""), duplicate_of=f.get("duplicate_of", ""),
+        category=f["category"], severity=f["severity"], file=f["file"], line=f.get("line") or None,
+        end_line=f.get("end_line") or None, title=f["title"], description=f.get("description", ""),
+        suggestion=f.get("suggestion", ""), confidence=float(f.get("confidence") or 0),
+        reviewer=f["reviewer"], reviewers=f.get("reviewers") or [f["reviewer"]],
+        rules=f.get("rules") or [], history=f.get("history") or [])
+
+
+@persister(ReviewSynthesized)
+def _synthesized(run: Run, rec: ReviewSynthesized, user) -> None:
+    review = Review.objects.get(run=run)
+    rows = [_row(review, f, i, True) for i, f in enumerate(rec.kept)]
+    rows += [_row(review, f, len(rows) + i, False) for i, f in enumerate(rec.dropped)]
+    Finding.objects.bulk_create(rows)
+    Review.objects.filter(pk=review.pk).update(
+        proposed_verdict=rec.verdict, rule_verdict=rec.rule_verdict, summary=rec.summary,
+        notes=rec.notes, counts=severity_counts(rec.kept))
+
+
+@persister(VerdictDecided)
+def _verdict(run: Run, rec: VerdictDecided, user) -> None:
+    Review.objects.filter(run=run).update(
+        final_verdict=rec.verdict, verdict_reason=rec.reason, verdict_decided_by=user,
+        verdict_decided_at=timezone.now())

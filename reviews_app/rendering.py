@@ -1,0 +1,119 @@
+"""The review page's diff: Pygments-highlighted lines with the findings anchored at them.
+
+Pygments escapes every token it emits, so highlighted code is safe HTML; files too large to
+highlight quickly are shown escaped but plain. File names and hunk headers stay text and
+are escaped by the templates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import TextLexer, get_lexer_by_name
+from pygments.util import ClassNotFound
+
+from .pipeline.schema import SEVERITY_RANK
+
+HIGHLIGHT_MAX_LINES = 4000  # per file; beyond it lines are escaped but not coloured
+_FORMATTER = HtmlFormatter(nowrap=True, classprefix="pg-")
+
+
+def pygments_css() -> str:
+    """The token colours, scoped to the diff table (static/quorum/pygments.css holds them)."""
+    rules = _FORMATTER.get_style_defs(".diff-code").splitlines()
+    return "\n".join(r for r in rules if r.startswith(".diff-code"))
+
+
+@dataclass
+class Row:
+    kind: str  # add | del | ctx | hunk
+    old: int | None
+    new: int | None
+    html: SafeString
+    anchor: str = ""
+    findings: list = field(default_factory=list)
+
+
+@dataclass
+class FileView:
+    index: int
+    path: str
+    old_path: str | None
+    status: str
+    language: str
+    mode: str
+    added: int
+    removed: int
+    clipped: bool
+    rows: list[Row]
+    findings: list  # all the file's findings, anchored or not
+    unanchored: list  # findings whose line is not among the shown lines
+
+
+def _highlighted(texts: list[str], lexer_name: str) -> list[SafeString]:
+    if not texts:
+        return []
+    if len(texts) > HIGHLIGHT_MAX_LINES:
+        return [mark_safe(escape(t)) for t in texts]  # noqa: S308 - escaped
+    try:
+        lexer = get_lexer_by_name(lexer_name or "text", stripnl=False, stripall=False,
+                                  ensurenl=False)
+    except ClassNotFound:
+        lexer = TextLexer(stripnl=False, ensurenl=False)
+    html = highlight("\n".join(texts), lexer, _FORMATTER)
+    out = (html[:-1] if html.endswith("\n") else html).split("\n")
+    if len(out) != len(texts):  # a lexer that changed the line count: fall back to plain
+        return [mark_safe(escape(t)) for t in texts]  # noqa: S308 - escaped
+    # HtmlFormatter closes and reopens its spans at every line break, so each line is whole.
+    return [mark_safe(line) for line in out]  # noqa: S308 - Pygments escapes token text
+
+
+def file_views(files: list[dict], findings) -> list[FileView]:
+    by_file: dict[str, list] = {}
+    for f in findings:
+        by_file.setdefault(f.file, []).append(f)
+    views = []
+    for index, f in enumerate(files):
+        mine = sorted(by_file.get(f["path"], []),
+                      key=lambda x: (SEVERITY_RANK.get(x.severity, 9), x.line or 0))
+        lines = [ln for h in f["hunks"] for ln in h["lines"]]
+        coloured = iter(_highlighted([ln["text"] for ln in lines], f.get("lexer") or "text"))
+        at_line: dict[int, list] = {}
+        for x in mine:
+            if x.line:
+                at_line.setdefault(x.line, []).append(x)
+        rows: list[Row] = []
+        shown: set[int] = set()
+        for h in f["hunks"]:
+            rows.append(Row("hunk", None, None, mark_safe(escape(h["header"]))))  # noqa: S308
+            for ln in h["lines"]:
+                html = next(coloured)
+                row = Row(ln["kind"], ln["old"], ln["new"], html)
+                if ln["new"] is not None and ln["kind"] != "del":
+                    row.anchor = f"f{index}-L{ln['new']}"
+                    row.findings = at_line.get(ln["new"], [])
+                    shown.add(ln["new"])
+                rows.append(row)
+        unanchored = [x for x in mine if not x.line or x.line not in shown]
+        views.append(FileView(index=index, path=f["path"], old_path=f.get("old_path"),
+                              status=f["status"], language=f.get("language") or "",
+                              mode=f.get("mode", "light"), added=f.get("added", 0),
+                              removed=f.get("removed", 0), clipped=f.get("clipped", False),
+                              rows=rows, findings=mine, unanchored=unanchored))
+    return views
+
+
+def anchors(views: list[FileView]) -> dict[str, str]:
+    """Finding key → the id of the diff line (or file) it is shown at."""
+    out = {}
+    for v in views:
+        for r in v.rows:
+            for x in r.findings:
+                out[x.key] = r.anchor
+        for x in v.unanchored:
+            out.setdefault(x.key, f"file-{v.index}")
+    return out

@@ -1,0 +1,290 @@
+"""Starting code reviews and reading them back: the Django side of ``reviews_app.pipeline``.
+
+The web form and ``manage.py review`` share all of it: loading an input (paste, upload, git
+range, GitHub pull request), parsing it within the configured limits, the daily limit, and
+creating the run and its review in one transaction, so a refused input saves nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+import reviews_app
+from agents_app import engine
+from agents_app.models import ModelCall, Run
+
+from . import sources
+from .models import Finding, Review
+from .pipeline import diffs
+from .pipeline.pattern import CodeReview
+from .pipeline.schema import SEVERITIES
+
+PATTERN = CodeReview.name
+ROLES = CodeReview.roles
+UPLOAD_SUFFIXES = (".diff", ".patch", ".txt")
+
+
+class InputError(ValueError):
+    """The input cannot be reviewed; the message says why and what to do."""
+
+
+class DailyLimitReached(InputError):
+    pass
+
+
+@dataclass
+class ReviewInput:
+    kind: str  # paste | upload | git | github
+    label: str
+    diff_text: str
+    contents: dict[str, str | None] = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+    coverage: list[dict] = field(default_factory=list)  # notes about the input as a whole
+
+
+def limits() -> diffs.Limits:
+    return diffs.Limits(
+        max_bytes=settings.QUORUM_REVIEW_MAX_BYTES, max_files=settings.QUORUM_REVIEW_MAX_FILES,
+        max_lines_per_file=settings.QUORUM_REVIEW_MAX_LINES_PER_FILE,
+        heavy_max_lines=settings.QUORUM_REVIEW_HEAVY_MAX_LINES)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1_000_000:.1f} MB"
+
+
+# --- loading an input ------------------------------------------------------------------------
+def from_text(text: str, *, kind: str = "paste", label: str = "") -> ReviewInput:
+    text = text or ""
+    size = len(text.encode("utf-8", "replace"))
+    if size > settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES:
+        raise InputError(f"The diff is {_mb(size)}; the limit is "
+                         f"{_mb(settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES)}. Review a smaller "
+                         "range, or raise QUORUM_REVIEW_MAX_UPLOAD_BYTES.")
+    return ReviewInput(kind=kind, label=label or "Pasted diff", diff_text=text)
+
+
+def from_bytes(data: bytes, *, name: str, kind: str = "upload") -> ReviewInput:
+    if len(data) > settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES:
+        raise InputError(f"{name} is {_mb(len(data))}; the limit is "
+                         f"{_mb(settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES)}.")
+    text, had_invalid = diffs.decode_input(data)
+    inp = ReviewInput(kind=kind, label=name, diff_text=text)
+    if had_invalid:
+        inp.coverage.append({
+            "path": name, "reason": "not_utf8", "reviewed": True,
+            "detail": "Some bytes were not valid UTF-8; they were replaced with � and the rest "
+                      "was reviewed."})
+    return inp
+
+
+def from_upload(upload) -> ReviewInput:
+    name = (upload.name or "upload").rsplit("/", 1)[-1][:200]
+    if not name.lower().endswith(UPLOAD_SUFFIXES):
+        raise InputError(f"Upload a .diff or .patch file (got {name!r}).")
+    if upload.size > settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES:
+        raise InputError(f"{name} is {_mb(upload.size)}; the limit is "
+                         f"{_mb(settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES)}.")
+    return from_bytes(upload.read(), name=name)
+
+
+def _from_source(src: sources.Source) -> ReviewInput:
+    inp = ReviewInput(kind=src.kind, label=src.label, diff_text=src.diff_text,
+                      contents=src.contents, meta=src.meta)
+    if src.meta.get("truncated"):
+        n = src.meta.get("truncated_files")
+        inp.coverage.append({
+            "path": "(rest of the change)", "reason": "over_byte_limit", "reviewed": False,
+            "detail": f"The change is larger than the fetch limit; {n or 'some'} file(s) at the "
+                      "end were not fetched."})
+    return inp
+
+
+def from_git(repo: str, rng: str) -> ReviewInput:
+    try:
+        return _from_source(sources.git_range(
+            repo, rng, roots=settings.QUORUM_REPO_ROOTS,
+            max_bytes=settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES,
+            max_files=settings.QUORUM_REVIEW_MAX_FILES))
+    except sources.SourceError as exc:
+        raise InputError(str(exc)) from None
+
+
+def from_github(url: str) -> ReviewInput:
+    try:
+        return _from_source(sources.github_pr(
+            url, token=settings.GITHUB_TOKEN or None, api_url=settings.QUORUM_GITHUB_API_URL,
+            max_bytes=settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES,
+            max_files=settings.QUORUM_REVIEW_MAX_FILES))
+    except sources.SourceError as exc:
+        raise InputError(str(exc)) from None
+
+
+REASON_TEXT = {
+    "binary": "binary", "deleted": "deleted", "generated": "generated",
+    "rename_only": "renamed without changes", "mode_only": "only the file mode changed",
+    "unreadable": "could not be read", "over_file_limit": "over the file limit",
+    "over_byte_limit": "over the size limit", "clipped": "clipped", "not_utf8": "not UTF-8",
+    "model_only": "reviewed by the models only",
+}
+
+
+def prepare(inp: ReviewInput) -> diffs.Prepared:
+    """Parse the input within the limits. Raises InputError when nothing can be reviewed."""
+    try:
+        prepared = diffs.prepare(inp.diff_text, contents=inp.contents or None, limits=limits())
+    except diffs.DiffError as exc:
+        raise InputError(str(exc)) from None
+    prepared.coverage = inp.coverage + prepared.coverage
+    if not prepared.files:
+        reasons: dict[str, int] = {}
+        for c in prepared.coverage:
+            if not c.get("reviewed"):
+                reasons[c["reason"]] = reasons.get(c["reason"], 0) + 1
+        why = ", ".join(f"{n} {REASON_TEXT.get(r, r)}" for r, n in reasons.items())
+        raise InputError(f"Nothing to review: none of the {prepared.total_files} file(s) in this "
+                         f"diff has reviewable changes ({why or 'no changes'}).")
+    return prepared
+
+
+# --- the daily limit ----------------------------------------------------------------------------
+def _today_start() -> dt.datetime:
+    now = timezone.localtime()
+    return now.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def daily_usage() -> dict:
+    """Reviews started today (all users: the limit guards the installation's spend)."""
+    today = Review.objects.filter(created_at__gte=_today_start())
+    agg = Run.objects.filter(review__in=today).aggregate(spend=Sum("cost_usd"), n=Count("id"))
+    limit = settings.QUORUM_REVIEW_DAILY_LIMIT
+    count = agg["n"] or 0
+    return {"count": count, "limit": limit, "spend": agg["spend"] or Decimal(0),
+            "remaining": max(0, limit - count), "reached": count >= limit}
+
+
+def default_models() -> dict[str, str]:
+    return {role: settings.QUORUM_ROLE_MODELS[role] for role in ROLES}
+
+
+def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
+                 models: dict[str, str] | None = None, min_confidence: float | None = None,
+                 max_cost_usd: Decimal | None = None, enqueue: bool = True) -> Run:
+    """Create the run and its review together, or nothing (limit reached, or an error)."""
+    models = {**default_models(), **(models or {})}
+    files_for_page = [{k: v for k, v in f.items() if k != "content"} for f in prepared.files]
+    options = {
+        "input": {"label": inp.label, "files": prepared.files, "coverage": prepared.coverage,
+                  "total_files": prepared.total_files},
+        "min_confidence": settings.QUORUM_REVIEW_MIN_CONFIDENCE if min_confidence is None
+        else float(min_confidence),
+        "reviewer_timeout": settings.QUORUM_REVIEW_TIMEOUT,
+    }
+    with transaction.atomic():
+        usage = daily_usage()
+        if usage["reached"]:
+            raise DailyLimitReached(
+                f"The daily limit of {usage['limit']} reviews is reached (spent today: "
+                f"${usage['spend']:.2f}). New reviews can start tomorrow, or raise "
+                "QUORUM_REVIEW_DAILY_LIMIT.")
+        run = engine.create_run(
+            user, PATTERN, inp.label, options=options, models=models,
+            max_cost_usd=max_cost_usd or Decimal(str(settings.QUORUM_REVIEW_MAX_COST_USD)),
+            max_tokens=settings.QUORUM_DEFAULT_MAX_TOKENS * 5, enqueue=enqueue)
+        Review.objects.create(
+            run=run, owner=user, source_kind=inp.kind, source_label=inp.label[:300],
+            source_meta=inp.meta, diff_text=inp.diff_text, files=files_for_page,
+            coverage=prepared.coverage, total_files=prepared.total_files)
+    return run
+
+
+# --- triage ---------------------------------------------------------------------------------------
+def decide_finding(finding: Finding, user, decision: str, comment: str = "") -> Finding:
+    if decision not in Finding.Decision.values:
+        raise InputError("Accept or reject the finding.")
+    finding.decision = decision
+    finding.comment = comment.strip()[:4000]
+    pending = decision == Finding.Decision.PENDING
+    finding.decided_by = None if pending else user
+    finding.decided_at = None if pending else timezone.now()
+    finding.save(update_fields=["decision", "comment", "decided_by", "decided_at"])
+    return finding
+
+
+def accept_all(review: Review, severity: str, user) -> int:
+    """Accept every still-pending kept finding of ``severity``; the number accepted."""
+    if severity not in SEVERITIES:
+        raise InputError("Choose a severity.")
+    return review.findings.filter(kept=True, severity=severity,
+                                  decision=Finding.Decision.PENDING).update(
+        decision=Finding.Decision.ACCEPTED, decided_by=user, decided_at=timezone.now())
+
+
+# --- costs and exports ---------------------------------------------------------------------------
+def cost_breakdown(run: Run) -> dict:
+    """Tokens and cost by reviewer role and by stage, from the recorded model calls."""
+    rows = (ModelCall.objects.filter(run=run).values("stage", "role")
+            .annotate(calls=Count("id"), prompt=Sum("prompt_tokens"),
+                      completion=Sum("completion_tokens"), cost=Sum("cost_usd")))
+    by_role: dict[str, dict] = {}
+    by_stage: dict[str, dict] = {}
+    for r in rows:
+        for bucket, name in ((by_role, r["role"]), (by_stage, r["stage"])):
+            b = bucket.setdefault(name, {"calls": 0, "tokens": 0, "cost_usd": Decimal(0)})
+            b["calls"] += r["calls"]
+            b["tokens"] += (r["prompt"] or 0) + (r["completion"] or 0)
+            b["cost_usd"] += r["cost"] or Decimal(0)
+    order = {"review": 0, "reflect": 1, "synthesize": 2}
+    return {"by_role": {k: by_role[k] for k in sorted(by_role, key=lambda k: (
+                        ROLES.index(k) if k in ROLES else 99, k))},
+            "by_stage": {k: by_stage[k] for k in sorted(by_stage, key=lambda k: (
+                         order.get(k, 9), k))}}
+
+
+def _finding_dict(f: Finding) -> dict:
+    return {"key": f.key, "category": f.category, "severity": f.severity, "file": f.file,
+            "line": f.line, "end_line": f.end_line, "title": f.title,
+            "description": f.description, "suggestion": f.suggestion,
+            "confidence": f.confidence, "reviewers": f.reviewers or [f.reviewer],
+            "evidence": [{"tool": "analyzer", "rule": r} for r in f.rules],
+            "decision": f.decision,
+            "decided_by": f.decided_by.get_username() if f.decided_by else None,
+            "comment": f.comment, "drop_reason": f.drop_reason}
+
+
+def export_dict(review: Review) -> dict:
+    """The review in the shape ``pipeline.export`` documents."""
+    run = review.run
+    findings = list(review.findings.select_related("decided_by"))
+    costs = cost_breakdown(run)["by_role"]
+    reviewers = {}
+    for name, r in (review.reviewers or {}).items():
+        c = costs.get(name, {})
+        reviewers[name] = {"status": r.get("status"), "error": r.get("error", ""),
+                           "model": run.models_used.get(name), "findings": r.get("findings", 0),
+                           "tokens": c.get("tokens", 0), "cost_usd": float(c.get("cost_usd", 0))}
+    return {
+        "id": run.pk, "title": review.source_label,
+        "tool_version": f"Quorum {reviews_app.__version__}",
+        "source": {"kind": review.source_kind, "label": review.source_label},
+        "created_at": review.created_at.isoformat(), "status": run.status,
+        "offline": run.offline,
+        "verdict": {"proposed": review.proposed_verdict or None,
+                    "final": review.final_verdict or None,
+                    "decided_by": (review.verdict_decided_by.get_username()
+                                   if review.verdict_decided_by else None),
+                    "override_reason": review.verdict_reason or ""},
+        "summary": review.summary,
+        "findings": [_finding_dict(f) for f in findings if f.kept],
+        "dropped": [_finding_dict(f) for f in findings if not f.kept],
+        "coverage": review.coverage,
+        "reviewers": reviewers,
+        "totals": {"tokens": run.total_tokens, "cost_usd": float(run.cost_usd)},
+    }

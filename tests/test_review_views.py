@@ -1,0 +1,377 @@
+"""Review pages: access for owner / another user / anonymous, the bad-input corpus through
+the form, the daily limit, triage, the verdict, exports and history filters.
+
+Reviews that must reach the triage gate run through the real engine with the offline model
+(ruff and bandit included); that uses threads, hence transactional tests there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import override_settings
+from django.urls import reverse
+from markdown_it import MarkdownIt
+
+from agents_app import engine
+from agents_app.models import Run
+from reviews_app import services
+from reviews_app.models import Finding, Review
+from tests.review_corpus import CASES, GOOD, JS, git_repo
+
+
+def start(user, text=GOOD, **kw) -> Run:
+    inp = services.from_text(text)
+    return services.start_review(user, inp, services.prepare(inp), enqueue=False, **kw)
+
+
+@pytest.fixture
+def triage_run(transactional_db, alice):
+    run = engine.run_inline(start(alice).pk)
+    assert run.status == "awaiting_triage", run.error
+    return run
+
+
+def urls(run, key="SEC-1"):
+    pk = run.pk
+    return {
+        "detail": ("get", reverse("review_detail", args=[pk]), {}),
+        "finding": ("post", reverse("finding_decision", args=[pk, key]),
+                    {"decision": "accepted"}),
+        "accept_all": ("post", reverse("accept_all", args=[pk]), {"severity": "high"}),
+        "verdict": ("post", reverse("verdict_decision", args=[pk]),
+                    {"action": "accept", "seq": run.stage_seq}),
+        "export": ("get", reverse("export_review", args=[pk]), {"format": "json"}),
+    }
+
+
+# --- access ------------------------------------------------------------------------------------
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "method"), [("review_list", "get"), ("start_review", "post")])
+def test_anonymous_is_sent_to_sign_in_from_list_and_start(client, name, method):
+    response = getattr(client, method)(reverse(name), {"source": "paste", "diff": GOOD})
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+    assert not Review.objects.exists() and not Run.objects.exists()
+
+
+@pytest.mark.parametrize("view", ["detail", "finding", "accept_all", "verdict", "export"])
+def test_anonymous_cannot_reach_a_review(client, triage_run, view):
+    method, url, data = urls(triage_run)[view]
+    response = getattr(client, method)(url, data)
+    assert response.status_code == 302 and reverse("login") in response["Location"]
+    assert not Finding.objects.exclude(decision="pending").exists()
+    assert Run.objects.get(pk=triage_run.pk).status == "awaiting_triage"
+
+
+@pytest.mark.parametrize("view", ["detail", "finding", "accept_all", "verdict", "export"])
+def test_another_user_gets_404_and_changes_nothing(bob_client, triage_run, view):
+    method, url, data = urls(triage_run)[view]
+    response = getattr(bob_client, method)(url, data)
+    assert response.status_code == 404
+    assert not Finding.objects.exclude(decision="pending").exists()
+    assert Run.objects.get(pk=triage_run.pk).status == "awaiting_triage"
+
+
+def test_another_users_reviews_are_not_listed(bob_client, triage_run):
+    response = bob_client.get(reverse("review_list"))
+    assert response.status_code == 200
+    assert reverse("review_detail", args=[triage_run.pk]) not in response.content.decode()
+    assert b"No reviews yet" in response.content
+
+
+def test_plain_run_page_redirects_a_review_to_its_own_page(alice_client, triage_run):
+    response = alice_client.get(reverse("run_detail", args=[triage_run.pk]))
+    assert response.status_code == 302
+    assert response["Location"] == reverse("review_detail", args=[triage_run.pk])
+
+
+# --- the review page ---------------------------------------------------------------------------
+def test_owner_sees_findings_anchored_in_a_highlighted_diff(alice_client, triage_run):
+    response = alice_client.get(reverse("review_detail", args=[triage_run.pk]))
+    html = response.content.decode()
+    assert response.status_code == 200
+    review = Review.objects.get(run=triage_run)
+    kept = list(review.findings.filter(kept=True))
+    assert kept, "the offline reviewers should find the shell call and eval"
+    assert {f.rules[0][:2] for f in kept} & {"S6", "B6", "S3", "B3"}
+    for f in kept:
+        assert f'id="finding-{f.key}"' in html and f'href="#finding-{f.key}"' in html
+    assert 'id="f0-L5"' in html  # line 5 of the new file is a diff row with an anchor
+    assert 'class="pg-' in html  # Pygments token classes
+    assert "analyzer-based" in html
+    assert "Accept all" in html and 'name="seq"' in html
+
+
+def test_accept_and_reject_findings_with_a_comment_and_undo(alice_client, alice, triage_run):
+    review = Review.objects.get(run=triage_run)
+    first, second = review.findings.filter(kept=True)[:2]
+    url = reverse("finding_decision", args=[triage_run.pk, first.key])
+    response = alice_client.post(url, {"decision": "accepted", "comment": "good catch"},
+                                 HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f'id="finding-{first.key}"' in html and "Accepted" in html and "good catch" in html
+    assert 'id="triage-summary" hx-swap-oob="true"' in html
+    first.refresh_from_db()
+    assert (first.decision, first.comment, first.decided_by) == ("accepted", "good catch", alice)
+    alice_client.post(reverse("finding_decision", args=[triage_run.pk, second.key]),
+                      {"decision": "rejected"})
+    second.refresh_from_db()
+    assert second.decision == "rejected" and second.decided_at is not None
+    alice_client.post(url, {"decision": "pending"})
+    first.refresh_from_db()
+    assert first.decision == "pending" and first.decided_by is None
+
+
+@pytest.mark.parametrize("data", [{}, {"decision": "maybe"}, {"decision": "accepted",
+                                                               "comment": "x" * 5000}])
+def test_bad_finding_decisions_are_refused_and_change_nothing(alice_client, triage_run, data):
+    review = Review.objects.get(run=triage_run)
+    f = review.findings.filter(kept=True).first()
+    response = alice_client.post(reverse("finding_decision", args=[triage_run.pk, f.key]), data,
+                                 HTTP_HX_REQUEST="true")
+    assert response.status_code == 400 and b"could not be read" in response.content
+    f.refresh_from_db()
+    assert f.decision == "pending"
+
+
+def test_unknown_or_dropped_finding_is_404(alice_client, triage_run):
+    url = reverse("finding_decision", args=[triage_run.pk, "NOPE-1"])
+    assert alice_client.post(url, {"decision": "accepted"}).status_code == 404
+
+
+def test_accept_all_of_a_severity(alice_client, triage_run):
+    review = Review.objects.get(run=triage_run)
+    sev = review.findings.filter(kept=True).first().severity
+    n = review.findings.filter(kept=True, severity=sev).count()
+    response = alice_client.post(reverse("accept_all", args=[triage_run.pk]), {"severity": sev},
+                                 HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and f"Accepted {n} {sev}".encode() in response.content
+    assert review.findings.filter(kept=True, severity=sev, decision="accepted").count() == n
+    others = review.findings.filter(kept=True).exclude(severity=sev)
+    assert not others.exclude(decision="pending").exists()
+    bad = alice_client.post(reverse("accept_all", args=[triage_run.pk]), {"severity": "huge"},
+                            HTTP_HX_REQUEST="true")
+    assert bad.status_code == 400
+
+
+def test_verdict_override_needs_a_reason_then_completes(alice_client, alice, triage_run):
+    review = Review.objects.get(run=triage_run)
+    url = reverse("verdict_decision", args=[triage_run.pk])
+    other = "approve" if review.proposed_verdict != "approve" else "needs_discussion"
+    response = alice_client.post(url, {"action": "override", "verdict": other, "reason": "",
+                                       "seq": triage_run.stage_seq}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 400 and b"Say why" in response.content
+    assert Run.objects.get(pk=triage_run.pk).status == "awaiting_triage"
+    response = alice_client.post(url, {"action": "override", "verdict": other,
+                                       "reason": "Known false positive in tests",
+                                       "seq": triage_run.stage_seq}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    review.refresh_from_db()
+    assert review.final_verdict == other and review.verdict_decided_by == alice
+    assert review.verdict_reason == "Known false positive in tests"
+    assert b"overridden by alice" in response.content
+    # A second decision on the same gate is stale.
+    again = alice_client.post(url, {"action": "accept", "seq": triage_run.stage_seq},
+                              HTTP_HX_REQUEST="true")
+    assert again.status_code == 409
+
+
+def test_exports_in_every_format_and_scope(alice_client, triage_run):
+    review = Review.objects.get(run=triage_run)
+    accepted = review.findings.filter(kept=True).first()
+    accepted.decision = "accepted"
+    accepted.save()
+    url = reverse("export_review", args=[triage_run.pk])
+    js = alice_client.get(url, {"format": "json", "scope": "all"})
+    assert js.status_code == 200 and js["Content-Type"].startswith("application/json")
+    assert f'review-{triage_run.pk}.json' in js["Content-Disposition"]
+    data = json.loads(js.content)
+    assert len(data["findings"]) == review.findings.filter(kept=True).count()
+    only = json.loads(alice_client.get(url, {"format": "json", "scope": "accepted"}).content)
+    assert [f["key"] for f in only["findings"]] == [accepted.key]
+    sarif = json.loads(alice_client.get(url, {"format": "sarif"}).content)
+    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"]
+    md = alice_client.get(url, {"format": "markdown"})
+    assert md["Content-Type"].startswith("text/markdown")
+    assert accepted.key in MarkdownIt("commonmark").render(md.content.decode())
+    assert alice_client.get(url, {"format": "exe"}).status_code == 400
+
+
+# --- starting reviews: the form ------------------------------------------------------------------
+@pytest.mark.django_db
+def test_the_form_starts_a_review_and_redirects(alice_client):
+    response = alice_client.post(reverse("start_review"), {"source": "paste", "diff": GOOD})
+    review = Review.objects.get()
+    assert response.status_code == 302 and response["Location"] == review.get_absolute_url()
+    assert review.run.pattern == "code_review" and review.run.status == "queued"
+    assert review.files[0]["path"] == "app/users.py" and "content" not in review.files[0]
+    assert set(review.run.models_used) == {"security", "architecture", "style", "synthesizer"}
+
+
+@pytest.mark.django_db
+def test_htmx_start_redirects_on_the_client(alice_client):
+    response = alice_client.post(reverse("start_review"), {"source": "paste", "diff": GOOD},
+                                 HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == Review.objects.get().get_absolute_url()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("name", "data", "expect"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("how", ["paste", "upload"])
+def test_bad_input_corpus_through_the_form(alice_client, name, data, expect, how):
+    if how == "paste":
+        post = {"source": "paste", "diff": data.decode("utf-8", "replace")}
+    else:
+        post = {"source": "upload", "upload": SimpleUploadedFile("change.diff", data)}
+    response = alice_client.post(reverse("start_review"), post)
+    kind, detail = expect
+    if kind == "error":
+        assert response.status_code == 400
+        html = response.content.decode()
+        assert 'role="alert"' in html and detail in html
+        assert not Review.objects.exists() and not Run.objects.exists()
+        return
+    assert response.status_code == 302, response.content.decode()[:2000]
+    review = Review.objects.get()
+    reasons = {c["reason"] for c in review.coverage}
+    if how == "paste":
+        reasons.add("not_utf8")  # a paste is text already; the upload is what can be broken
+    assert detail <= reasons
+    page = alice_client.get(review.get_absolute_url())
+    assert page.status_code == 200
+    assert b"<img src=x" not in page.content and b"<script>alert" not in page.content
+
+
+@pytest.mark.django_db
+def test_html_file_names_are_shown_escaped(alice_client):
+    from tests.review_corpus import EVIL_NAMES
+
+    alice_client.post(reverse("start_review"), {"source": "paste", "diff": EVIL_NAMES})
+    review = Review.objects.get()
+    html = alice_client.get(review.get_absolute_url()).content.decode()
+    assert "&lt;img src=x onerror=alert(1)&gt;.py" in html
+    assert "../../etc/passwd" in html  # listed in the coverage, not reviewed
+    assert [f["path"] for f in review.files] == ["<img src=x onerror=alert(1)>.py"]
+
+
+@pytest.mark.django_db
+@override_settings(QUORUM_REVIEW_MAX_UPLOAD_BYTES=1_000_000)
+def test_an_upload_over_the_size_limit_is_refused(alice_client):
+    big = SimpleUploadedFile("huge.patch", b"+" * 1_500_000)
+    response = alice_client.post(reverse("start_review"), {"source": "upload", "upload": big})
+    assert response.status_code == 400 and b"the limit is 1.0 MB" in response.content
+    assert not Review.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_50_mb_upload_is_refused_with_a_message(alice_client):
+    big = SimpleUploadedFile("huge.diff", GOOD.encode() * (50_000_000 // len(GOOD)))
+    response = alice_client.post(reverse("start_review"), {"source": "upload", "upload": big})
+    assert response.status_code == 400 and b"the limit is 10.0 MB" in response.content
+    assert not Review.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("post", "message"), [
+    ({"source": "upload"}, "Choose a .diff or .patch file"),
+    ({"source": "upload", "upload": SimpleUploadedFile("notes.exe", GOOD.encode())},
+     "Upload a .diff or .patch file"),
+    ({"source": "paste", "diff": ""}, "Paste a diff"),
+    ({"source": "git", "repo": "", "range": ""}, "Give the repository path"),
+    ({"source": "git", "repo": "/etc", "range": "a..b"}, "QUORUM_REPO_ROOTS"),
+    ({"source": "github", "pr_url": ""}, "Give the URL"),
+    ({"source": "github", "pr_url": "https://example.com/x"}, "pull request URL like"),
+    ({"source": "nope", "diff": GOOD}, "Select a valid choice"),
+    ({"source": "paste", "diff": GOOD, "min_confidence": "2"}, "less than or equal to 1"),
+    ({"source": "paste", "diff": GOOD, "model_style": "bad model name!"}, ""),
+])
+def test_bad_form_fields_get_clear_messages(alice_client, post, message):
+    response = alice_client.post(reverse("start_review"), post)
+    assert response.status_code == 400
+    assert 'role="alert"' in response.content.decode() and message in response.content.decode()
+    assert not Review.objects.exists() and not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_github_without_a_token_says_so(alice_client, settings):
+    settings.GITHUB_TOKEN = ""
+    response = alice_client.post(reverse("start_review"), {
+        "source": "github", "pr_url": "https://github.com/o/r/pull/1"})
+    assert response.status_code == 400 and b"GITHUB_TOKEN" in response.content
+    assert not Review.objects.exists()
+
+
+@pytest.mark.django_db
+def test_github_pull_request_through_a_fake_api(alice_client, settings):
+    from tests.fake_github import FakeGitHub
+
+    with FakeGitHub() as gh:
+        gh.prs[("acme", "shop", 7)] = {"title": "Add users", "head_sha": "b" * 40,
+                                       "base_sha": "a" * 40, "diff": GOOD,
+                                       "files": {"app/users.py": GOOD}}
+        settings.GITHUB_TOKEN = gh.require_token = "t0ken-for-tests"
+        settings.QUORUM_GITHUB_API_URL = gh.url
+        response = alice_client.post(reverse("start_review"), {
+            "source": "github", "pr_url": "https://github.com/acme/shop/pull/7"})
+    assert response.status_code == 302
+    review = Review.objects.get()
+    assert review.source_kind == "github" and "Add users" in review.source_label
+    assert review.source_meta["number"] == 7
+    assert review.run.state["files"][0]["content"] is not None
+
+
+@pytest.mark.django_db
+def test_git_range_under_the_configured_root(alice_client, settings, tmp_path):
+    repo = git_repo(tmp_path / "repo", {"a.py": "x = 1\n"},
+                    {"a.py": "x = 1\ny = eval(input())\n"})
+    settings.QUORUM_REPO_ROOTS = [str(tmp_path)]
+    response = alice_client.post(reverse("start_review"), {
+        "source": "git", "repo": str(repo), "range": "main~1..main"})
+    assert response.status_code == 302, response.content.decode()[:1500]
+    review = Review.objects.get()
+    assert review.source_kind == "git" and review.files[0]["mode"] == "heavy"
+    settings.QUORUM_REPO_ROOTS = [str(tmp_path / "elsewhere")]
+    refused = alice_client.post(reverse("start_review"), {
+        "source": "git", "repo": str(repo), "range": "main~1..main"})
+    assert refused.status_code == 400 and Review.objects.count() == 1
+
+
+# --- daily limit and history ---------------------------------------------------------------------
+@pytest.mark.django_db
+def test_daily_limit_refuses_new_reviews_and_shows_the_count(alice_client, alice, settings):
+    settings.QUORUM_REVIEW_DAILY_LIMIT = 2
+    start(alice)
+    start(alice, JS)
+    page = alice_client.get(reverse("review_list")).content.decode()
+    assert "Today: 2 of 2 reviews" in page and "daily limit is reached" in page
+    response = alice_client.post(reverse("start_review"), {"source": "paste", "diff": GOOD})
+    assert response.status_code == 400
+    assert "daily limit of 2 reviews is reached" in response.content.decode()
+    assert Review.objects.count() == 2
+    dash = alice_client.get(reverse("dashboard")).content.decode()
+    assert "2 of 2 reviews today" in dash
+
+
+@pytest.mark.django_db
+def test_history_filters(alice_client, alice):
+    a = start(alice)
+    b = start(alice, JS)
+    Review.objects.filter(run=a).update(proposed_verdict="request_changes",
+                                        source_label="users change")
+    Review.objects.filter(run=b).update(proposed_verdict="approve", final_verdict="approve",
+                                        source_label="js tweak")
+    url = reverse("review_list")
+    page = alice_client.get(url, {"verdict": "approve"}).content.decode()
+    assert "js tweak" in page and "users change" not in page
+    page = alice_client.get(url, {"q": "users"}).content.decode()
+    assert "users change" in page and "js tweak" not in page
+    page = alice_client.get(url, {"source": "github"}).content.decode()
+    assert "No review matches" in page
+    partial = alice_client.get(url, {"status": "queued"}, HTTP_HX_REQUEST="true",
+                               HTTP_HX_TARGET="history")
+    assert partial.status_code == 200 and b"<html" not in partial.content
+    bad = alice_client.get(url, {"verdict": "<script>", "before": "x"})
+    assert bad.status_code == 200 and b"were not understood" in bad.content
