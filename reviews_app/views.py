@@ -113,11 +113,18 @@ def review_context(review: Review, **extra) -> dict:
     pending = {s: sum(1 for f in kept if f.severity == s and f.decision == "pending")
                for s in SEVERITIES}
     reflection = state.get("reflection") or {}
+    # While a stage runs, its calls are already recorded one by one: show each reviewer's
+    # answer as it lands, before the stage's summary exists.
+    answered: dict[tuple[str, str], list] = {}
+    for c in run.model_calls.only("stage", "role", "error", "latency_ms"):
+        answered.setdefault((c.stage, c.role), []).append(c)
     reviewers = []
     for name in ("security", "architecture", "style"):
         r = (review.reviewers or {}).get(name)
         reviewers.append({"name": name, "model": run.models_used.get(name, ""),
-                          "info": r, "reflection": reflection.get(name)})
+                          "info": r, "reflection": reflection.get(name),
+                          "calls": answered.get(("review", name), []),
+                          "reflect_calls": answered.get(("reflect", name), [])})
     costs = services.cost_breakdown(run)
     return {
         "review": review, "run": run, "kept": kept, "dropped": dropped, "files": views,
@@ -227,7 +234,7 @@ _PANELS_BY_KIND = {
     "reviewer_done": {"reviewers-panel"}, "reviewer_failed": {"reviewers-panel"},
     "reflection_done": {"reviewers-panel"}, "reflection_failed": {"reviewers-panel"},
     "reflection_skipped": {"reviewers-panel"}, "analysis_done": {"reviewers-panel"},
-    "model_call": {"costs-panel"},
+    "model_call": {"costs-panel", "reviewers-panel"},
     "review_synthesized": {"verdict-panel", "findings-panel", "reviewers-panel", "diff-panel"},
     "gate_opened": {"verdict-panel", "findings-panel"},
     "verdict_decided": {"verdict-panel"},
