@@ -34,6 +34,7 @@ lock:
 
 bench: install
 	$(PY) tests/benchmarks/bench_concurrency.py
+	$(PY) tests/benchmarks/bench_review.py
 
 clean:
 	rm -rf var/test-quorum.sqlite3* .pytest_cache

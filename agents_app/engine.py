@@ -137,6 +137,8 @@ class DbJournal:
         self.started = time.monotonic()
         self.existing = {c.key: c for c in ModelCall.objects.filter(run_id=run.pk, stage=stage)}
         self.thread = threading.get_ident()
+        self.lock = threading.Lock()
+        self.extended_at = float("-inf")
 
     def _release(self) -> None:
         """Parallel stages call from helper threads, each with its own Django connection:
@@ -156,8 +158,10 @@ class DbJournal:
     def before_call(self, key: str, role: str, model: str) -> None:
         try:
             self._check_and_extend(role)
-        finally:
+        except BaseException:
             self._release()
+            raise
+        # On success the helper thread keeps its connection for ``record``, which releases it.
 
     def _check_and_extend(self, role: str) -> None:
         row = Run.objects.filter(pk=self.run_id).values(
@@ -180,8 +184,16 @@ class DbJournal:
         if elapsed > lim.max_seconds:
             raise TimeLimitExceeded(f"Time limit reached: {elapsed:.0f} s of work, the limit is "
                                     f"{lim.max_seconds:.0f} s. Stopped before the {role} call.")
-        Run.objects.filter(pk=self.run_id, lease_owner=self.token).update(
-            lease_expires_at=_lease_until())
+        # Extending the lease is a write; parallel calls share one extension per tenth of
+        # the lease instead of each taking the write lock on the critical path.
+        now = time.monotonic()
+        with self.lock:
+            due = now - self.extended_at > settings.QUORUM_STAGE_LEASE_SECONDS / 10
+            if due:
+                self.extended_at = now
+        if due:
+            Run.objects.filter(pk=self.run_id, lease_owner=self.token).update(
+                lease_expires_at=_lease_until())
 
     def record(self, key: str, o: CallOutcome) -> None:
         try:
@@ -197,11 +209,6 @@ class DbJournal:
                 completion_tokens=o.completion_tokens, cost_usd=Decimal(str(o.cost_usd)),
                 latency_ms=o.latency_ms, attempts=o.attempts, error=redact(o.error),
                 retryable=o.retryable)
-            Run.objects.filter(pk=self.run_id).update(
-                cost_usd=F("cost_usd") + Decimal(str(o.cost_usd)),
-                prompt_tokens=F("prompt_tokens") + o.prompt_tokens,
-                completion_tokens=F("completion_tokens") + o.completion_tokens,
-                calls=F("calls") + 1)
             tokens = o.prompt_tokens + o.completion_tokens
             if o.error:
                 msg = f"{o.role} call to {o.model} failed after {o.attempts} attempt(s): {o.error}"
@@ -209,7 +216,11 @@ class DbJournal:
                 msg = (f"{o.role} · {o.model}: {tokens:,} tokens, ${o.cost_usd:.4f}, "
                        f"{o.latency_ms} ms")
             append_events(self.run_id, [Event("model_call", msg, {
-                "role": o.role, "model": o.model, "tokens": tokens, "error": bool(o.error)})])
+                "role": o.role, "model": o.model, "tokens": tokens, "error": bool(o.error)})],
+                cost_usd=F("cost_usd") + Decimal(str(o.cost_usd)),
+                prompt_tokens=F("prompt_tokens") + o.prompt_tokens,
+                completion_tokens=F("completion_tokens") + o.completion_tokens,
+                calls=F("calls") + 1)
 
 
 # --- advancing a run ---------------------------------------------------------------------------
@@ -224,23 +235,24 @@ def _claim(run_id: int, token: str) -> bool:
 def advance(run_id: int, *, enqueue: bool = True) -> bool:
     """Run the run's current stage if it can be claimed. True if another stage is ready."""
     token = _lease_token()
-    if not _claim(run_id, token):
-        return False
-    run = Run.objects.get(pk=run_id)
-    pattern = get_pattern(run.pattern)
-    stage, seq = run.stage, run.stage_seq
+    # One write transaction claims the run, marks the stage running and logs its start.
+    with transaction.atomic():
+        if not _claim(run_id, token):
+            return False
+        run = Run.objects.get(pk=run_id)
+        pattern = get_pattern(run.pattern)
+        stage, seq = run.stage, run.stage_seq
+        if not run.cancel_requested:
+            Run.objects.filter(pk=run_id).update(status=pattern.status_for(stage))
+            if run.stage_attempt > 1:
+                msg = (f"Resuming stage {stage} (attempt {run.stage_attempt}) after an "
+                       "interruption.")
+                append_events(run_id, [Event("stage_resumed", msg, {"stage": stage})])
+            else:
+                text = pattern.describe_stage(stage) or describe_stage(stage)
+                append_events(run_id, [Event("stage_started", text, {"stage": stage})])
     if run.cancel_requested:
         return _stop(run_id, token, seq, Cancelled("Cancelled on request."))
-    with transaction.atomic():
-        if not Run.objects.filter(pk=run_id, lease_owner=token, status__in=RUNNABLE).update(
-                status=pattern.status_for(stage)):
-            return False
-        if run.stage_attempt > 1:
-            msg = f"Resuming stage {stage} (attempt {run.stage_attempt}) after an interruption."
-            append_events(run_id, [Event("stage_resumed", msg, {"stage": stage})])
-        else:
-            text = pattern.describe_stage(stage) or describe_stage(stage)
-            append_events(run_id, [Event("stage_started", text, {"stage": stage})])
     started = time.monotonic()
     try:
         result = pattern.run_stage(stage, run.state, Gateway(

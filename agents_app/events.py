@@ -25,9 +25,13 @@ def group_name(run_id: int) -> str:
     return f"run-{run_id}"
 
 
-def append_events(run_id: int, specs: Iterable[EventSpec]) -> list[Event]:
+def append_events(run_id: int, specs: Iterable[EventSpec], **run_updates) -> list[Event]:
+    """Write ``specs`` as the run's next events. ``run_updates`` (e.g. counters as F
+    expressions) go into the same UPDATE of the run row that numbers the events."""
     specs = list(specs)
     if not specs:
+        if run_updates:
+            Run.objects.filter(pk=run_id).update(**run_updates)
         return []
     with transaction.atomic():
         last = (Run.objects.select_for_update().filter(pk=run_id)
@@ -36,7 +40,7 @@ def append_events(run_id: int, specs: Iterable[EventSpec]) -> list[Event]:
                       data=s.data) for i, s in enumerate(specs, 1)]
         Event.objects.bulk_create(rows)
         newest = last + len(rows)
-        Run.objects.filter(pk=run_id).update(last_event_seq=newest)
+        Run.objects.filter(pk=run_id).update(last_event_seq=newest, **run_updates)
         transaction.on_commit(lambda: broadcast(run_id, newest))
     return rows
 

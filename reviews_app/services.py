@@ -176,8 +176,10 @@ def default_models() -> dict[str, str]:
 
 def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
                  models: dict[str, str] | None = None, min_confidence: float | None = None,
-                 max_cost_usd: Decimal | None = None, enqueue: bool = True) -> Run:
-    """Create the run and its review together, or nothing (limit reached, or an error)."""
+                 max_cost_usd: Decimal | None = None, options: dict | None = None,
+                 enqueue: bool = True) -> Run:
+    """Create the run and its review together, or nothing (limit reached, or an error).
+    ``options`` may set other pattern options (``pipeline.pattern.DEFAULTS``)."""
     models = {**default_models(), **(models or {})}
     files_for_page = [{k: v for k, v in f.items() if k != "content"} for f in prepared.files]
     options = {
@@ -186,6 +188,7 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
         "min_confidence": settings.QUORUM_REVIEW_MIN_CONFIDENCE if min_confidence is None
         else float(min_confidence),
         "reviewer_timeout": settings.QUORUM_REVIEW_TIMEOUT,
+        **(options or {}),
     }
     with transaction.atomic():
         usage = daily_usage()
