@@ -56,25 +56,33 @@ def limits() -> diffs.Limits:
         heavy_max_lines=settings.QUORUM_REVIEW_HEAVY_MAX_LINES)
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1_000_000:.1f} MB"
+def size_text(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f} MB"
+    if n >= 1_000:
+        return f"{n / 1_000:.0f} KB"
+    return f"{n} bytes"
+
+
+def too_big(name: str, size: int) -> InputError | None:
+    limit = settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES
+    if size <= limit:
+        return None
+    return InputError(f"{name} is {size_text(size)}; the limit is {size_text(limit)}. Review a "
+                      "smaller range, or raise QUORUM_REVIEW_MAX_UPLOAD_BYTES.")
 
 
 # --- loading an input ------------------------------------------------------------------------
 def from_text(text: str, *, kind: str = "paste", label: str = "") -> ReviewInput:
     text = text or ""
-    size = len(text.encode("utf-8", "replace"))
-    if size > settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES:
-        raise InputError(f"The diff is {_mb(size)}; the limit is "
-                         f"{_mb(settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES)}. Review a smaller "
-                         "range, or raise QUORUM_REVIEW_MAX_UPLOAD_BYTES.")
+    if error := too_big("The diff", len(text.encode("utf-8", "replace"))):
+        raise error
     return ReviewInput(kind=kind, label=label or "Pasted diff", diff_text=text)
 
 
 def from_bytes(data: bytes, *, name: str, kind: str = "upload") -> ReviewInput:
-    if len(data) > settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES:
-        raise InputError(f"{name} is {_mb(len(data))}; the limit is "
-                         f"{_mb(settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES)}.")
+    if error := too_big(name, len(data)):
+        raise error
     text, had_invalid = diffs.decode_input(data)
     inp = ReviewInput(kind=kind, label=name, diff_text=text)
     if had_invalid:
@@ -89,9 +97,8 @@ def from_upload(upload) -> ReviewInput:
     name = (upload.name or "upload").rsplit("/", 1)[-1][:200]
     if not name.lower().endswith(UPLOAD_SUFFIXES):
         raise InputError(f"Upload a .diff or .patch file (got {name!r}).")
-    if upload.size > settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES:
-        raise InputError(f"{name} is {_mb(upload.size)}; the limit is "
-                         f"{_mb(settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES)}.")
+    if error := too_big(name, upload.size):
+        raise error
     return from_bytes(upload.read(), name=name)
 
 

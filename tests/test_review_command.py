@@ -106,3 +106,25 @@ def test_bad_input_corpus_through_the_command(tmp_path, name, data, expect):
     reasons = {c["reason"] for c in result["coverage"]}
     assert detail <= reasons
     assert Run.objects.get().status == "completed"
+
+
+def test_an_input_over_the_upload_limit_exits_2_and_saves_nothing(tmp_path, settings):
+    settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES = 10_000
+    path = tmp_path / "big.diff"
+    path.write_text(GOOD * 100)
+    code, _, err = review(str(path))
+    assert code == 2 and "big.diff is 26 KB; the limit is 10 KB" in err
+    assert not Run.objects.exists()
+
+
+def test_stdin_input(monkeypatch):
+    import io
+    import sys
+
+    class Stdin:
+        buffer = io.BytesIO(GOOD.encode())
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    code, out, err = review("-", "--format", "json")
+    assert code == 1, err
+    assert json.loads(out)["review"]["source"]["label"] == "stdin"

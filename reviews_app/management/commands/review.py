@@ -14,7 +14,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from agents_app import engine
@@ -105,9 +104,6 @@ class Command(BaseCommand):
         path = Path(opts["path"])
         if not path.is_file():
             raise services.InputError(f"No such file: {path}")
-        size = path.stat().st_size
-        if size > settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES:
-            raise services.InputError(
-                f"{path.name} is {size / 1e6:.1f} MB; the limit is "
-                f"{settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES / 1e6:.1f} MB.")
+        if error := services.too_big(path.name, path.stat().st_size):
+            raise error
         return services.from_bytes(path.read_bytes(), name=path.name)
