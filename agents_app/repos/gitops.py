@@ -1,0 +1,309 @@
+"""Git plumbing for agent branches, run as argument lists without a shell.
+
+Every call runs with ``GIT_TERMINAL_PROMPT=0`` and ``GIT_CONFIG_NOSYSTEM=1``, with inherited
+``GIT_*`` variables removed (so a stray ``GIT_DIR`` cannot redirect us), and with
+``core.hooksPath=/dev/null`` and ``commit.gpgsign=false`` so the repository's hooks never run
+and no signing prompt appears. Nothing here touches the person's working tree or index: agents
+work in separate worktrees and merges are computed in the object database and published with a
+compare-and-swap ref update.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+DEFAULT_AUTHOR = "Quorum Executor <executor@quorum.local>"
+MERGE_AUTHOR = "Quorum <quorum@quorum.local>"
+BASE_MARKER = "quorum-base"  # file in the worktree's admin dir recording its base commit
+_AUTHOR = re.compile(r"^\s*(?P<name>[^<>]+?)\s*<(?P<email>[^<>\s]+)>\s*$")
+
+
+class GitError(Exception):
+    pass
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
+                "GIT_OPTIONAL_LOCKS": "0"})
+    env.update(extra or {})
+    return env
+
+
+def _git(cwd, *args: str, check: bool = True, env: dict[str, str] | None = None,
+         ok_codes: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
+    argv = ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
+            "-c", "core.fsmonitor=false", "-c", "core.quotePath=false", *args]
+    try:
+        proc = subprocess.run(  # noqa: S603 - fixed git argv, no shell
+            argv, cwd=str(cwd), env=_env(env), capture_output=True, text=True,
+            errors="surrogateescape", stdin=subprocess.DEVNULL, timeout=300, check=False)
+    except FileNotFoundError:
+        raise GitError("git is not installed") from None
+    except NotADirectoryError:
+        raise GitError(f"not a directory: {cwd}") from None
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0]} timed out") from None
+    if check and proc.returncode not in ok_codes:
+        detail = (proc.stderr or proc.stdout).strip()
+        raise GitError(f"git {' '.join(args)} failed ({proc.returncode}): {detail}")
+    return proc
+
+
+def _check_ref_arg(value: str, what: str) -> str:
+    if not value or value.startswith("-") or "\0" in value or "\n" in value:
+        raise GitError(f"invalid {what}: {value!r}")
+    return value
+
+
+def _check_branch(repo, branch: str) -> str:
+    _check_ref_arg(branch, "branch name")
+    proc = _git(repo, "check-ref-format", "--branch", branch, check=False)
+    if proc.returncode != 0:
+        raise GitError(f"invalid branch name: {branch!r}")
+    return branch
+
+
+def _author_env(author: str) -> dict[str, str]:
+    match = _AUTHOR.match(author or "")
+    if not match:
+        raise GitError(f"author must look like 'Name <email>': {author!r}")
+    name, email = match["name"], match["email"]
+    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+            "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+
+
+def git_version() -> tuple[int, ...]:
+    out = _git(".", "--version").stdout
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+    if not match:
+        raise GitError(f"cannot parse git version: {out.strip()!r}")
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def is_repo(path) -> bool:
+    """True if ``path`` is the top level of a git working tree (main checkout or worktree)."""
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    try:
+        proc = _git(path, "rev-parse", "--show-toplevel", check=False)
+    except GitError:
+        return False
+    if proc.returncode != 0:
+        return False
+    return os.path.realpath(proc.stdout.strip()) == os.path.realpath(path)
+
+
+def branches(repo) -> list[str]:
+    out = _git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").stdout
+    return sorted(line for line in out.splitlines() if line)
+
+
+def current_branch(repo) -> str | None:
+    """The checked-out branch, or None when HEAD is detached."""
+    proc = _git(repo, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.strip() or None
+
+
+def head_sha(path, ref: str = "HEAD") -> str:
+    _check_ref_arg(ref, "ref")
+    proc = _git(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    if proc.returncode != 0:
+        raise GitError(f"unknown revision: {ref!r}")
+    return proc.stdout.strip()
+
+
+def _branch_sha(repo, branch: str) -> str | None:
+    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}",
+                check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def _worktrees(repo) -> list[dict[str, str]]:
+    out = _git(repo, "worktree", "list", "--porcelain").stdout
+    entries: list[dict[str, str]] = []
+    for block in out.split("\n\n"):
+        entry: dict[str, str] = {}
+        for line in block.splitlines():
+            key, _, value = line.partition(" ")
+            entry[key] = value
+        if "worktree" in entry:
+            entries.append(entry)
+    return entries
+
+
+def _find_worktree(repo, worktree_dir) -> dict[str, str] | None:
+    wanted = os.path.realpath(worktree_dir)
+    for entry in _worktrees(repo):
+        if os.path.realpath(entry["worktree"]) == wanted:
+            return entry
+    return None
+
+
+def _admin_dir(worktree) -> Path:
+    out = _git(worktree, "rev-parse", "--absolute-git-dir").stdout.strip()
+    return Path(out)
+
+
+def create_worktree(repo, worktree_dir, branch: str, base: str) -> str:
+    """``git worktree add -b branch worktree_dir base``; returns the base commit sha.
+
+    Idempotent for redelivered tasks: if ``worktree_dir`` already is this repository's
+    worktree for ``branch``, the recorded base is returned; if only the branch survives, it is
+    checked out again in a new worktree. The person's checkout (HEAD, index, files) is never
+    touched."""
+    _check_branch(repo, branch)
+    _check_ref_arg(base, "base")
+    worktree_dir = Path(worktree_dir)
+    _git(repo, "worktree", "prune")
+    existing = _find_worktree(repo, worktree_dir)
+    if existing is not None:
+        if existing.get("branch") != f"refs/heads/{branch}":
+            raise GitError(f"{worktree_dir} is already a worktree for "
+                           f"{existing.get('branch', 'a detached HEAD')}, not {branch}")
+        return _recorded_base(repo, worktree_dir, branch, base)
+    if worktree_dir.exists() and any(worktree_dir.iterdir()):
+        raise GitError(f"{worktree_dir} exists and is not a worktree of this repository")
+    if _branch_sha(repo, branch) is not None:
+        _git(repo, "worktree", "add", str(worktree_dir), branch)
+        base_sha = _recorded_base(repo, worktree_dir, branch, base)
+    else:
+        base_sha = head_sha(repo, base)
+        _git(repo, "worktree", "add", "-b", branch, str(worktree_dir), base_sha)
+    (_admin_dir(worktree_dir) / BASE_MARKER).write_text(base_sha + "\n")
+    return base_sha
+
+
+def _recorded_base(repo, worktree_dir, branch: str, base: str) -> str:
+    try:
+        marker = _admin_dir(worktree_dir) / BASE_MARKER
+        if marker.is_file():
+            return marker.read_text().strip()
+    except GitError:
+        pass
+    proc = _git(repo, "merge-base", head_sha(repo, base), f"refs/heads/{branch}")
+    return proc.stdout.strip()
+
+
+def commit_all(worktree, message: str, author: str = DEFAULT_AUTHOR) -> str | None:
+    """Stage everything (``git add -A``) and commit; the new sha, or None if nothing changed."""
+    if not message or not message.strip():
+        raise GitError("commit message is empty")
+    env = _author_env(author)
+    _git(worktree, "add", "-A")
+    if _git(worktree, "diff", "--cached", "--quiet", check=False, ok_codes=(0, 1)).returncode \
+            == 0:
+        return None
+    _git(worktree, "commit", "--quiet", "--no-verify", "-m", message, env=env)
+    return head_sha(worktree)
+
+
+def diff(worktree_or_repo, base_sha: str, head: str = "HEAD") -> str:
+    """``git diff --no-ext-diff --no-textconv --no-color -M base head`` (with a/ b/ prefixes
+    forced, whatever the user's diff config says)."""
+    _check_ref_arg(base_sha, "base")
+    _check_ref_arg(head, "head")
+    return _git(worktree_or_repo, "diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M",
+                "--src-prefix=a/", "--dst-prefix=b/", base_sha, head, "--").stdout
+
+
+def _update_ref(repo, ref: str, new: str, old: str, reason: str) -> None:
+    proc = _git(repo, "update-ref", "-m", reason, ref, new, old, check=False)
+    if proc.returncode != 0:
+        raise GitError(f"{ref} moved while merging; nothing was changed "
+                       f"({proc.stderr.strip()})")
+
+
+def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
+                    author: str = MERGE_AUTHOR) -> dict:
+    """Merge ``branch`` into ``base_branch`` without touching any working tree or index.
+
+    Fast-forwards when possible; otherwise computes the merge with
+    ``git merge-tree --write-tree`` (git >= 2.38) and creates the merge commit with
+    ``git commit-tree``. Either way the base ref is moved with a compare-and-swap
+    ``git update-ref``, so a concurrent change to the base fails instead of being lost.
+
+    Returns ``{"merged": True, "sha": ..., "fast_forward": bool}`` (``up_to_date`` is added when
+    the branch was already contained in the base), or ``{"merged": False, "conflicts": [paths],
+    "message": ...}`` with nothing changed.
+
+    Note: if the base branch is checked out in the person's working tree, its files will show
+    the merged changes as not-yet-checked-out (staged as reverse changes in ``git status``),
+    exactly as after a server-side merge. That is why we never touch their working tree: they
+    update it themselves (e.g. ``git reset --keep`` / ``git merge --ff-only``) when they
+    choose."""
+    _check_branch(repo, base_branch)
+    _check_branch(repo, branch)
+    base_ref = f"refs/heads/{base_branch}"
+    old = _branch_sha(repo, base_branch)
+    new = _branch_sha(repo, branch)
+    if old is None:
+        raise GitError(f"base branch {base_branch!r} does not exist")
+    if new is None:
+        raise GitError(f"branch {branch!r} does not exist")
+
+    def is_ancestor(a: str, b: str) -> bool:
+        return _git(repo, "merge-base", "--is-ancestor", a, b, check=False,
+                    ok_codes=(0, 1)).returncode == 0
+
+    if is_ancestor(new, old):
+        return {"merged": True, "sha": old, "fast_forward": False, "up_to_date": True}
+    if is_ancestor(old, new):
+        _update_ref(repo, base_ref, new, old, f"quorum: fast-forward {base_branch} to {branch}")
+        return {"merged": True, "sha": new, "fast_forward": True}
+    version = git_version()
+    if version < (2, 38):
+        raise GitError(f"merging diverged branches needs git 2.38 or newer (found "
+                       f"{'.'.join(map(str, version))}); rebase {branch} onto {base_branch} "
+                       "or merge it by hand")
+    proc = _git(repo, "merge-tree", "--write-tree", "--messages", "--name-only", old, new,
+                check=False)
+    if proc.returncode not in (0, 1):
+        raise GitError(f"git merge-tree failed ({proc.returncode}): {proc.stderr.strip()}")
+    head, _, messages = proc.stdout.partition("\n\n")
+    lines = head.splitlines()
+    if not lines:
+        raise GitError("git merge-tree printed nothing")
+    tree = lines[0].strip()
+    if proc.returncode == 1:
+        conflicts = sorted({line for line in lines[1:] if line})
+        return {"merged": False, "conflicts": conflicts,
+                "message": messages.strip() or "merge conflict"}
+    sha = _git(repo, "commit-tree", tree, "-p", old, "-p", new, "-m", message,
+               env=_author_env(author)).stdout.strip()
+    _update_ref(repo, base_ref, sha, old, f"quorum: merge {branch} into {base_branch}")
+    return {"merged": True, "sha": sha, "fast_forward": False}
+
+
+def remove_worktree(repo, worktree_dir, branch: str, *, delete_branch: bool = True) -> None:
+    """Force-remove the worktree, prune, and delete ``branch``; safe to call repeatedly."""
+    _check_branch(repo, branch)
+    worktree_dir = Path(worktree_dir)
+    if _find_worktree(repo, worktree_dir) is not None:
+        _git(repo, "worktree", "remove", "--force", "--force", str(worktree_dir))
+    if worktree_dir.exists() and _is_stale_worktree_of(repo, worktree_dir):
+        shutil.rmtree(worktree_dir)
+    _git(repo, "worktree", "prune")
+    if delete_branch and _branch_sha(repo, branch) is not None:
+        _git(repo, "branch", "-D", "--", branch)
+
+
+def _is_stale_worktree_of(repo, worktree_dir: Path) -> bool:
+    """True if ``worktree_dir`` has a ``.git`` file pointing into this repository's
+    ``worktrees`` admin area (left behind after its registration was pruned)."""
+    marker = worktree_dir / ".git"
+    if not marker.is_file():
+        return False
+    text = marker.read_text(errors="replace").strip()
+    if not text.startswith("gitdir:"):
+        return False
+    common = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
+    target = os.path.realpath(text.removeprefix("gitdir:").strip())
+    return Path(target).is_relative_to(Path(os.path.realpath(common)) / "worktrees")
