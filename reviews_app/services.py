@@ -207,7 +207,7 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
         run = engine.create_run(
             user, PATTERN, inp.label, options=options, models=models,
             max_cost_usd=max_cost_usd or Decimal(str(settings.QUORUM_REVIEW_MAX_COST_USD)),
-            max_tokens=settings.QUORUM_DEFAULT_MAX_TOKENS * 5, enqueue=enqueue)
+            max_tokens=settings.QUORUM_REVIEW_MAX_TOKENS, enqueue=enqueue)
         Review.objects.create(
             run=run, owner=user, source_kind=inp.kind, source_label=inp.label[:300],
             source_meta=inp.meta, diff_text=inp.diff_text, files=files_for_page,

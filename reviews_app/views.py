@@ -36,6 +36,7 @@ from .pipeline.schema import SEVERITIES
 from .rendering import anchors, file_views
 
 PAGE = "reviews_app/review_detail.html"
+LIVE_MESSAGE_LIMIT = 600_000  # characters; Daphne refuses WebSocket messages over 1 MiB
 
 
 # --- start and history ---------------------------------------------------------------------------
@@ -253,4 +254,12 @@ def render_live_update(run: Run, events, panels: set[str]) -> str:
                  "costs-panel"):
         if name in panels:
             parts.append(render_to_string(f"{PAGE}#{name}", {**ctx, "oob": True}))
-    return "\n".join(parts)
+    html = "\n".join(parts)
+    if len(html) > LIVE_MESSAGE_LIMIT:
+        # A very large review does not fit one WebSocket message: say so instead, in place
+        # of the diff and findings, and let the person load the page.
+        parts = [p for p in parts if 'id="diff-panel"' not in p[:300]
+                 and 'id="findings-panel"' not in p[:300]]
+        parts.append(render_to_string(f"{PAGE}#too-large", {**ctx, "oob": True}))
+        html = "\n".join(parts)
+    return html

@@ -64,16 +64,24 @@ def test_paste_watch_triage_override_and_export(live_stack, page, alice):
 
     # Override the verdict: first without a reason (refused), then with one.
     page.click("#verdict-panel details.reject summary")
-    page.select_option("#verdict-panel select[name=verdict]", "needs_discussion")
     page.click("#verdict-panel button[value=override]")
     page.wait_for_selector("#verdict-panel p.error")
-    assert "Say why" in page.locator("#verdict-panel p.error").inner_text()
+    assert "Choose the verdict" in page.locator("#verdict-panel p.error").inner_text()
+    page.select_option("#verdict-panel select[name=verdict]", "needs_discussion")
+    page.click("#verdict-panel button[value=override]")
+    page.wait_for_function("document.querySelector('#verdict-panel p.error')"
+                           ".innerText.includes('Say why')")
+    assert re.search(r"/reviews/\d+/$", page.url), "the second error left the review page"
     page.select_option("#verdict-panel select[name=verdict]", "needs_discussion")
     page.fill("#verdict-panel textarea[name=reason]", "Internal tool, discuss in standup")
     page.click("#verdict-panel button[value=override]")
     page.wait_for_selector("#verdict-panel .decided")
+    assert re.search(r"/reviews/\d+/$", page.url), "the override left the review page"
     assert "overridden by alice" in page.locator("#verdict-panel .decided").inner_text()
-    page.wait_for_selector("#run-header .badge.ok", timeout=20_000)  # completed
+    from tests.stack import wait_until
+    wait_until(lambda: Review.objects.get().run.status == "completed", what="review completed")
+    page.reload()
+    assert page.locator("#run-header .badge.ok").inner_text() == "Completed"
 
     review = Review.objects.get()
     assert review.final_verdict == "needs_discussion"

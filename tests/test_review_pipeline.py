@@ -424,3 +424,15 @@ def test_offline_reviewers_turn_analyzer_evidence_into_labelled_findings():
     assert f["rules"] == ["B608"] and f["severity"] == "high" and f["line"] == 4
     assert "no language model" in f["description"]
     assert f["suggestion"] == "Pass values as query parameters."
+
+
+def test_a_review_missing_a_reviewer_cannot_approve():
+    def down(messages):
+        raise ModelError("missing credentials")
+
+    model = FunctionModel(Script(found={"security": down, "style": {"findings": [LOOP]}}))
+    result, _ = run_to_gate(model)
+    rec = result.records[0]
+    assert rec.verdict == "needs_discussion"  # the rules alone would approve a low finding
+    assert rec.summary.startswith("**Incomplete review: the security reviewer did not finish.**")
+    assert any("Incomplete review" in n for n in rec.notes)

@@ -348,9 +348,19 @@ class CodeReview(Pattern):
         kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
         dropped = [f for f in findings if f["status"] == "dropped"]
         rule = synthesis.rule_verdict(kept)
+        missing = [r for r, v in state["reviewers"].items() if v["status"] != "ok"]
+        if missing and rule == "approve":
+            # An incomplete review cannot approve: nobody checked what the missing
+            # reviewer would have looked at.
+            rule = "needs_discussion"
+            notes.append(f"Incomplete review: {', '.join(missing)} did not finish, so the "
+                         "verdict cannot be approve.")
         verdict = synthesis.combine_verdicts(rule, model_verdict or None)
         if not summary:
             summary = _fallback_summary(kept, verdict, state["reviewers"])
+        if missing:
+            summary = (f"**Incomplete review: the {', '.join(missing)} reviewer"
+                       f"{'s' if len(missing) > 1 else ''} did not finish.** " + summary)
         state["result"] = {"verdict": verdict, "rule_verdict": rule,
                            "model_verdict": model_verdict, "summary": summary,
                            "synthesizer_error": synth_error, "notes": notes}

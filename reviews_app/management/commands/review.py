@@ -48,7 +48,7 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         models = self._models(opts["model"])
         if opts["min_confidence"] is not None and not 0 <= opts["min_confidence"] <= 1:
-            raise CommandError("--min-confidence must be between 0 and 1.")
+            raise CommandError("--min-confidence must be between 0 and 1.", returncode=EXIT_ERROR)
         try:
             inp = self._load(opts)
             prepared = services.prepare(inp)
@@ -64,7 +64,9 @@ class Command(BaseCommand):
         if run.status == "awaiting_triage":
             # Headless: the verdict the pipeline proposes is the one reported.
             run = engine.decide(run, run.owner, run.stage_seq,
-                                Decision(action="accept", author="manage.py review"),
+                                Decision(action="accept", author="manage.py review",
+                                         feedback="Accepted automatically by manage.py "
+                                                  "review (headless, no person triaged it)."),
                                 enqueue=False)
             run = engine.run_inline(run.pk)
         review = Review.objects.select_related("run").get(run=run)
@@ -88,9 +90,9 @@ class Command(BaseCommand):
             role, sep, name = spec.partition("=")
             if not sep or role not in services.ROLES:
                 raise CommandError(f"--model takes ROLE=NAME with ROLE one of "
-                                   f"{', '.join(services.ROLES)}.")
+                                   f"{', '.join(services.ROLES)}.", returncode=EXIT_ERROR)
             if problem := check_model_name(name.strip()):
-                raise CommandError(problem)
+                raise CommandError(problem, returncode=EXIT_ERROR)
             models[role] = name.strip()
         return models
 
