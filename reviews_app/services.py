@@ -150,6 +150,10 @@ def prepare(inp: ReviewInput) -> diffs.Prepared:
     except diffs.DiffError as exc:
         raise InputError(str(exc)) from None
     prepared.coverage = inp.coverage + prepared.coverage
+    if inp.kind == "paste" and inp.label == "Pasted diff" and prepared.files:
+        # Name a pasted change by what it touches, so reviews can be told apart and found.
+        first, more = prepared.files[0]["path"], prepared.total_files - 1
+        inp.label = f"Pasted diff: {first}" + (f" and {more} more" if more else "")
     if not prepared.files:
         reasons: dict[str, int] = {}
         for c in prepared.coverage:

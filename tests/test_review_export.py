@@ -580,3 +580,18 @@ def test_select_findings_ignores_dropped_and_non_dicts():
     assert select_findings(review, True) == []
     assert select_findings({}, False) == []
     assert select_findings({"findings": None}, True) == []
+
+
+def test_rejected_findings_carry_a_sarif_suppression(sarif_validator):
+    review = make_review(full_findings())
+    for f in review["findings"]:
+        f["decision"] = "pending"
+    review["findings"][0].update(decision="rejected", decided_by="alice", comment="false alarm")
+    log = to_sarif(review)
+    assert_valid_sarif(sarif_validator, log)
+    results = log["runs"][0]["results"]
+    suppressed = [r for r in results if r.get("suppressions")]
+    assert len(suppressed) == 1
+    assert suppressed[0]["properties"]["key"] == review["findings"][0]["key"]
+    assert "alice" in suppressed[0]["suppressions"][0]["justification"]
+    assert "false alarm" in suppressed[0]["suppressions"][0]["justification"]

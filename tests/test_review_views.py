@@ -206,6 +206,7 @@ def test_the_form_starts_a_review_and_redirects(alice_client):
     review = Review.objects.get()
     assert response.status_code == 302 and response["Location"] == review.get_absolute_url()
     assert review.run.pattern == "code_review" and review.run.status == "queued"
+    assert review.source_label == "Pasted diff: app/users.py" == review.run.task
     assert review.files[0]["path"] == "app/users.py" and "content" not in review.files[0]
     assert set(review.run.models_used) == {"security", "architecture", "style", "synthesizer"}
 

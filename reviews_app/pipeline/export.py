@@ -344,6 +344,12 @@ def to_sarif(review: dict, *, only_accepted: bool = False) -> dict:
             "decision": finding.get("decision"),
             "evidence": list(finding.get("evidence") or []),
         }
+        if finding.get("decision") == "rejected":
+            # A person rejected it: tools that honour suppressions (code scanning) hide it.
+            by = finding.get("decided_by") or "a reviewer"
+            why = finding.get("comment") or "no comment"
+            result["suppressions"] = [{"kind": "external", "status": "accepted",
+                                       "justification": f"Rejected by {by} in Quorum: {why}"}]
         results.append(result)
 
     driver = {"name": TOOL_NAME}
