@@ -52,6 +52,7 @@ class FileView:
     rows: list[Row]
     findings: list  # all the file's findings, anchored or not
     unanchored: list  # findings whose line is not among the shown lines
+    lazy: bool = False  # rows left out: the page loads them when the file is opened
 
 
 def _highlighted(texts: list[str], lexer_name: str) -> list[SafeString]:
@@ -72,14 +73,31 @@ def _highlighted(texts: list[str], lexer_name: str) -> list[SafeString]:
     return [mark_safe(line) for line in out]  # noqa: S308 - Pygments escapes token text
 
 
-def file_views(files: list[dict], findings) -> list[FileView]:
+LAZY_AFTER_LINES = 3000  # a larger diff renders files without findings on demand
+
+
+def file_views(files: list[dict], findings, *, only: int | None = None) -> list[FileView]:
+    """The files of a review as rows to show. In a diff of more than ``LAZY_AFTER_LINES``
+    lines, files without findings come without rows (``lazy``), so a large review's page
+    stays small; ``only`` renders just the file with that index, in full."""
+    total = sum(len(h["lines"]) for f in files for h in f["hunks"])
+    lazy_mode = only is None and total > LAZY_AFTER_LINES
     by_file: dict[str, list] = {}
     for f in findings:
         by_file.setdefault(f.file, []).append(f)
     views = []
     for index, f in enumerate(files):
+        if only is not None and index != only:
+            continue
         mine = sorted(by_file.get(f["path"], []),
                       key=lambda x: (SEVERITY_RANK.get(x.severity, 9), x.line or 0))
+        if lazy_mode and not mine:
+            views.append(FileView(index=index, path=f["path"], old_path=f.get("old_path"),
+                                  status=f["status"], language=f.get("language") or "",
+                                  mode=f.get("mode", "light"), added=f.get("added", 0),
+                                  removed=f.get("removed", 0), clipped=f.get("clipped", False),
+                                  rows=[], findings=[], unanchored=[], lazy=True))
+            continue
         lines = [ln for h in f["hunks"] for ln in h["lines"]]
         coloured = iter(_highlighted([ln["text"] for ln in lines], f.get("lexer") or "text"))
         at_line: dict[int, list] = {}

@@ -10,4 +10,5 @@ urlpatterns = [
     path("<int:pk>/accept-all/", views.accept_all, name="accept_all"),
     path("<int:pk>/verdict/", views.verdict_decision, name="verdict_decision"),
     path("<int:pk>/export/", views.export_review, name="export_review"),
+    path("<int:pk>/files/<int:index>/", views.review_file, name="review_file"),
 ]

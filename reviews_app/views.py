@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
@@ -210,6 +210,17 @@ def verdict_decision(request, pk: int):
         return _panel(request, review, "verdict-panel", 400, error=str(exc),
                       chosen=d.get("verdict"), reason=d["reason"])
     return _panel(request, review, "verdict-panel")
+
+
+@login_required
+@require_GET
+def review_file(request, pk: int, index: int):
+    """One file's diff, for a large review whose page loads files on demand."""
+    review = owned_review(request, pk)
+    if index >= len(review.files):
+        raise Http404("No such file in this review.")
+    [view] = file_views(review.files, list(review.findings.filter(kept=True)), only=index)
+    return render(request, f"{PAGE}#diff-table", {"v": view, "run": review.run})
 
 
 @login_required

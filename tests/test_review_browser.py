@@ -96,3 +96,18 @@ def test_paste_watch_triage_override_and_export(live_stack, page, alice):
     jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA_PATH.read_text())).validate(sarif)
     assert len(sarif["runs"][0]["results"]) == 1
     assert page.errors == []
+
+
+def test_a_large_review_opens_file_diffs_on_demand(live_stack, page, alice):
+    from reviews_app import services
+    from tests.test_review_views import big_diff
+
+    inp = services.from_text(big_diff())
+    run = services.start_review(alice, inp, services.prepare(inp), enqueue=False)
+    sign_in(page, live_stack)
+    page.goto(f"{live_stack}/reviews/{run.pk}/")
+    assert page.locator("#file-5 table.diff-code").count() == 0
+    page.click("#file-5 > summary")
+    page.wait_for_selector("#file-5 table.diff-code tr.add")
+    assert "line 99" in page.locator("#file-5 table.diff-code").inner_text()
+    assert page.errors == []

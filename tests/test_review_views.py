@@ -376,3 +376,30 @@ def test_history_filters(alice_client, alice):
     assert partial.status_code == 200 and b"<html" not in partial.content
     bad = alice_client.get(url, {"verdict": "<script>", "before": "x"})
     assert bad.status_code == 200 and b"were not understood" in bad.content
+
+
+def big_diff(files=40, lines=100) -> str:
+    body = "".join(f"+line {j}\n" for j in range(lines))
+    return "".join(f"diff --git a/docs/p{i}.txt b/docs/p{i}.txt\nnew file mode 100644\n"
+                   f"--- /dev/null\n+++ b/docs/p{i}.txt\n@@ -0,0 +1,{lines} @@\n{body}"
+                   for i in range(files))
+
+
+@pytest.mark.django_db
+def test_a_large_review_loads_file_diffs_on_demand(alice_client, alice, bob):
+    from django.test import Client
+
+    run = start(alice, big_diff())
+    page = alice_client.get(reverse("review_detail", args=[run.pk])).content.decode()
+    url = reverse("review_file", args=[run.pk, 3])
+    assert f'hx-get="{url}"' in page and "Loading the diff" in page
+    assert "line 99" not in page  # rows are not in the page itself
+    part = alice_client.get(url, HTTP_HX_REQUEST="true")
+    assert part.status_code == 200 and b'<table class="diff-code">' in part.content
+    assert b"line 99" in part.content and b"<html" not in part.content
+    assert alice_client.get(reverse("review_file", args=[run.pk, 40])).status_code == 404
+    other = Client()
+    other.force_login(bob)
+    assert other.get(url).status_code == 404
+    anon = Client().get(url)
+    assert anon.status_code == 302 and reverse("login") in anon["Location"]
