@@ -436,3 +436,21 @@ def test_a_review_missing_a_reviewer_cannot_approve():
     assert rec.verdict == "needs_discussion"  # the rules alone would approve a low finding
     assert rec.summary.startswith("**Incomplete review: the security reviewer did not finish.**")
     assert any("Incomplete review" in n for n in rec.notes)
+
+
+def test_offline_reflection_upgrades_overlapping_findings_but_not_style_notes():
+    from reviews_app.pipeline import offline_review
+
+    def body(own, others):
+        return [{"role": "user", "content":
+                 "## Reviewer\nx\n\n## Your findings\n```json\n" + json.dumps(own) + "\n```\n\n"
+                 "## Colleagues' findings\n```json\n" + json.dumps(others) + "\n```"}]
+
+    risky = {"key": "SEC-1", "reviewer": "security", "category": "security",
+             "severity": "critical", "file": "a.py", "line": 5}
+    arch = {"key": "ARC-1", "category": "architecture", "severity": "low", "file": "a.py",
+            "line": 5}
+    style = {"key": "STY-1", "category": "style", "severity": "info", "file": "a.py", "line": 5}
+    [up] = offline_review.reflection(body([arch], [risky]))["amendments"]
+    assert (up["action"], up["target"], up["severity"]) == ("upgrade", "ARC-1", "critical")
+    assert offline_review.reflection(body([style], [risky]))["amendments"] == []

@@ -46,7 +46,7 @@ def reviewer(messages) -> dict:
             "end_line": e.get("end_line"),
             "title": f"{e.get('rule', '')}: {e.get('message', '')}"[:200],
             "description": f"{e.get('tool', 'analyzer')} reports {e.get('rule', '')} at {where}: "
-                           f"{e.get('message', '')}. {NOTE}",
+                           f"{e.get('message', '').rstrip('.')}. {NOTE}",
             "suggestion": e.get("fix") or "Address the analyzer's report.",
             "confidence": float(e.get("confidence", 0.6)),
             "rules": [e.get("rule", "")] if e.get("rule") else [],
@@ -68,6 +68,8 @@ def reflection(messages) -> dict:
     others = _json(secs.get("Colleagues' findings", ""))
     amendments = []
     for mine in own:
+        if mine.get("category") == "style":
+            continue  # a readability note does not become urgent because the line is risky
         stronger = [o for o in others if _overlaps(mine, o)
                     and SEVERITY_RANK.get(o.get("severity"), 9) < SEVERITY_RANK[mine["severity"]]]
         if stronger:
