@@ -81,9 +81,10 @@ class Run(models.Model):
         return f"Run {self.pk} ({self.pattern}, {self.status})"
 
     def get_absolute_url(self) -> str:
-        if self.pattern == "code_review":
-            return reverse("review_detail", args=[self.pk])
-        return reverse("run_detail", args=[self.pk])
+        from .patterns import PATTERNS  # patterns register when apps are ready
+
+        pattern = PATTERNS.get(self.pattern)
+        return reverse(pattern.page if pattern else "run_detail", args=[self.pk])
 
     @property
     def total_tokens(self) -> int:

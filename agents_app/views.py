@@ -118,7 +118,7 @@ def run_context(run: Run, **extra) -> dict:
 @require_GET
 def run_detail(request, pk: int):
     run = owned_run(request, pk)
-    if run.pattern in LIVE_RENDERERS:  # a pattern with its own page
+    if run.get_absolute_url() != request.path:  # a pattern with a page of its own
         return redirect(run)
     return render(request, "agents_app/run_detail.html", run_context(run))
 

@@ -125,13 +125,16 @@ def file_views(files: list[dict], findings, *, only: int | None = None) -> list[
     return views
 
 
-def anchors(views: list[FileView]) -> dict[str, str]:
-    """Finding key → the id of the diff line (or file) it is shown at."""
+def anchors(files: list[dict], findings) -> dict[str, str]:
+    """Finding key → the id of the diff line (or file) it is shown at, from the files'
+    line numbers alone (no rendering): the same ids ``file_views`` gives its rows."""
+    shown = {f["path"]: (i, {ln["new"] for h in f["hunks"] for ln in h["lines"]
+                             if ln["new"] is not None and ln["kind"] != "del"})
+             for i, f in enumerate(files)}
     out = {}
-    for v in views:
-        for r in v.rows:
-            for x in r.findings:
-                out[x.key] = r.anchor
-        for x in v.unanchored:
-            out.setdefault(x.key, f"file-{v.index}")
+    for x in findings:
+        if x.file not in shown:
+            continue
+        index, lines = shown[x.file]
+        out[x.key] = f"f{index}-L{x.line}" if x.line in lines else f"file-{index}"
     return out

@@ -103,13 +103,17 @@ def owned_review(request, pk: int) -> Review:
                              run_id=pk, owner=request.user)
 
 
-def review_context(review: Review, **extra) -> dict:
+def review_context(review: Review, *, with_diff: bool = True, timeline: bool = True,
+                   **extra) -> dict:
+    """Everything the review page shows. Live updates and single-finding answers leave out
+    the highlighted diff (``with_diff``) and the whole timeline (``timeline``: then only the
+    newest event, for the header), which they do not render."""
     run: Run = review.run
     findings = list(review.findings.select_related("decided_by"))
     kept = [f for f in findings if f.kept]
     dropped = [f for f in findings if not f.kept]
-    views = file_views(review.files, kept)
-    events = list(run.events.all())
+    views = file_views(review.files, kept) if with_diff else []
+    events = list(run.events.all()) if timeline else list(run.events.order_by("-seq")[:1])
     state = run.state or {}
     pending = {s: sum(1 for f in kept if f.severity == s and f.decision == "pending")
                for s in SEVERITIES}
@@ -129,7 +133,7 @@ def review_context(review: Review, **extra) -> dict:
     costs = services.cost_breakdown(run)
     return {
         "review": review, "run": run, "kept": kept, "dropped": dropped, "files": views,
-        "anchors": anchors(views), "events": events,
+        "anchors": anchors(review.files, kept), "events": events,
         "last_seq": events[-1].seq if events else 0,
         "reviewers": reviewers, "costs": costs, "analysis": state.get("analysis") or {},
         "pending_by_severity": {s: n for s, n in pending.items() if n},
@@ -172,7 +176,7 @@ def finding_decision(request, pk: int, key: str):
                             form.cleaned_data["comment"])
     if not request.htmx:
         return redirect(f"{review.get_absolute_url()}#finding-{finding.key}")
-    ctx = review_context(review, f=finding)
+    ctx = review_context(review, with_diff=False, timeline=False, f=finding)
     card = render_to_string(f"{PAGE}#finding-card", ctx, request=request)
     summary = render_to_string(f"{PAGE}#triage-summary", {**ctx, "oob": True}, request=request)
     return HttpResponse(card + summary)
@@ -257,9 +261,9 @@ _PANELS_BY_KIND = {
 
 def render_live_update(run: Run, events, panels: set[str]) -> str:
     review = Review.objects.select_related("run", "verdict_decided_by").get(run=run)
-    ctx = review_context(review)
     for e in events:
         panels = panels | _PANELS_BY_KIND.get(e.kind, set())
+    ctx = review_context(review, with_diff="diff-panel" in panels, timeline=False)
     parts = [render_to_string("agents_app/_timeline_append.html", {**ctx, "new_events": events})]
     for name in ("header", "reviewers-panel", "verdict-panel", "findings-panel", "diff-panel",
                  "costs-panel"):

@@ -124,6 +124,7 @@ class Pattern:
     roles: tuple[str, ...] = ()
     gates: tuple[str, ...] = ()
     starts_from_task = True  # False: started from its own form (a code review needs a diff)
+    page = "run_detail"  # URL name of the page that shows a run of this pattern
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         return {"task": task, "options": dict(options)}

@@ -151,6 +151,7 @@ class CodeReview(Pattern):
     roles = ("security", "architecture", "style", "synthesizer")
     gates = (TRIAGE_GATE,)
     starts_from_task = False
+    page = "review_detail"
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         options = dict(options)

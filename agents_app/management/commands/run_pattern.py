@@ -9,8 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from agents_app import engine
-from agents_app.cli import command_owner
-from agents_app.llm.gateway import check_model_name
+from agents_app.cli import command_owner, parse_models
 from agents_app.patterns import PATTERNS
 
 
@@ -41,14 +40,7 @@ class Command(BaseCommand):
             raise CommandError(f"--task is longer than {settings.QUORUM_MAX_TASK_CHARS} characters.")
         models = {r: settings.QUORUM_ROLE_MODELS.get(r, settings.QUORUM_DEFAULT_MODEL)
                   for r in pattern.roles}
-        for spec in opts["model"]:
-            role, sep, name = spec.partition("=")
-            if not sep or role not in pattern.roles:
-                raise CommandError(f"--model takes ROLE=NAME with ROLE one of {', '.join(pattern.roles)}.")
-            problem = check_model_name(name)
-            if problem:
-                raise CommandError(problem)
-            models[role] = name.strip()
+        models.update(parse_models(opts["model"], pattern.roles))
         owner = command_owner(opts["user"])
         run = engine.create_run(
             owner, pattern.name, task,

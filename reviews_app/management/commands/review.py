@@ -17,8 +17,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from agents_app import engine
-from agents_app.cli import command_owner
-from agents_app.llm.gateway import check_model_name
+from agents_app.cli import command_owner, parse_models
 from agents_app.patterns.base import Decision
 from reviews_app import services
 from reviews_app.models import Review
@@ -46,7 +45,7 @@ class Command(BaseCommand):
                             help="Owner of the review (default: first superuser, else 'cli').")
 
     def handle(self, *args, **opts):
-        models = self._models(opts["model"])
+        models = parse_models(opts["model"], services.ROLES, returncode=EXIT_ERROR)
         if opts["min_confidence"] is not None and not 0 <= opts["min_confidence"] <= 1:
             raise CommandError("--min-confidence must be between 0 and 1.", returncode=EXIT_ERROR)
         try:
@@ -83,18 +82,6 @@ class Command(BaseCommand):
         self.stderr.write(f"Verdict: {verdict}. Cost ${run.cost_usd:.4f}, "
                           f"{run.total_tokens:,} tokens.")
         sys.exit(EXIT_APPROVE if verdict == "approve" else EXIT_NOT_APPROVED)
-
-    def _models(self, specs: list[str]) -> dict[str, str]:
-        models = {}
-        for spec in specs:
-            role, sep, name = spec.partition("=")
-            if not sep or role not in services.ROLES:
-                raise CommandError(f"--model takes ROLE=NAME with ROLE one of "
-                                   f"{', '.join(services.ROLES)}.", returncode=EXIT_ERROR)
-            if problem := check_model_name(name.strip()):
-                raise CommandError(problem, returncode=EXIT_ERROR)
-            models[role] = name.strip()
-        return models
 
     def _load(self, opts) -> services.ReviewInput:
         if opts["git"]:
