@@ -67,6 +67,9 @@ def test_paste_watch_triage_override_and_export(live_stack, page, alice):
     page.click("#verdict-panel button[value=override]")
     page.wait_for_selector("#verdict-panel p.error")
     assert "Choose the verdict" in page.locator("#verdict-panel p.error").inner_text()
+    # The error replaced the verdict panel only, not the page (nor its live channel).
+    assert page.locator("#findings-panel li.finding").count() >= 2
+    assert page.locator("#diff-panel").count() == 1
     page.select_option("#verdict-panel select[name=verdict]", "needs_discussion")
     page.click("#verdict-panel button[value=override]")
     page.wait_for_function("document.querySelector('#verdict-panel p.error')"
@@ -80,6 +83,7 @@ def test_paste_watch_triage_override_and_export(live_stack, page, alice):
     assert "overridden by alice" in page.locator("#verdict-panel .decided").inner_text()
     from tests.stack import wait_until
     wait_until(lambda: Review.objects.get().run.status == "completed", what="review completed")
+    page.wait_for_selector("#run-header .badge.ok", timeout=20_000)  # arrives live
     page.reload()
     assert page.locator("#run-header .badge.ok").inner_text() == "Completed"
 

@@ -86,15 +86,3 @@
   document.addEventListener("DOMContentLoaded", function () { sync(); });
   document.addEventListener("htmx:afterSettle", function () { sync(); });
 })();
-
-// A form swapped in from an error response (400/409, swapped by our responseHandling) is
-// not wired up by htmx itself; process the page once the request is done so the form
-// stays in place on its next submit.
-document.addEventListener("htmx:afterRequest", function (ev) {
-  var id = ev.detail.target && ev.detail.target.id;
-  if (!id) return;
-  window.setTimeout(function () {
-    var fresh = document.getElementById(id);
-    if (fresh && window.htmx) window.htmx.process(fresh);
-  }, 0);
-});
