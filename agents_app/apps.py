@@ -9,6 +9,8 @@ class AgentsAppConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
+        from .llm import offline_change
         from .llm.gateway import set_offline_latency
 
         set_offline_latency(settings.QUORUM_OFFLINE_LATENCY)
+        offline_change.register()

@@ -111,6 +111,10 @@ def create_run(owner, pattern_name: str, task: str, *, options: dict, models: di
             stage=pattern.first_stage(state), state=state, options=state.get("options", options),
             models_used=models, offline=any(is_offline(m) for m in models.values()),
             max_cost_usd=max_cost_usd, max_tokens=max_tokens)
+        bound = pattern.bind_run(state, run.pk)
+        if bound is not state:
+            run.state, run.options = bound, bound.get("options", options)
+            run.save(update_fields=["state", "options"])
         who = "offline model" if run.offline else ", ".join(sorted(set(models.values())))
         append_events(run.pk, [Event("run_created", f"{owner} started a {pattern.label} run "
                                      f"({who}).", {"models": models})])
@@ -132,7 +136,8 @@ class DbJournal:
         self.run_id = run.pk
         self.stage = stage
         self.token = token
-        self.limits = _Limits(run.max_cost_usd, run.max_tokens, settings.QUORUM_MAX_RUN_SECONDS,
+        max_seconds = (run.options or {}).get("max_run_seconds") or settings.QUORUM_MAX_RUN_SECONDS
+        self.limits = _Limits(run.max_cost_usd, run.max_tokens, float(max_seconds),
                               run.active_seconds)
         self.started = time.monotonic()
         self.existing = {c.key: c for c in ModelCall.objects.filter(run_id=run.pk, stage=stage)}
@@ -306,13 +311,15 @@ def _commit(run_id, token, seq, result: StageResult, elapsed: float, enqueue: bo
         run.active_seconds += elapsed
         events = list(result.events)
         if result.outcome:
-            run.status = Status.COMPLETED if result.outcome == "completed" else Status.FAILED
+            run.status = {"completed": Status.COMPLETED, "cancelled": Status.CANCELLED}.get(
+                result.outcome, Status.FAILED)
             run.stage, run.gate = "", ""
             run.answer = result.answer or ""
             run.error = result.error
             run.finished_at = timezone.now()
-            events.append(Event("run_finished", "Run completed." if run.status == Status.COMPLETED
-                                else f"Run failed: {result.error}", {"status": run.status}))
+            events.append(Event("run_finished", {
+                Status.COMPLETED: "Run completed.", Status.CANCELLED: "Run stopped."}.get(
+                    run.status, f"Run failed: {result.error}"), {"status": run.status}))
         elif result.gate:
             run.status = gate_status(result.gate.kind)
             run.gate = result.gate.kind

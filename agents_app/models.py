@@ -18,6 +18,9 @@ class Status(models.TextChoices):
     REVIEWING = "reviewing", "Reviewing"
     REFLECTING = "reflecting", "Reflecting"
     AWAITING_TRIAGE = "awaiting_triage", "Awaiting triage"
+    MERGING = "merging", "Merging"
+    AWAITING_MERGE_REQUEST = "awaiting_merge_request", "Awaiting merge decision"
+    AWAITING_ESCALATION = "awaiting_escalation", "Escalated to you"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
@@ -25,7 +28,7 @@ class Status(models.TextChoices):
 
 
 RUNNABLE = (Status.QUEUED, Status.PLANNING, Status.EXECUTING, Status.SYNTHESIZING,
-            Status.ANALYZING, Status.REVIEWING, Status.REFLECTING)
+            Status.ANALYZING, Status.REVIEWING, Status.REFLECTING, Status.MERGING)
 TERMINAL = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.BUDGET_EXCEEDED)
 
 
@@ -162,6 +165,8 @@ class PlanVersion(models.Model):
     author = models.CharField(max_length=150, help_text='"model" or the editor\'s username')
     reason = models.CharField(max_length=200, blank=True)
     frozen = models.PositiveIntegerField(default=0, help_text="Leading steps already executed")
+    details = models.JSONField(default=dict, blank=True,
+                               help_text="A plan document's other fields (files, risks, ...)")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -205,6 +210,10 @@ class Approval(models.Model):
         APPROVE = "approve", "Approved"
         REJECT = "reject", "Rejected"
         AUTO_APPROVE = "auto_approve", "Auto-approved"
+        DISCARD = "discard", "Discarded"
+        ANOTHER_ROUND = "another_round", "Another round"
+        REPLAN = "replan", "New plan"
+        STOP = "stop", "Stopped"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
     gate = models.CharField(max_length=40)
@@ -220,3 +229,71 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} {self.gate} (run {self.run_id})"
+
+
+class AgentReport(models.Model):
+    """What one agent stage of a plan-execute-review run did: its tool calls (the trace), its
+    structured answer, and for an execute round the commit, the diff and the test output."""
+
+    class Kind(models.TextChoices):
+        PLAN = "plan", "Plan"
+        EXECUTE = "execute", "Execute"
+        REVIEW = "review", "Review"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="agent_reports")
+    stage = models.CharField(max_length=80)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    plan_version = models.PositiveIntegerField()
+    round = models.PositiveIntegerField(default=0)
+    trace = models.JSONField(default=list, blank=True)
+    stopped = models.CharField(max_length=20, blank=True, help_text="done | max_turns | repeating")
+    answer = models.JSONField(default=dict, blank=True)
+    commit_sha = models.CharField(max_length=64, blank=True)
+    base_sha = models.CharField(max_length=64, blank=True)
+    diff = models.TextField(blank=True)
+    diff_truncated = models.BooleanField(default=False)
+    files = models.JSONField(default=list, blank=True)
+    test_ran = models.BooleanField(default=False)
+    test_output = models.TextField(blank=True)
+    test_exit = models.IntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "stage"], name="agent_report_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.stage} of run {self.run_id}"
+
+    @property
+    def tests_passed(self) -> bool | None:
+        return None if not self.test_ran else self.test_exit == 0
+
+
+class MergeRequest(models.Model):
+    """The change a plan-execute-review run proposes: its branch, and what became of it."""
+
+    class State(models.TextChoices):
+        DRAFT = "draft", "In progress"
+        OPEN = "open", "Open"
+        CONFLICT = "conflict", "Conflict"
+        MERGED = "merged", "Merged"
+        DISCARDED = "discarded", "Discarded"
+        CLOSED = "closed", "Closed unmerged"
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="merge_request")
+    repo = models.CharField(max_length=1000)
+    base_branch = models.CharField(max_length=250)
+    branch = models.CharField(max_length=250)
+    base_sha = models.CharField(max_length=64, blank=True)
+    head_sha = models.CharField(max_length=64, blank=True)
+    merged_sha = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=12, choices=State.choices, default=State.DRAFT)
+    message = models.TextField(blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.branch} → {self.base_branch} ({self.status})"

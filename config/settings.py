@@ -5,6 +5,7 @@ the embedded Redis started by ``make dev``, and the built-in offline model.
 """
 
 import os
+import re
 from pathlib import Path
 
 import environ
@@ -143,6 +144,21 @@ def _cheap_model(default: str) -> str:
     return default
 
 
+def _other_family_model(default: str) -> str:
+    """A reviewer for code changes from another model family than the default (the executor's),
+    when a second provider's key is set; otherwise the default itself (the start form warns)."""
+    if env.str("QUORUM_MODEL_REVIEWER", default=""):
+        return env.str("QUORUM_MODEL_REVIEWER")
+    is_anthropic = default.startswith(("anthropic/", "claude"))
+    if not is_anthropic and env.str("ANTHROPIC_API_KEY", default=""):
+        return "anthropic/claude-3-5-sonnet-latest"
+    if is_anthropic and env.str("OPENAI_API_KEY", default=""):
+        return "gpt-4o"
+    if not default.startswith("gemini/") and env.str("GEMINI_API_KEY", default=""):
+        return "gemini/gemini-2.0-flash"
+    return default
+
+
 QUORUM_DEFAULT_MODEL = _default_model()
 QUORUM_CHEAP_MODEL = _cheap_model(QUORUM_DEFAULT_MODEL)
 QUORUM_ROLE_MODELS = {
@@ -153,6 +169,8 @@ QUORUM_ROLE_MODELS = {
     "security": env.str("QUORUM_MODEL_SECURITY", default=QUORUM_DEFAULT_MODEL),
     "architecture": env.str("QUORUM_MODEL_ARCHITECTURE", default=QUORUM_DEFAULT_MODEL),
     "style": env.str("QUORUM_MODEL_STYLE", default=QUORUM_CHEAP_MODEL),
+    # Plan-execute-review: the reviewer comes from another family than the executor if it can.
+    "reviewer": _other_family_model(env.str("QUORUM_MODEL_EXECUTOR", default=QUORUM_DEFAULT_MODEL)),
 }
 QUORUM_LLM_TIMEOUT = env.float("QUORUM_LLM_TIMEOUT", default=120.0)
 QUORUM_LLM_MAX_RETRIES = env.int("QUORUM_LLM_MAX_RETRIES", default=2)
@@ -172,6 +190,15 @@ QUORUM_STAGE_LEASE_SECONDS = env.float("QUORUM_STAGE_LEASE_SECONDS", default=300
 # --- Code review ------------------------------------------------------------------------
 # Local repositories may be read only under these folders (empty: git ranges turned off).
 QUORUM_REPO_ROOTS = env.list("QUORUM_REPO_ROOTS", default=[])
+# Plan-execute-review: where run worktrees live, the test commands the executor and reviewer
+# may run (one per line or separated by ";"; none by default, since a test run executes the
+# code the model wrote), their time limit, and the execute/review round cap.
+QUORUM_WORKTREE_ROOT = env.str("QUORUM_WORKTREE_ROOT", default=str(VAR_DIR / "worktrees"))
+QUORUM_TEST_COMMANDS = [c.strip() for c in re.split(r"[;\n]", env.str("QUORUM_TEST_COMMANDS",
+                        default="")) if c.strip()]
+QUORUM_TEST_TIMEOUT = env.float("QUORUM_TEST_TIMEOUT", default=300.0)
+QUORUM_CHANGE_MAX_ROUNDS = env.int("QUORUM_CHANGE_MAX_ROUNDS", default=2)
+QUORUM_CHANGE_MAX_RUN_SECONDS = env.float("QUORUM_CHANGE_MAX_RUN_SECONDS", default=1800.0)
 GITHUB_TOKEN = env.str("GITHUB_TOKEN", default="")
 QUORUM_GITHUB_API_URL = env.str("QUORUM_GITHUB_API_URL", default="https://api.github.com")
 QUORUM_REVIEW_MAX_UPLOAD_BYTES = env.int("QUORUM_REVIEW_MAX_UPLOAD_BYTES", default=10_000_000)

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import httpx
 
+from agents_app.repos import roots as roots_mod
+
 __all__ = ["SourceError", "Source", "allowed_repo", "git_range", "parse_pr_url", "github_pr"]
 
 
@@ -78,8 +80,7 @@ def _text_or_none(data: bytes) -> str | None:
 
 
 # --- local git -----------------------------------------------------------------------------------
-TURNED_OFF = ("Reading local repositories is turned off: set QUORUM_REPO_ROOTS to the folders "
-              "Quorum may read.")
+TURNED_OFF = roots_mod.TURNED_OFF
 _REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}")
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _GIT_CONFIG = ["-c", "core.quotepath=off", "-c", "diff.external=", "-c", "core.fsmonitor=false",
@@ -174,57 +175,12 @@ def _git_capped(cwd: Path, args: list[str], *, timeout: float, limit: int) -> tu
     return bytes(out), truncated
 
 
-def _inside(path: Path, roots: list[Path]) -> bool:
-    return any(path == r or path.is_relative_to(r) for r in roots)
-
-
 def allowed_repo(path: str, roots: list[str]) -> Path:
     """The top level of the git work tree at ``path``, if it lies inside one of ``roots``."""
-    resolved_roots = []
-    for r in roots or []:
-        if r and str(r).strip():
-            try:
-                resolved_roots.append(Path(str(r).strip()).expanduser().resolve())
-            except (OSError, RuntimeError, ValueError):
-                continue
-    if not resolved_roots:
-        raise SourceError(TURNED_OFF)
-    path = (path or "").strip()
-    if not path:
-        raise SourceError("Give the path of a local git repository.")
-    allowed = ", ".join(str(r) for r in resolved_roots)
     try:
-        # Non-strict first, so paths outside the roots are refused before their existence
-        # is checked (no oracle for what exists elsewhere); symlinks that exist are resolved.
-        loose = Path(path).expanduser().resolve()
-    except (OSError, RuntimeError, ValueError):
-        raise SourceError(f"{path} is not a usable path.") from None
-    if not _inside(loose, resolved_roots):
-        raise SourceError(f"{path} is outside the folders Quorum may read ({allowed}).")
-    try:
-        resolved = Path(path).expanduser().resolve(strict=True)
-    except (OSError, RuntimeError):
-        raise SourceError(f"{path} does not exist.") from None
-    if not _inside(resolved, resolved_roots):  # pragma: no cover - raced with a new symlink
-        raise SourceError(f"{path} is outside the folders Quorum may read ({allowed}).")
-    if not resolved.is_dir():
-        raise SourceError(f"{path} is not a folder, so it is not a git repository.")
-    not_repo = SourceError(f"{path} is not a git repository (no git work tree found there).")
-    try:
-        out = _git(resolved, ["rev-parse", "--show-toplevel", "--absolute-git-dir"], timeout=15)
-    except SourceError as exc:
-        if "dubious ownership" in str(exc):
-            raise SourceError(f"git refuses to read {path}: it belongs to another user. Add it to "
-                              "safe.directory in the server's git config.") from None
-        raise not_repo from None
-    lines = out.decode("utf-8", "replace").splitlines()
-    if len(lines) != 2 or not lines[0]:
-        raise not_repo
-    top, git_dir = Path(lines[0]).resolve(), Path(lines[1]).resolve()
-    if not _inside(top, resolved_roots) or not _inside(git_dir, resolved_roots):
-        raise SourceError(f"The git repository at {path} lies (partly) outside the folders "
-                          f"Quorum may read ({allowed}).")
-    return top
+        return roots_mod.allowed_repo(path, roots)
+    except roots_mod.RepoRootError as exc:
+        raise SourceError(str(exc)) from None
 
 
 def _parse_range(rng: str) -> tuple[str, str]:

@@ -2,8 +2,9 @@
 
 from .base import Pattern
 from .plan_execute import PlanExecute
+from .plan_execute_review import PlanExecuteReview
 
-PATTERNS: dict[str, Pattern] = {p.name: p for p in (PlanExecute(),)}
+PATTERNS: dict[str, Pattern] = {p.name: p for p in (PlanExecute(), PlanExecuteReview())}
 
 
 def register_pattern(pattern: Pattern) -> None:

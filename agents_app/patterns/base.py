@@ -95,7 +95,7 @@ class StageResult:
     state: dict[str, Any]
     next_stage: str | None = None
     gate: Gate | None = None
-    outcome: str | None = None  # "completed" or "failed" when the run ends here
+    outcome: str | None = None  # "completed", "failed" or "cancelled" when the run ends here
     error: str = ""
     answer: str | None = None
     records: list[Any] = field(default_factory=list)
@@ -128,6 +128,10 @@ class Pattern:
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         return {"task": task, "options": dict(options)}
+
+    def bind_run(self, state: dict[str, Any], run_id: int) -> dict[str, Any]:
+        """The state once the run has its id (for names derived from it, like a branch)."""
+        return state
 
     def first_stage(self, state: dict[str, Any]) -> str:
         raise NotImplementedError  # pragma: no cover - every pattern defines it

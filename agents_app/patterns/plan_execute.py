@@ -67,6 +67,7 @@ class PlanProposed:
     author: str = "model"  # "model" or a user's name
     reason: str = ""  # why this version exists
     frozen: int = 0  # steps already executed and kept from an earlier version
+    details: dict[str, Any] = field(default_factory=dict)  # a richer plan document's fields
 
 
 @dataclass

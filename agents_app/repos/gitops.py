@@ -192,11 +192,19 @@ def _recorded_base(repo, worktree_dir, branch: str, base: str) -> str:
     return proc.stdout.strip()
 
 
-def commit_all(worktree, message: str, author: str = DEFAULT_AUTHOR) -> str | None:
-    """Stage everything (``git add -A``) and commit; the new sha, or None if nothing changed."""
+def commit_all(worktree, message: str, author: str = DEFAULT_AUTHOR, *,
+               timestamp: int | None = None) -> str | None:
+    """Stage everything (``git add -A``) and commit; the new sha, or None if nothing changed.
+
+    With ``timestamp`` (Unix seconds) the author and committer dates are fixed, so the same
+    tree, parent and message always give the same commit: a stage executed again after a
+    crash re-creates the identical commit instead of a second one."""
     if not message or not message.strip():
         raise GitError("commit message is empty")
     env = _author_env(author)
+    if timestamp is not None:
+        stamp = f"@{int(timestamp)} +0000"
+        env.update({"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
     _git(worktree, "add", "-A")
     if _git(worktree, "diff", "--cached", "--quiet", check=False, ok_codes=(0, 1)).returncode \
             == 0:
@@ -282,6 +290,33 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
     return {"merged": True, "sha": sha, "fast_forward": False}
 
 
+def reset_worktree(worktree, sha: str) -> None:
+    """Make the worktree exactly ``sha``: its branch points there and every untracked or
+    ignored file left by an interrupted attempt (or a test run) is removed."""
+    _check_ref_arg(sha, "commit")
+    _git(worktree, "reset", "--quiet", "--hard", sha)
+    _git(worktree, "clean", "-ffdxq")
+
+
+def changed_files(worktree_or_repo, base_sha: str, head: str = "HEAD") -> list[dict[str, str]]:
+    """``[{"status": "M", "path": ...}]`` between two commits (renames give the new path)."""
+    _check_ref_arg(base_sha, "base")
+    _check_ref_arg(head, "head")
+    out = _git(worktree_or_repo, "diff", "--no-ext-diff", "--name-status", "-M", "-z", base_sha,
+               head, "--").stdout
+    parts = out.split("\0")
+    files, i = [], 0
+    while i < len(parts) - 1:
+        status = parts[i]
+        if status[:1] in "RC":
+            files.append({"status": status[:1], "path": parts[i + 2], "old_path": parts[i + 1]})
+            i += 3
+        else:
+            files.append({"status": status[:1], "path": parts[i + 1]})
+            i += 2
+    return files
+
+
 def remove_worktree(repo, worktree_dir, branch: str, *, delete_branch: bool = True) -> None:
     """Force-remove the worktree, prune, and delete ``branch``; safe to call repeatedly."""
     _check_branch(repo, branch)
@@ -307,3 +342,9 @@ def _is_stale_worktree_of(repo, worktree_dir: Path) -> bool:
     common = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
     target = os.path.realpath(text.removeprefix("gitdir:").strip())
     return Path(target).is_relative_to(Path(os.path.realpath(common)) / "worktrees")
+
+
+def branch_sha(repo, branch: str) -> str | None:
+    """The commit ``branch`` points to, or None if there is no such branch."""
+    _check_ref_arg(branch, "branch name")
+    return _branch_sha(repo, branch)

@@ -1,0 +1,371 @@
+"""Plan → execute → review on real temporary git repositories, with scripted models that make
+real edits through the sandboxed tools. No Django: the pattern is driven stage by stage."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from agents_app.patterns.base import Decision, InvalidDecision
+from agents_app.patterns.plan_execute_review import (
+    ESCALATION_GATE,
+    MERGE_GATE,
+    PLAN_GATE,
+    AgentWorked,
+    MergeRequestChanged,
+    PlanExecuteReview,
+    model_family,
+    same_family,
+)
+from agents_app.patterns.testing import QueueModel
+from agents_app.repos import gitops
+
+PATTERN = PlanExecuteReview()
+
+
+def git(repo, *args) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    path = tmp_path / "proj"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "dev@example.com")
+    git(path, "config", "user.name", "Dev")
+    (path / "greet.py").write_text('def greet(name):\n    return "Helo, " + name\n')
+    (path / "test_greet.py").write_text(
+        "import unittest\nfrom greet import greet\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_greet(self):\n        self.assertEqual(greet('Ann'), 'Hello, Ann')\n\n\n"
+        "if __name__ == '__main__':\n    unittest.main()\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+TEST_CMD = [sys.executable, "-m", "unittest", "-q"]
+
+
+def start(repo, tmp_path, **options):
+    opts = {"repo": str(repo), "base": "main", "worktree_root": str(tmp_path / "wt"),
+            "test_command": TEST_CMD, "test_allowlist": [TEST_CMD], "test_timeout": 60,
+            **options}
+    state = PATTERN.initial_state("Fix the greeting typo.", opts)
+    return PATTERN.bind_run(state, 7)
+
+
+def turn(tool=None, **args):
+    return {"thought": "t", "action": {"tool": tool, "args": args} if tool else None,
+            "done": tool is None}
+
+
+PLAN = {"goal": "Fix the typo in greet()", "files": ["greet.py"], "approach": "Edit the string.",
+        "steps": ["Replace Helo with Hello in greet.py", "Run the tests"],
+        "test_strategy": "test_greet.py", "risks": []}
+FIX = turn("replace_in_file", path="greet.py", search="Helo", replacement="Hello")
+REPORT = {"summary": "Fixed the typo.", "done": ["Replaced the word"], "tests": "pass"}
+APPROVE = {"approve": True, "summary": "Matches the plan; tests pass."}
+
+
+def reject(kind, reason="wrong", comments=None):
+    return {"approve": False, "summary": "No.", "rejection_kind": kind, "reason": reason,
+            "comments": comments or [{"file": "greet.py", "line": 2, "problem": "p",
+                                      "requested_change": "c"}]}
+
+
+class Driver:
+    """Runs stages until a gate or the end, collecting records and events like the engine."""
+
+    def __init__(self, state, model):
+        self.state, self.model = state, model
+        self.stage = PATTERN.first_stage(state)
+        self.gate = None
+        self.outcome = None
+        self.records: list = []
+        self.events: list = []
+        self.stages: list[str] = []
+
+    def _apply(self, result):
+        self.state = result.state
+        self.records += result.records
+        self.events += result.events
+        self.gate = result.gate.kind if result.gate else None
+        self.outcome = result.outcome
+        self.error = result.error
+        self.stage = result.next_stage
+
+    def run(self, max_stages=30):
+        for _ in range(max_stages):
+            self.stages.append(self.stage)
+            self._apply(PATTERN.run_stage(self.stage, self.state, self.model))
+            if self.gate or self.outcome:
+                return self
+        raise AssertionError("too many stages")
+
+    def decide(self, action, feedback="", edits=None):
+        assert self.gate, "not at a gate"
+        self._apply(PATTERN.decide(self.gate, self.state, Decision(
+            action, feedback=feedback, edits=edits, author="alice")))
+        return self.run()
+
+    def reports(self, kind):
+        return [r for r in self.records if isinstance(r, AgentWorked) and r.kind == kind]
+
+
+def base_file(repo, path="greet.py"):
+    return git(repo, "show", f"main:{path}")
+
+
+def test_approved_and_merged(repo, tmp_path):
+    model = QueueModel(turn("read_file", path="greet.py"), turn(), PLAN,
+                       FIX, turn("run_tests"), turn(), REPORT,
+                       turn("read_file", path="greet.py"), turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    assert d.gate == PLAN_GATE and d.state["plan"]["goal"] == PLAN["goal"]
+    assert base_file(repo) == 'def greet(name):\n    return "Helo, " + name'
+    d.decide("approve")
+    assert d.gate == MERGE_GATE
+    # The person's checkout and base branch are untouched until the merge.
+    assert "Helo" in base_file(repo) and "Helo" in (repo / "greet.py").read_text()
+    (execute,) = d.reports("execute")
+    assert execute.test_ran and execute.test_exit == 0 and "OK" in execute.test_output
+    assert "+    return \"Hello, \" + name" in execute.diff
+    assert [f["path"] for f in execute.files] == ["greet.py"]
+    d.decide("approve")
+    assert d.outcome == "completed"
+    assert "Hello, " in base_file(repo)
+    assert gitops.branch_sha(repo, "quorum/run-7") is None  # merged branch removed
+    assert not (tmp_path / "wt" / "run-7").exists()
+    assert [r.status for r in d.records if isinstance(r, MergeRequestChanged)][-1] == "merged"
+    # The executor saw the plan, not the change request or the planner's conversation.
+    executor_prompt = next(c for c in model.history if c.role == "executor").messages[1]["content"]
+    assert "Fix the typo in greet()" in executor_prompt
+    assert "Fix the greeting typo." not in executor_prompt
+    # The reviewer saw the plan, the diff, the report and the test output.
+    review_prompt = next(c for c in model.history if c.role == "reviewer").messages[1]["content"]
+    for part in ("### Steps", "+    return \"Hello, \" + name", "Fixed the typo.", "exit code 0"):
+        assert part in review_prompt
+
+
+def test_fixup_round_sends_comments_back_then_merges(repo, tmp_path):
+    partial = turn("replace_in_file", path="greet.py", search='"Helo, "', replacement='"Hello "')
+    comma = turn("replace_in_file", path="greet.py", search='"Hello "', replacement='"Hello, "')
+    model = QueueModel(turn(), PLAN, partial, turn(), REPORT, turn(),
+                       reject("fixup", comments=[{"file": "greet.py", "line": 2,
+                                                  "problem": "the comma is missing",
+                                                  "requested_change": "add the comma"}]),
+                       comma, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    assert d.gate == MERGE_GATE
+    assert [r.test_exit for r in d.reports("execute")] == [1, 0]
+    second = [c for c in model.history if c.role == "executor"][-2].messages[1]["content"]
+    assert "the comma is missing" in second and "add the comma" in second
+    # Two commits on the branch, one per round; the second builds on the first.
+    log = git(repo, "log", "--format=%s", "main..quorum/run-7").splitlines()
+    assert len(log) == 2
+    d.decide("approve")
+    assert "Hello, " in base_file(repo)
+
+
+def test_plan_wrong_goes_back_to_the_planner_and_the_plan_gate(repo, tmp_path):
+    wrong = turn("write_file", path="other.py", content="x = 1\n")
+    plan2 = {**PLAN, "goal": "Fix the typo where it is"}
+    model = QueueModel(turn(), PLAN, wrong, turn(), REPORT, turn(),
+                       reject("plan_wrong", reason="the plan edits the wrong file"),
+                       turn(), plan2)
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    assert d.gate == PLAN_GATE and d.state["plan"]["version"] == 2
+    planner_prompt = [c for c in model.history if c.role == "planner"][-1].messages[1]["content"]
+    assert "the plan edits the wrong file" in planner_prompt
+    # The next round starts again from the base: the wrong file is gone.
+    model.enqueue(FIX, turn(), REPORT, turn(), APPROVE)
+    d.decide("approve")
+    assert d.gate == MERGE_GATE
+    assert not (tmp_path / "wt" / "run-7" / "other.py").exists()
+    assert "other.py" not in d.reports("execute")[-1].diff
+
+
+def test_cap_escalates_then_person_chooses(repo, tmp_path):
+    model = QueueModel(turn(), PLAN, turn(), REPORT, turn(), reject("fixup"),
+                       turn(), REPORT, turn(), reject("fixup"))
+    d = Driver(start(repo, tmp_path, max_rounds=2), model).run()
+    d.decide("approve")
+    assert d.gate == ESCALATION_GATE
+    assert "cap of 2" in d.state["escalation"]
+    assert d.stages.count("execute:1:1") == 1 and "execute:1:3" not in d.stages
+    with pytest.raises(InvalidDecision):
+        PATTERN.decide(ESCALATION_GATE, d.state, Decision("merge", author="alice"))
+    # Another round: the executor gets the reviewer's comments and the person's note.
+    model.enqueue(FIX, turn(), REPORT, turn(), APPROVE)
+    d.decide("another_round", feedback="Just fix the typo.")
+    assert d.gate == MERGE_GATE
+    last_exec = [c for c in model.history if c.role == "executor"][-2].messages[1]["content"]
+    assert "Just fix the typo." in last_exec
+
+
+def test_unclear_escalates_immediately_and_stop_keeps_the_branch(repo, tmp_path):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), reject("unclear"))
+    d = Driver(start(repo, tmp_path, max_rounds=3), model).run()
+    d.decide("approve")
+    assert d.gate == ESCALATION_GATE and "unclear" in d.state["escalation"]
+    d.decide("stop")
+    assert d.outcome == "cancelled"
+    assert gitops.branch_sha(repo, "quorum/run-7") is not None  # kept to inspect
+    assert not (tmp_path / "wt" / "run-7").exists()
+    assert "Helo" in base_file(repo)
+
+
+def test_escalation_replan_needs_a_reason_and_restarts_from_base(repo, tmp_path):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(),
+                       {"approve": False, "summary": "", "rejection_kind": "unclear"})
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    with pytest.raises(InvalidDecision, match="differently"):
+        PATTERN.decide(ESCALATION_GATE, d.state, Decision("replan", author="alice"))
+    model.enqueue(turn(), {**PLAN, "goal": "v2"})
+    d.decide("replan", feedback="Also update the docstring.")
+    assert d.gate == PLAN_GATE and d.state["plan"]["goal"] == "v2"
+    assert d.state["head"] == d.state["base_sha"]
+
+
+def test_merge_conflict_leaves_request_open_and_nothing_half_merged(repo, tmp_path):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    assert d.gate == MERGE_GATE
+    # Meanwhile someone changes the same line on main.
+    (repo / "greet.py").write_text('def greet(name):\n    return "Hi, " + name\n')
+    git(repo, "commit", "-qam", "different greeting")
+    main_before = git(repo, "rev-parse", "main")
+    d.decide("approve")
+    assert d.gate == MERGE_GATE and d.state["mr_status"] == "conflict"
+    assert "greet.py" in d.state["merge_problem"]["message"]
+    assert git(repo, "rev-parse", "main") == main_before
+    assert git(repo, "status", "--porcelain") == ""
+    # Sending it back re-does the change on the current base.
+    model.enqueue(turn("replace_in_file", path="greet.py", search='"Hi, "',
+                       replacement='"Hello, "'), turn(), REPORT, turn(), APPROVE)
+    d.decide("reject", feedback="Redo it on top of the new greeting.")
+    assert d.gate == MERGE_GATE and d.state["base_sha"] == main_before
+    d.decide("approve")
+    assert d.outcome == "completed" and "Hello, " in base_file(repo)
+
+
+def test_discard_removes_worktree_and_branch(repo, tmp_path):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    assert (tmp_path / "wt" / "run-7").is_dir()
+    d.decide("discard")
+    assert d.outcome == "completed" and d.state["mr_status"] == "discarded"
+    assert not (tmp_path / "wt" / "run-7").exists()
+    assert gitops.branch_sha(repo, "quorum/run-7") is None
+    assert "quorum/run-7" not in git(repo, "worktree", "list")
+    assert "Helo" in base_file(repo)
+
+
+def test_merge_reject_needs_a_comment_and_the_executor_sees_it(repo, tmp_path):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    with pytest.raises(InvalidDecision):
+        PATTERN.decide(MERGE_GATE, d.state, Decision("reject", feedback="  ", author="alice"))
+    model.enqueue(turn(), REPORT, turn(), APPROVE)
+    d.decide("reject", feedback="Please add a docstring.")
+    assert "Please add a docstring." in [c for c in model.history
+                                        if c.role == "executor"][-2].messages[1]["content"]
+
+
+def test_edited_plan_is_what_the_executor_receives(repo, tmp_path):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    edits = {**PLAN, "steps": ["Replace Helo with Hello", "Also keep the comma"]}
+    with pytest.raises(InvalidDecision):
+        PATTERN.decide(PLAN_GATE, d.state, Decision("approve", edits={**PLAN, "steps": [" "]},
+                                                    author="alice"))
+    with pytest.raises(InvalidDecision, match="goal"):
+        PATTERN.decide(PLAN_GATE, d.state, Decision("approve", edits={**PLAN, "goal": ""},
+                                                    author="alice"))
+    d.decide("approve", edits=edits)
+    assert d.state["plan"]["version"] == 2 and d.state["plan"]["author"] == "alice"
+    prompt = [c for c in model.history if c.role == "executor"][0].messages[1]["content"]
+    assert "Also keep the comma" in prompt
+
+
+def test_auto_approve_plan_and_auto_merge(repo, tmp_path):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path, auto_approve_plan=True, auto_merge=True), model).run()
+    assert d.outcome == "completed" and "Hello, " in base_file(repo)
+
+
+def test_sandbox_escapes_are_tool_errors_the_model_sees(repo, tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("top secret\n")
+    (repo / "link").symlink_to(outside)
+    git(repo, "add", "link")
+    git(repo, "commit", "-qm", "add a symlink")
+    slow = [sys.executable, "-c", "import time; time.sleep(30)"]
+    attempts = [
+        turn("read_file", path=str(outside)),
+        turn("write_file", path="../escape.txt", content="x"),
+        turn("read_file", path="link"),
+        turn("write_file", path="link", content="overwrite"),
+        turn("write_file", path=".git/config", content="x"),
+        turn("run_tests", args=["; rm -rf /"]),
+        turn("run_tests", args=["/etc/passwd"]),
+        turn("run_tests", args=["-c", "import time; time.sleep(30)"]),
+    ]
+    model = QueueModel(turn(), PLAN, *attempts, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path, test_command=[sys.executable],
+                     test_allowlist=[[sys.executable, "-m", "unittest"], slow[:1] + ["-c"]],
+                     test_timeout=1), model).run()
+    d.decide("approve")
+    (execute,) = d.reports("execute")
+    results = [(e["tool"], e["ok"], e["observation"]) for e in execute.trace]
+    assert len(results) == len(attempts)
+    for tool, ok, observation in results[:6]:
+        assert not ok, (tool, observation)
+        assert "top secret" not in observation
+    assert "TIMED OUT" in results[7][2]
+    assert not (tmp_path / "escape.txt").exists()
+    assert outside.read_text() == "top secret\n"
+    assert "x" != (repo / ".git" / "config").read_text()
+
+
+def test_execute_stage_run_twice_makes_the_identical_commit(repo, tmp_path):
+    """A redelivered execute stage (the journal replays the same replies) resets the worktree
+    and re-creates the same commit: the branch never gets a duplicate."""
+    replies = [turn(), PLAN]
+    model = QueueModel(*replies)
+    d = Driver(start(repo, tmp_path), model).run()
+    d._apply(PATTERN.decide(PLAN_GATE, d.state, Decision("approve", author="alice")))
+    stage, state = d.stage, d.state
+    first = PATTERN.run_stage(stage, state, QueueModel(FIX, turn(), REPORT))
+    # The crashed attempt also left a stray file behind.
+    (tmp_path / "wt" / "run-7" / "stray.txt").write_text("half-written")
+    second = PATTERN.run_stage(stage, state, QueueModel(FIX, turn(), REPORT))
+    assert first.state["head"] == second.state["head"]
+    assert len(git(repo, "log", "--format=%H", "main..quorum/run-7").splitlines()) == 1
+    assert not (tmp_path / "wt" / "run-7" / "stray.txt").exists()
+
+
+def test_setup_failure_is_a_readable_error(repo, tmp_path):
+    state = start(repo, tmp_path, base="no-such-branch")
+    result = PATTERN.run_stage("setup", state, QueueModel())
+    assert result.outcome == "failed" and "worktree" in result.error
+
+
+def test_model_families():
+    assert model_family("gpt-4o") == model_family("openai/gpt-4o-mini") == "openai"
+    assert model_family("anthropic/claude-3-5-sonnet-latest") == "anthropic"
+    assert model_family("claude-3-opus") == "anthropic"
+    assert model_family("gemini/gemini-2.0-flash") == "google"
+    assert same_family("gpt-4o", "o3-mini")
+    assert not same_family("gpt-4o", "anthropic/claude-3-5-haiku-latest")
+    assert same_family("offline/default", "offline/default")
