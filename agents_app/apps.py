@@ -14,3 +14,9 @@ class AgentsAppConfig(AppConfig):
 
         set_offline_latency(settings.QUORUM_OFFLINE_LATENCY)
         offline_change.register()
+
+        from .change_views import render_live_update
+        from .patterns.plan_execute_review import PlanExecuteReview
+        from .views import register_live_renderer
+
+        register_live_renderer(PlanExecuteReview.name, render_live_update)

@@ -114,3 +114,127 @@ class PlanDecisionForm(forms.Form):
             return None
         return list(self.data.getlist("steps"))
 
+
+
+class StartChangeForm(forms.Form):
+    """Plan → execute → review on a repository under QUORUM_REPO_ROOTS."""
+
+    repo = forms.CharField(label="Repository", max_length=1000,
+                           widget=forms.TextInput(attrs={"placeholder": "/path/to/repository"}))
+    base = forms.CharField(label="Base branch", max_length=250, required=False,
+                           help_text="The branch the change is merged into. Default: the "
+                                     "repository's current branch.")
+    task = forms.CharField(label="Change request", widget=forms.Textarea(attrs={
+        "rows": 5, "placeholder": "What should change? e.g. Add a --verbose flag to the CLI "
+                                  "and document it in the README."}))
+    model_planner = forms.CharField(label="Planner model", required=False)
+    model_executor = forms.CharField(label="Executor model", required=False)
+    model_reviewer = forms.CharField(label="Reviewer model", required=False)
+    same_family_ok = forms.BooleanField(label="Use a reviewer of the executor's family anyway",
+                                        required=False)
+    test_command = forms.ChoiceField(label="Test command", required=False)
+    max_rounds = forms.IntegerField(label="Execute/review rounds before asking you",
+                                    min_value=1, max_value=5, required=False)
+    max_cost_usd = forms.DecimalField(label="Max cost (USD)", min_value=Decimal("0.0001"),
+                                      max_value=Decimal("1000"), decimal_places=4, required=False)
+    max_tokens = forms.IntegerField(label="Max tokens", min_value=100, max_value=50_000_000,
+                                    required=False)
+    auto_approve_plan = forms.BooleanField(label="Approve the plan without asking",
+                                           required=False)
+
+    ROLE_FIELDS = {"planner": "model_planner", "executor": "model_executor",
+                   "reviewer": "model_reviewer"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from .changes import default_models, test_commands
+
+        defaults = default_models()
+        for role, name in self.ROLE_FIELDS.items():
+            self.fields[name].widget.attrs["placeholder"] = defaults[role]
+            self.fields[name].help_text = f"Default: {defaults[role]}"
+        commands = test_commands()
+        self.fields["test_command"].choices = [("", "No tests"), *[(c, c) for c in commands]]
+        if not commands:
+            self.fields["test_command"].help_text = ("No test command is configured "
+                                                     "(QUORUM_TEST_COMMANDS).")
+        self.fields["max_rounds"].widget.attrs["placeholder"] = settings.QUORUM_CHANGE_MAX_ROUNDS
+        self.fields["max_cost_usd"].widget.attrs["placeholder"] = settings.QUORUM_DEFAULT_MAX_COST_USD
+        self.fields["max_tokens"].widget.attrs["placeholder"] = settings.QUORUM_DEFAULT_MAX_TOKENS
+        self.repo_top = ""
+
+    def clean_repo(self):
+        from .changes import ChangeError, check_repo
+
+        try:
+            self.repo_top = check_repo(self.cleaned_data["repo"])
+        except ChangeError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return self.repo_top
+
+    def clean_task(self):
+        task = self.cleaned_data["task"].strip()
+        if not task:
+            raise forms.ValidationError("Describe the change.")
+        if len(task) > settings.QUORUM_MAX_TASK_CHARS:
+            raise forms.ValidationError(f"The change request is {len(task):,} characters; the "
+                                        f"limit is {settings.QUORUM_MAX_TASK_CHARS:,}.")
+        return task
+
+    def clean(self):
+        from .changes import ChangeError, check_base, family_warning
+
+        data = super().clean()
+        for name in self.ROLE_FIELDS.values():
+            value = (data.get(name) or "").strip()
+            if value and (problem := check_model_name(value)):
+                self.add_error(name, problem)
+        if self.repo_top:
+            try:
+                data["base"] = check_base(self.repo_top, data.get("base", ""))
+            except ChangeError as exc:
+                self.add_error("base", str(exc))
+        if not self.errors and not data.get("same_family_ok"):
+            warning = family_warning(self.models())
+            if warning:
+                self.add_error("model_reviewer", warning + " Pick another reviewer model, or "
+                               "tick “use it anyway”.")
+        return data
+
+    def models(self) -> dict[str, str]:
+        from .changes import default_models
+
+        defaults = default_models()
+        d = self.cleaned_data
+        return {role: (d.get(name) or "").strip() or defaults[role]
+                for role, name in self.ROLE_FIELDS.items()}
+
+
+class ChangeDecisionForm(forms.Form):
+    """A decision at a plan-execute-review gate. The plan fields carry an edited plan."""
+
+    action = forms.ChoiceField(choices=[(a, a) for a in (
+        "approve", "reject", "discard", "another_round", "replan", "stop")])
+    seq = forms.IntegerField(min_value=0)
+    feedback = forms.CharField(required=False, max_length=4000)
+    goal = forms.CharField(required=False, max_length=4000)
+    files = forms.CharField(required=False, max_length=20000)
+    approach = forms.CharField(required=False, max_length=4000)
+    steps = forms.CharField(required=False, max_length=60000)
+    test_strategy = forms.CharField(required=False, max_length=4000)
+    risks = forms.CharField(required=False, max_length=20000)
+
+    PLAN_FIELDS = ("goal", "files", "approach", "steps", "test_strategy", "risks")
+
+    def edited_plan(self) -> dict | None:
+        """The plan document from the editor, or None when the form carried no plan."""
+        if "goal" not in self.data:
+            return None
+        d = self.cleaned_data
+
+        def lines(name):
+            return [ln.strip() for ln in (d.get(name) or "").splitlines() if ln.strip()]
+
+        return {"goal": (d.get("goal") or "").strip(), "files": lines("files"),
+                "approach": (d.get("approach") or "").strip(), "steps": lines("steps"),
+                "test_strategy": (d.get("test_strategy") or "").strip(), "risks": lines("risks")}

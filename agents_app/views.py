@@ -40,7 +40,8 @@ def _history(request) -> dict:
     form = HistoryFilterForm(request.GET or None)
     runs = Run.objects.filter(owner=request.user).only(
         "id", "pattern", "task", "status", "models_used", "offline", "cost_usd", "created_at",
-        "finished_at", "prompt_tokens", "completion_tokens")
+        "finished_at", "prompt_tokens", "completion_tokens", "merge_request__status"
+    ).select_related("merge_request")
     params = {}
     if form.is_valid():
         d = form.cleaned_data

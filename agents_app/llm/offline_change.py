@@ -23,9 +23,10 @@ _REPLACE = re.compile(rf"\breplace\s+{_Q}\s+with\s+{_Q}\s+in\s+(?:file\s+)?`?([\
                       re.IGNORECASE)
 _CREATE = re.compile(rf"\bcreate\s+(?:the\s+)?(?:file\s+)?`?([\w./@+-]+)`?\s+"
                      rf"(?:with|containing)\s+{_Q}", re.IGNORECASE)
-HOWTO = ('The offline model only carries out explicit instructions such as: replace "old" '
-         'with "new" in path/to/file, or create path/to/file with "content". Configure a '
-         "real model for anything else.")
+# Typographic quotes, so this explanation is never itself read as an instruction.
+HOWTO = ("The offline model only carries out explicit instructions such as: replace “old” "
+         "with “new” in path/to/file, or create path/to/file with “content” (with straight "
+         "double quotes). Configure a real model for anything else.")
 
 
 def _unquote(text: str) -> str:

@@ -64,3 +64,12 @@ def get_item(mapping, key):
         return mapping.get(key)
     except AttributeError:
         return None
+
+
+@register.filter
+def tojson_text(value) -> str:
+    """A value as compact JSON text, for display (autoescaped by the template)."""
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 600 else text[:600] + "…"

@@ -1,0 +1,127 @@
+"""Pages of plan → execute → review runs: the start form, the run page with its three gates
+(plan, merge request, escalation), and its live updates."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from . import engine
+from .changes import ChangeError, change_context, start_change
+from .forms import ChangeDecisionForm, StartChangeForm
+from .patterns.base import Decision, InvalidDecision
+from .views import owned_run
+
+PAGE = "agents_app/change_detail.html"
+NEW_PAGE = "agents_app/change_new.html"
+LIVE_MESSAGE_LIMIT = 900_000  # Daphne refuses WebSocket messages over 1 MiB
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def change_new(request):
+    if request.method == "GET":
+        return render(request, NEW_PAGE, {"form": StartChangeForm()})
+    form = StartChangeForm(request.POST)
+    error = ""
+    if form.is_valid():
+        d = form.cleaned_data
+        try:
+            run = start_change(request.user, repo=d["repo"], base=d["base"], task=d["task"],
+                               models=form.models(), max_rounds=d.get("max_rounds"),
+                               test_command=d.get("test_command") or "",
+                               auto_approve_plan=d["auto_approve_plan"],
+                               max_cost_usd=d.get("max_cost_usd"), max_tokens=d.get("max_tokens"))
+        except ChangeError as exc:
+            error = str(exc)
+        else:
+            if request.htmx:
+                return HttpResponseClientRedirect(run.get_absolute_url())
+            return redirect(run)
+    ctx = {"form": form, "error": error}
+    if request.htmx:
+        return render(request, f"{NEW_PAGE}#change-form", ctx, status=400)
+    return render(request, NEW_PAGE, ctx, status=400)
+
+
+@login_required
+def change_detail(request, pk: int):
+    run = owned_run(request, pk)
+    if run.get_absolute_url() != request.path:
+        return redirect(run)
+    return render(request, PAGE, change_context(run))
+
+
+def _gate_panel(request, run, status: int = 200, **extra):
+    ctx = change_context(run, **extra)
+    if request.htmx:
+        return render(request, f"{PAGE}#gate-panel", ctx, status=status)
+    return render(request, PAGE, ctx, status=status)
+
+
+@login_required
+@require_POST
+def change_decision(request, pk: int):
+    run = owned_run(request, pk)
+    if run.pattern != "plan_execute_review":
+        return redirect(run)
+    form = ChangeDecisionForm(request.POST)
+    if not form.is_valid():
+        return _gate_panel(request, run, 400, error="That decision could not be read (a field "
+                           "is too long or missing); reload the page and try again.")
+    d = form.cleaned_data
+    action = d["action"]
+    edits = form.edited_plan() if action == "approve" and run.gate == "plan_approval" else None
+    decision = Decision(action=action, feedback=d["feedback"], edits=edits,
+                        author=request.user.get_username())
+    try:
+        run = engine.decide(run, request.user, d["seq"], decision)
+    except engine.StaleDecision as exc:
+        run.refresh_from_db()
+        return _gate_panel(request, run, 409, error=str(exc))
+    except InvalidDecision as exc:
+        return _gate_panel(request, run, 400, error=str(exc), edited=edits,
+                           feedback=d["feedback"], failed_action=action)
+    return _gate_panel(request, run)
+
+
+# --- live updates ------------------------------------------------------------------------------
+_PANELS = {
+    "plan_proposed": {"gate-panel", "plan-panel", "rounds-panel"},
+    "plan_edited": {"plan-panel"},
+    "plan_decided": {"gate-panel", "plan-panel"},
+    "gate_opened": {"gate-panel", "mr-panel"},
+    "execution_reported": {"rounds-panel", "mr-panel"},
+    "review_verdict": {"rounds-panel", "mr-panel"},
+    "merge_decided": {"gate-panel", "mr-panel"},
+    "escalation_decided": {"gate-panel"},
+    "merge_conflict": {"gate-panel", "mr-panel"},
+    "merged": {"gate-panel", "mr-panel"},
+    "discarded": {"gate-panel", "mr-panel"},
+    "closed": {"gate-panel", "mr-panel"},
+    "model_call": {"costs-panel"},
+    "run_finished": {"gate-panel", "mr-panel", "costs-panel"},
+    "run_cancelled": {"gate-panel"},
+    "budget_exceeded": {"gate-panel"},
+}
+_ORDER = ("header", "gate-panel", "plan-panel", "mr-panel", "rounds-panel", "costs-panel")
+
+
+def render_live_update(run, events, panels: set[str]) -> str:
+    for e in events:
+        panels = panels | _PANELS.get(e.kind, set())
+    ctx = change_context(run, with_diff="mr-panel" in panels)
+    parts = [render_to_string("agents_app/_timeline_append.html", {**ctx, "new_events": events})]
+    for name in _ORDER:
+        if name in panels:
+            parts.append(render_to_string(f"{PAGE}#{name}", {**ctx, "oob": True}))
+    html = "\n".join(parts)
+    if len(html) > LIVE_MESSAGE_LIMIT:
+        parts = [p for p in parts if 'id="mr-panel"' not in p[:300]
+                 and 'id="rounds-panel"' not in p[:300]]
+        parts.append(render_to_string(f"{PAGE}#too-large", {**ctx, "oob": True}))
+        html = "\n".join(parts)
+    return html

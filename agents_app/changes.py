@@ -1,0 +1,165 @@
+"""Starting and showing plan → execute → review runs on a git repository (the Django side of
+``patterns.plan_execute_review``): checks the repository against the configured roots, the
+base branch and the test command, names the run's worktree, and builds the page's context."""
+
+from __future__ import annotations
+
+import shlex
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Count, Sum
+
+from . import engine
+from .models import AgentReport, MergeRequest, Run
+from .patterns.plan_execute_review import PlanExecuteReview, same_family
+from .repos import gitops
+from .repos.roots import RepoRootError, allowed_repo
+
+PATTERN = PlanExecuteReview.name
+
+
+class ChangeError(ValueError):
+    """The change cannot start; the message is for the person."""
+
+
+def check_repo(path: str) -> str:
+    try:
+        return str(allowed_repo(path, settings.QUORUM_REPO_ROOTS))
+    except RepoRootError as exc:
+        raise ChangeError(str(exc)) from None
+
+
+def check_base(repo: str, base: str) -> str:
+    base = (base or "").strip()
+    if not base:
+        current = gitops.current_branch(repo)
+        if not current:
+            raise ChangeError("Name the base branch (the repository has a detached HEAD).")
+        return current
+    try:
+        names = gitops.branches(repo)
+    except gitops.GitError as exc:
+        raise ChangeError(f"The branches of {repo} could not be read: {exc}") from None
+    if base not in names:
+        shown = ", ".join(names[:10]) + (" …" if len(names) > 10 else "")
+        raise ChangeError(f"There is no branch {base!r} in {repo}. Branches: {shown or 'none'}.")
+    if base.startswith("quorum/"):
+        raise ChangeError("quorum/… branches belong to runs; pick the branch to change.")
+    return base
+
+
+def test_commands() -> list[str]:
+    return list(settings.QUORUM_TEST_COMMANDS)
+
+
+def test_argv(command: str) -> list[str]:
+    command = (command or "").strip()
+    if not command:
+        return []
+    if command not in test_commands():
+        raise ChangeError("That test command is not among the configured ones "
+                          "(QUORUM_TEST_COMMANDS).")
+    return shlex.split(command)
+
+
+def family_warning(models: dict[str, str]) -> str:
+    executor, reviewer = models.get("executor", ""), models.get("reviewer", "")
+    if same_family(executor, reviewer):
+        return (f"The reviewer ({reviewer}) is from the same model family as the executor "
+                f"({executor}), so their mistakes tend to coincide. A reviewer from another "
+                "family catches more.")
+    return ""
+
+
+def default_models() -> dict[str, str]:
+    return {role: settings.QUORUM_ROLE_MODELS.get(role, settings.QUORUM_DEFAULT_MODEL)
+            for role in PlanExecuteReview.roles}
+
+
+def start_change(owner, *, repo: str, base: str, task: str, models: dict[str, str],
+                 max_rounds: int | None = None, test_command: str = "",
+                 auto_approve_plan: bool = False, auto_merge: bool = False,
+                 max_cost_usd: Decimal | None = None, max_tokens: int | None = None,
+                 enqueue: bool = True) -> Run:
+    """Check everything and create the run; ChangeError with a readable message otherwise."""
+    task = (task or "").strip()
+    if not task:
+        raise ChangeError("Describe the change.")
+    if len(task) > settings.QUORUM_MAX_TASK_CHARS:
+        raise ChangeError(f"The change request is {len(task):,} characters; the limit is "
+                          f"{settings.QUORUM_MAX_TASK_CHARS:,}.")
+    top = check_repo(repo)
+    base = check_base(top, base)
+    argv = test_argv(test_command)
+    allowlist = [shlex.split(c) for c in test_commands()]
+    options = {
+        "repo": top, "base": base, "worktree_root": str(settings.QUORUM_WORKTREE_ROOT),
+        "max_rounds": max_rounds or settings.QUORUM_CHANGE_MAX_ROUNDS,
+        "test_command": argv, "test_allowlist": allowlist if argv else [],
+        "test_timeout": settings.QUORUM_TEST_TIMEOUT,
+        "auto_approve_plan": auto_approve_plan, "auto_merge": auto_merge,
+        "max_run_seconds": settings.QUORUM_CHANGE_MAX_RUN_SECONDS,
+    }
+    run = engine.create_run(
+        owner, PATTERN, task, options=options, models={**default_models(), **models},
+        max_cost_usd=max_cost_usd or Decimal(str(settings.QUORUM_DEFAULT_MAX_COST_USD)),
+        max_tokens=max_tokens or settings.QUORUM_DEFAULT_MAX_TOKENS, enqueue=enqueue)
+    MergeRequest.objects.get_or_create(run=run, defaults={
+        "repo": top, "base_branch": base, "branch": run.options["branch"]})
+    return run
+
+
+# --- the page ---------------------------------------------------------------------------------
+def diff_views(diff: str):
+    """The diff as highlighted per-file views (the review page's renderer), and the files it
+    could not show with the reason."""
+    from reviews_app.pipeline.diffs import DiffError, prepare
+    from reviews_app.rendering import file_views
+
+    if not diff.strip():
+        return [], []
+    try:
+        prepared = prepare(diff)
+    except DiffError as exc:
+        return [], [{"path": "(diff)", "detail": str(exc)}]
+    return file_views(prepared.files, []), [c for c in prepared.coverage if not c["reviewed"]]
+
+
+def stage_costs(run: Run) -> list[dict]:
+    rows = run.model_calls.values("stage").annotate(
+        calls=Count("id"), cost=Sum("cost_usd"), prompt=Sum("prompt_tokens"),
+        completion=Sum("completion_tokens")).order_by("stage")
+    order = {r.stage: i for i, r in enumerate(run.agent_reports.all())}
+    return sorted(rows, key=lambda r: (order.get(r["stage"], 10**6), r["stage"]))
+
+
+def change_context(run: Run, *, with_diff: bool = True, **extra) -> dict:
+    reports = list(run.agent_reports.all())
+    executes = [r for r in reports if r.kind == AgentReport.Kind.EXECUTE]
+    reviews = {r.round: r for r in reports if r.kind == AgentReport.Kind.REVIEW}
+    plans = list(run.plan_versions.all())
+    latest_exec = executes[-1] if executes else None
+    files, unshown = diff_views(latest_exec.diff) if (with_diff and latest_exec) else ([], [])
+    events = list(run.events.all())
+    state = run.state or {}
+    mr = MergeRequest.objects.filter(run=run).select_related("decided_by").first()
+    return {
+        "run": run, "mr": mr, "plans": plans, "plan": plans[-1] if plans else None,
+        "reports": reports, "latest_exec": latest_exec,
+        "latest_review": reviews.get(latest_exec.round) if latest_exec else None,
+        "files": files, "unshown": unshown,
+        "stage_costs": stage_costs(run),
+        "approvals": list(run.approvals.select_related("user")),
+        "events": events, "last_seq": events[-1].seq if events else 0,
+        "at_plan_gate": run.status == "awaiting_plan_approval",
+        "at_merge_gate": run.status == "awaiting_merge_request",
+        "at_escalation": run.status == "awaiting_escalation",
+        "escalation_why": state.get("escalation", ""),
+        "merge_problem": state.get("merge_problem"),
+        "last_review_state": state.get("last_review") or {},
+        "rounds_used": state.get("round", 0),
+        "max_rounds": (run.options or {}).get("max_rounds"),
+        "family_warning": family_warning(run.models_used),
+        **extra,
+    }

@@ -1,0 +1,263 @@
+"""Plan → execute → review through the engine, the database and the pages: the start form's
+bad inputs, access for owner / another user / anonymous, and whole runs with the offline
+model and with a scripted model behind LiteLLM's real call path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from django.urls import reverse
+
+from agents_app import engine
+from agents_app.changes import ChangeError, start_change
+from agents_app.models import AgentReport, Approval, MergeRequest, Run
+
+pytestmark = pytest.mark.django_db
+
+OFFLINE = {"planner": "offline/default", "executor": "offline/default",
+           "reviewer": "offline/default"}
+
+
+def git(repo, *args) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path, settings):
+    root = tmp_path / "repos"
+    path = root / "proj"
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "dev@example.com")
+    git(path, "config", "user.name", "Dev")
+    (path / "README.md").write_text("# Project\n\nHelo world.\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    settings.QUORUM_REPO_ROOTS = [str(root)]
+    settings.QUORUM_WORKTREE_ROOT = str(tmp_path / "worktrees")
+    settings.QUORUM_TEST_COMMANDS = [f"{sys.executable} -c \"print('tests ok')\""]
+    settings.QUORUM_ROLE_MODELS = {**settings.QUORUM_ROLE_MODELS, **OFFLINE}
+    return path
+
+
+@pytest.fixture
+def no_schedule(monkeypatch):
+    scheduled = []
+    monkeypatch.setattr(engine, "schedule", scheduled.append)
+    return scheduled
+
+
+TASK = 'Fix the typo: replace "Helo world" with "Hello world" in README.md'
+
+
+def form(path, **extra):
+    return {"repo": str(path), "base": "main", "task": TASK, "same_family_ok": "on", **extra}
+
+
+def run_to_gate(run) -> Run:
+    return engine.run_inline(run.pk)
+
+
+def decide(client, run, action, **extra):
+    run.refresh_from_db()
+    return client.post(reverse("change_decision", args=[run.pk]),
+                       {"action": action, "seq": run.stage_seq, **extra}, HTTP_HX_REQUEST="true")
+
+
+# --- a whole run through the pages ---------------------------------------------------------------
+def test_offline_run_plan_gate_merge_gate_and_merge(alice_client, alice, repo, no_schedule,
+                                                    django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = alice_client.post(reverse("change_new"), form(
+            repo, test_command=f"{sys.executable} -c \"print('tests ok')\""))
+    run = Run.objects.get()
+    assert response.status_code == 302 and response.url == f"/changes/{run.pk}/"
+    assert no_schedule == [run.pk]
+    assert run.options["branch"] == f"quorum/run-{run.pk}"
+    run = run_to_gate(run)
+    assert run.status == "awaiting_plan_approval"
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    assert 'Replace &quot;Helo world&quot; with &quot;Hello world&quot; in README.md' in page
+    assert "Approve and execute" in page
+
+    assert decide(alice_client, run, "approve").status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "awaiting_merge_request", run.error
+    mr = MergeRequest.objects.get(run=run)
+    assert mr.status == "open" and mr.head_sha
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    assert "Merge into main" in page and "Hello world" in page and "tests ok" in page
+    assert "Helo world" in git(repo, "show", "main:README.md")
+
+    assert decide(alice_client, run, "approve").status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "completed"
+    assert "Hello world" in git(repo, "show", "main:README.md")
+    mr.refresh_from_db()
+    assert mr.status == "merged" and mr.merged_sha and mr.decided_by == alice
+    assert list(Approval.objects.filter(run=run).values_list("gate", "action")) == [
+        ("plan_approval", "approve"), ("merge_request", "approve")]
+    kinds = list(AgentReport.objects.filter(run=run).values_list("kind", flat=True))
+    assert kinds == ["plan", "execute", "review"]
+    # The history shows the merge status.
+    assert "MR: Merged" in alice_client.get(reverse("dashboard")).content.decode()
+
+
+@pytest.fixture
+def started(alice, repo):
+    def make(task=TASK, **kw):
+        run = start_change(alice, repo=str(repo), base="main", task=task, models=OFFLINE,
+                           enqueue=False, **kw)
+        return run_to_gate(run)
+    return make
+
+
+def test_no_instruction_escalates_then_replan_returns_to_the_plan_gate(alice_client, repo,
+                                                                       started):
+    run = started("Make it faster.", auto_approve_plan=True)
+    assert run.status == "awaiting_escalation"
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    assert "Another round" in page and "only carries out explicit instructions" in page
+    # No note: the reviewer's reason is what the planner gets.
+    assert decide(alice_client, run, "replan").status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "awaiting_escalation" or run.status == "awaiting_plan_approval"
+    assert run.plan_versions.count() == 2
+
+
+def test_escalation_stop(alice_client, repo, started):
+    run = started("Make it faster.", auto_approve_plan=True)
+    assert decide(alice_client, run, "stop").status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "cancelled"
+    assert MergeRequest.objects.get(run=run).status == "closed"
+    assert git(repo, "branch", "--list", f"quorum/run-{run.pk}")  # kept
+
+
+def test_discard_from_the_page(alice_client, repo, started, tmp_path):
+    run = started(auto_approve_plan=True)
+    assert run.status == "awaiting_merge_request"
+    assert (tmp_path / "worktrees" / f"run-{run.pk}").is_dir()
+    decide(alice_client, run, "discard")
+    run = run_to_gate(run)
+    assert run.status == "completed"
+    assert MergeRequest.objects.get(run=run).status == "discarded"
+    assert not (tmp_path / "worktrees" / f"run-{run.pk}").exists()
+    assert not git(repo, "branch", "--list", f"quorum/run-{run.pk}")
+    assert "Helo world" in git(repo, "show", "main:README.md")
+
+
+def test_edited_plan_reaches_the_executor(alice_client, repo, started):
+    run = started("Make it faster.")
+    edited = {"goal": "Fix the README typo", "files": "README.md", "approach": "Literal edit.",
+              "steps": 'Replace "Helo world" with "Hello world" in README.md',
+              "test_strategy": "", "risks": ""}
+    assert decide(alice_client, run, "approve", **edited).status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "awaiting_merge_request", run.error
+    assert run.plan_versions.last().author == "alice"
+    assert "Hello world" in AgentReport.objects.get(run=run, kind="execute").diff
+
+
+def test_bad_decisions_are_refused_clearly_and_change_nothing(alice_client, repo, started):
+    run = started()
+    seq = Run.objects.get(pk=run.pk).stage_seq
+    r = decide(alice_client, run, "approve", goal="", files="", approach="", steps="",
+               test_strategy="", risks="")
+    assert r.status_code == 400 and "not valid" in r.content.decode()
+    r = decide(alice_client, run, "reject")
+    assert r.status_code == 400 and "Say what is wrong" in r.content.decode()
+    r = decide(alice_client, run, "approve", steps="x" * 70000, goal="g")
+    assert r.status_code == 400 and "could not be read" in r.content.decode()
+    r = alice_client.post(reverse("change_decision", args=[run.pk]),
+                          {"action": "approve", "seq": seq + 5}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 409
+    r = decide(alice_client, run, "merge-everything")
+    assert r.status_code == 400
+    assert Run.objects.get(pk=run.pk).stage_seq == seq
+    assert Run.objects.get(pk=run.pk).status == "awaiting_plan_approval"
+    assert not Approval.objects.filter(run=run).exists()
+
+
+# --- the start form's bad inputs -------------------------------------------------------------------
+@pytest.mark.parametrize("field, value, message", [
+    ("repo", "", "required"),
+    ("repo", "/etc", "outside the folders"),
+    ("repo", "{root}/missing", "does not exist"),
+    ("repo", "{root}/notgit", "not a git repository"),
+    ("base", "nope", "There is no branch"),
+    ("base", "--upload-pack=x", "There is no branch"),
+    ("task", "   ", "required"),
+    ("task", "x" * 9000, "limit is"),
+    ("model_executor", "not a model!", ""),
+    ("test_command", "rm -rf /", "not one of the available choices"),
+    ("max_rounds", "0", "greater than or equal to 1"),
+])
+def test_start_form_bad_input(alice_client, repo, no_schedule, field, value, message):
+    root = repo.parent
+    (root / "notgit").mkdir(exist_ok=True)
+    data = form(repo, **{field: value.replace("{root}", str(root))})
+    response = alice_client.post(reverse("change_new"), data, HTTP_HX_REQUEST="true")
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert 'role="alert"' in body and message in body
+    assert not Run.objects.exists() and not MergeRequest.objects.exists()
+
+
+def test_same_family_reviewer_needs_confirmation(alice_client, repo, no_schedule):
+    data = form(repo, model_executor="gpt-4o-mini", model_reviewer="gpt-4o")
+    data.pop("same_family_ok")
+    response = alice_client.post(reverse("change_new"), data)
+    assert response.status_code == 400 and "same model family" in response.content.decode()
+    assert not Run.objects.exists()
+    response = alice_client.post(reverse("change_new"), {**data, "same_family_ok": "on"})
+    assert response.status_code == 302
+
+
+def test_repo_roots_unset_refuses(alice_client, repo, settings, no_schedule):
+    settings.QUORUM_REPO_ROOTS = []
+    response = alice_client.post(reverse("change_new"), form(repo))
+    assert response.status_code == 400 and "QUORUM_REPO_ROOTS" in response.content.decode()
+
+
+def test_service_refuses_unlisted_test_command(alice, repo):
+    with pytest.raises(ChangeError, match="not among the configured"):
+        start_change(alice, repo=str(repo), base="main", task=TASK, models=OFFLINE,
+                     test_command="python -c 'import os'", enqueue=False)
+    assert not Run.objects.exists()
+
+
+# --- access -----------------------------------------------------------------------------------------
+def test_access_owner_other_anonymous(client, alice, bob, repo, started):
+    run = started()
+    url = run.get_absolute_url()
+    decide_url = reverse("change_decision", args=[run.pk])
+    client.force_login(alice)
+    assert client.get(url).status_code == 200
+    assert client.get(reverse("change_new")).status_code == 200
+    # The generic run page sends a change run to its own page.
+    assert client.get(reverse("run_detail", args=[run.pk])).url == url
+    client.force_login(bob)
+    assert client.get(url).status_code == 404
+    r = client.post(decide_url, {"action": "approve", "seq": run.stage_seq})
+    assert r.status_code == 404
+    assert Run.objects.get(pk=run.pk).status == "awaiting_plan_approval"
+    client.logout()
+    for target in (url, reverse("change_new")):
+        r = client.get(target)
+        assert r.status_code == 302 and "/accounts/login/" in r.url
+    r = client.post(decide_url, {"action": "approve", "seq": run.stage_seq})
+    assert r.status_code == 302 and "/accounts/login/" in r.url
+    assert not Approval.objects.filter(run=run).exists()
+
+
+def test_untrusted_names_and_output_are_escaped(alice_client, repo, started):
+    evil = '<img src=x onerror=alert(1)>.md'
+    run = started(f'create {evil.replace(" ", "_")} with "<script>alert(2)</script>"',
+                  auto_approve_plan=True)
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    assert "<script>alert(2)</script>" not in page
+    assert "<img src=x" not in page and "<img_src=x" not in page
