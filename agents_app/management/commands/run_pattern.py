@@ -9,8 +9,12 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from agents_app import engine
+from agents_app.changes import ChangeError, family_warning, start_change
 from agents_app.cli import command_owner, parse_models
+from agents_app.models import MergeRequest
 from agents_app.patterns import PATTERNS
+
+CHANGE = "plan_execute_review"
 
 
 class Command(BaseCommand):
@@ -20,10 +24,22 @@ class Command(BaseCommand):
         # Patterns that start from something else than a task (a code review) have commands
         # of their own (``manage.py review``).
         startable = sorted(n for n, p in PATTERNS.items() if p.starts_from_task)
-        parser.add_argument("pattern", choices=startable)
+        parser.add_argument("pattern", choices=[*startable, CHANGE])
         parser.add_argument("--task", required=True)
         parser.add_argument("--auto-approve", action="store_true",
                             help="Approve the plan without asking (recorded as auto-approved).")
+        change = parser.add_argument_group(f"{CHANGE} (changes a git repository)")
+        change.add_argument("--repo", help="Repository under QUORUM_REPO_ROOTS.")
+        change.add_argument("--base", default="", help="Base branch (default: the current one).")
+        change.add_argument("--auto-approve-plan", action="store_true",
+                            help="Approve the plan without asking (recorded as auto-approved).")
+        change.add_argument("--auto-merge", action="store_true",
+                            help="Merge when the reviewer approves, without asking.")
+        change.add_argument("--test-command", default="",
+                            help="One of QUORUM_TEST_COMMANDS, run after each change.")
+        change.add_argument("--max-rounds", type=int, default=None,
+                            help="Execute/review rounds before escalating (default "
+                                 "QUORUM_CHANGE_MAX_ROUNDS).")
         parser.add_argument("--model", action="append", default=[], metavar="ROLE=NAME",
                             help="Model for a role, e.g. --model planner=gpt-4o. Repeatable.")
         parser.add_argument("--max-cost", type=Decimal, default=None)
@@ -42,6 +58,8 @@ class Command(BaseCommand):
                   for r in pattern.roles}
         models.update(parse_models(opts["model"], pattern.roles))
         owner = command_owner(opts["user"])
+        if pattern.name == CHANGE:
+            return self._change(owner, task, models, opts)
         run = engine.create_run(
             owner, pattern.name, task,
             options={"auto_approve": opts["auto_approve"], "max_steps": settings.QUORUM_MAX_STEPS,
@@ -52,6 +70,56 @@ class Command(BaseCommand):
             enqueue=False)
         run = engine.run_inline(run.pk)
         self._report(run, opts["json"])
+
+    def _change(self, owner, task, models, opts):
+        if not opts["repo"]:
+            raise CommandError(f"{CHANGE} needs --repo PATH.")
+        if opts["max_rounds"] is not None and not 1 <= opts["max_rounds"] <= 10:
+            raise CommandError("--max-rounds takes 1 to 10.")
+        if warning := family_warning(models):
+            self.stderr.write(self.style.WARNING(warning))
+        try:
+            run = start_change(owner, repo=opts["repo"], base=opts["base"], task=task,
+                               models=models, max_rounds=opts["max_rounds"],
+                               test_command=opts["test_command"],
+                               auto_approve_plan=opts["auto_approve_plan"] or opts["auto_approve"],
+                               auto_merge=opts["auto_merge"], max_cost_usd=opts["max_cost"],
+                               max_tokens=opts["max_tokens"], enqueue=False)
+        except ChangeError as exc:
+            raise CommandError(str(exc)) from None
+        run = engine.run_inline(run.pk)
+        mr = MergeRequest.objects.get(run=run)
+        review = run.agent_reports.filter(kind="review").last()
+        result = {"run": run.pk, "status": run.status, "offline": run.offline,
+                  "branch": mr.branch, "base": mr.base_branch, "merge_request": mr.status,
+                  "merged_sha": mr.merged_sha, "head_sha": mr.head_sha,
+                  "plan": run.state.get("plan"), "rounds": run.state.get("round", 0),
+                  "review": review.answer if review else None, "error": run.error,
+                  "answer": run.answer, "cost_usd": float(run.cost_usd),
+                  "tokens": run.total_tokens, "calls": run.calls}
+        if opts["json"]:
+            self.stdout.write(json.dumps(result, indent=2))
+        else:
+            self.stdout.write(f"Run {run.pk}: {run.get_status_display()}"
+                              + (" (offline model)" if run.offline else ""))
+            self.stdout.write(f"Merge request {mr.branch} → {mr.base_branch}: "
+                              f"{mr.get_status_display()}")
+            waiting = {"awaiting_plan_approval": "The plan waits for approval: open the run page "
+                       "or rerun with --auto-approve-plan.",
+                       "awaiting_merge_request": "The merge request waits for you: open the run "
+                       "page, or rerun with --auto-merge.",
+                       "awaiting_escalation": "The agents could not settle the change: open the "
+                       "run page to decide."}
+            if run.status in waiting:
+                self.stdout.write(waiting[run.status] + f" /changes/{run.pk}/")
+            if run.answer:
+                self.stdout.write("\n" + run.answer)
+            if run.error:
+                self.stdout.write(self.style.ERROR(run.error))
+            self.stdout.write(f"\nCost ${run.cost_usd:.4f}, {run.total_tokens:,} tokens, "
+                              f"{run.calls} calls.")
+        if run.status in ("failed", "budget_exceeded"):
+            raise CommandError(run.error or run.get_status_display())
 
     def _report(self, run, as_json: bool):
         plan = run.plan_versions.last()
