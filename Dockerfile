@@ -2,7 +2,7 @@ FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 LITELLM_LOCAL_MODEL_COST_MAP=True \
     QUORUM_VAR_DIR=/app/var
 WORKDIR /app
-# git: code reviews of local ranges (QUORUM_REPO_ROOTS) read repositories with it.
+# git: reviews of local ranges and change runs (worktrees, merges) under QUORUM_REPO_ROOTS.
 RUN apt-get update && apt-get install -y --no-install-recommends git \
     && rm -rf /var/lib/apt/lists/*
 COPY requirements.lock ./
