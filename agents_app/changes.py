@@ -64,8 +64,10 @@ def test_argv(command: str) -> list[str]:
 
 
 def family_warning(models: dict[str, str]) -> str:
+    """A warning (never a refusal) when the reviewer shares the executor's model family.
+    The offline model is no model family: no warning for it."""
     executor, reviewer = models.get("executor", ""), models.get("reviewer", "")
-    if same_family(executor, reviewer):
+    if same_family(executor, reviewer) and not executor.startswith("offline/"):
         return (f"The reviewer ({reviewer}) is from the same model family as the executor "
                 f"({executor}), so their mistakes tend to coincide. A reviewer from another "
                 "family catches more.")

@@ -130,8 +130,6 @@ class StartChangeForm(forms.Form):
     model_planner = forms.CharField(label="Planner model", required=False)
     model_executor = forms.CharField(label="Executor model", required=False)
     model_reviewer = forms.CharField(label="Reviewer model", required=False)
-    same_family_ok = forms.BooleanField(label="Use a reviewer of the executor's family anyway",
-                                        required=False)
     test_command = forms.ChoiceField(label="Test command", required=False)
     max_rounds = forms.IntegerField(label="Execute/review rounds before asking you",
                                     min_value=1, max_value=5, required=False)
@@ -182,7 +180,7 @@ class StartChangeForm(forms.Form):
         return task
 
     def clean(self):
-        from .changes import ChangeError, check_base, family_warning
+        from .changes import ChangeError, check_base
 
         data = super().clean()
         for name in self.ROLE_FIELDS.values():
@@ -194,12 +192,15 @@ class StartChangeForm(forms.Form):
                 data["base"] = check_base(self.repo_top, data.get("base", ""))
             except ChangeError as exc:
                 self.add_error("base", str(exc))
-        if not self.errors and not data.get("same_family_ok"):
-            warning = family_warning(self.models())
-            if warning:
-                self.add_error("model_reviewer", warning + " Pick another reviewer model, or "
-                               "tick “use it anyway”.")
         return data
+
+    def family_warning(self) -> str:
+        """The same-family warning for the models chosen (or the defaults)."""
+        from .changes import default_models, family_warning
+
+        if self.is_bound and hasattr(self, "cleaned_data"):
+            return family_warning(self.models())
+        return family_warning(default_models())
 
     def models(self) -> dict[str, str]:
         from .changes import default_models

@@ -54,7 +54,7 @@ TASK = 'Fix the typo: replace "Helo world" with "Hello world" in README.md'
 
 
 def form(path, **extra):
-    return {"repo": str(path), "base": "main", "task": TASK, "same_family_ok": "on", **extra}
+    return {"repo": str(path), "base": "main", "task": TASK, **extra}
 
 
 def run_to_gate(run) -> Run:
@@ -207,14 +207,22 @@ def test_start_form_bad_input(alice_client, repo, no_schedule, field, value, mes
     assert not Run.objects.exists() and not MergeRequest.objects.exists()
 
 
-def test_same_family_reviewer_needs_confirmation(alice_client, repo, no_schedule):
-    data = form(repo, model_executor="gpt-4o-mini", model_reviewer="gpt-4o")
-    data.pop("same_family_ok")
-    response = alice_client.post(reverse("change_new"), data)
-    assert response.status_code == 400 and "same model family" in response.content.decode()
-    assert not Run.objects.exists()
-    response = alice_client.post(reverse("change_new"), {**data, "same_family_ok": "on"})
+def test_same_family_reviewer_is_a_warning_not_a_refusal(alice_client, repo, no_schedule,
+                                                          settings):
+    data = form(repo, model_executor="gpt-4o-mini", model_reviewer="gpt-4o", task="")
+    body = alice_client.post(reverse("change_new"), data).content.decode()
+    assert "same model family" in body  # shown with the form's other errors
+    response = alice_client.post(reverse("change_new"), {**data, "task": TASK})
     assert response.status_code == 302
+    run = Run.objects.get()
+    assert "same model family" in alice_client.get(response.url).content.decode()
+    # The defaults are warned about up front; the offline model is no family.
+    settings.QUORUM_ROLE_MODELS = {**settings.QUORUM_ROLE_MODELS, "executor": "gpt-4o-mini",
+                                   "reviewer": "openai/gpt-4o"}
+    assert "same model family" in alice_client.get(reverse("change_new")).content.decode()
+    settings.QUORUM_ROLE_MODELS = {**settings.QUORUM_ROLE_MODELS, **OFFLINE}
+    assert "same model family" not in alice_client.get(reverse("change_new")).content.decode()
+    assert run.models_used["reviewer"] == "gpt-4o"
 
 
 def test_repo_roots_unset_refuses(alice_client, repo, settings, no_schedule):

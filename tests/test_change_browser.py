@@ -1,0 +1,150 @@
+"""A person changes a repository in Chromium: start a plan → execute → review run from the
+form, approve the plan, watch the change arrive over the WebSocket, read the diff and merge
+it into the base branch. Everything real: Daphne, the Celery worker, Redis, git and the
+offline model through LiteLLM (slowed to 0.4 s a call)."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from agents_app.models import MergeRequest, Run
+from tests.conftest import sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration,
+              pytest.mark.django_db(transaction=True)]
+
+TASK = 'replace "Helo world" with "Hello world" in README.md'
+TEST_COMMAND = f"{sys.executable} -c \"print('tests ok')\""
+
+
+def git(repo, *args) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def make_repo(path):
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "dev@example.com")
+    git(path, "config", "user.name", "Dev")
+    (path / "README.md").write_text("# Project\n\nHelo world.\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+@pytest.fixture
+def alice(browser_alice):
+    return browser_alice
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A repository under the allowed roots. Daphne and the worker are separate processes:
+    they read these settings from the environment they are started with (tests/stack.py
+    copies os.environ), so the variables are set before ``live_stack`` starts them."""
+    root = tmp_path / "repos"
+    path = make_repo(root / "proj")
+    monkeypatch.setenv("QUORUM_REPO_ROOTS", str(root))
+    monkeypatch.setenv("QUORUM_WORKTREE_ROOT", str(tmp_path / "worktrees"))
+    monkeypatch.setenv("QUORUM_TEST_COMMANDS", TEST_COMMAND)
+    return path
+
+
+@pytest.fixture
+def live_stack(repo, live_stack):
+    """The conftest stack, started only once the repository's environment is in place."""
+    return live_stack
+
+
+@pytest.fixture
+def live_web(repo, django_db_setup, redis_server, stack_dir):
+    """Daphne alone, as ``live_stack`` starts it, for pages that never reach the worker."""
+    from tests.stack import free_port, start_web
+
+    port = free_port()
+    web = start_web(stack_dir, port)
+    yield f"http://127.0.0.1:{port}"
+    web.stop()
+
+
+def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
+    sign_in(page, live_stack)
+    page.click("nav >> text=Change a repository")
+    page.wait_for_url(live_stack + "/changes/new/")
+    page.fill("input[name=repo]", str(repo))
+    page.fill("input[name=base]", "main")
+    page.fill("textarea[name=task]", TASK)
+    page.select_option("select[name=test_command]", TEST_COMMAND)
+    page.click("#change-form button.primary")
+
+    page.wait_for_url(re.compile(r".*/changes/\d+/$"))
+    run = Run.objects.get()
+    assert page.url == f"{live_stack}/changes/{run.pk}/"
+    page.evaluate("window.__noReload = true")
+
+    # The plan gate opens live.
+    approve = page.locator("#gate-panel button[value=approve]", has_text="Approve and execute")
+    approve.wait_for(timeout=20_000)
+    assert "README.md" in page.locator("#plan-panel").inner_text()
+    approve.click()
+
+    # The executor edits the worktree, the tests run, the reviewer approves: the merge
+    # request gate opens live, with the diff.
+    merge = page.locator("#gate-panel button[value=approve]", has_text="Merge into main")
+    merge.wait_for(timeout=30_000)
+    assert page.evaluate("window.__noReload") is True, "the page reloaded"
+    page.wait_for_selector("#mr-panel table.diff-code tr.add", timeout=10_000)
+    added = " ".join(page.locator("#mr-panel table.diff-code tr.add").all_inner_texts())
+    removed = " ".join(page.locator("#mr-panel table.diff-code tr.del").all_inner_texts())
+    assert "Hello world" in added and "Helo world" in removed
+    assert "README.md" in page.locator("#mr-panel .diff-file summary").first.inner_text()
+    assert "tests ok" in page.locator("#mr-panel pre.test-output").inner_text()
+    assert "approved" in page.locator("#mr-panel .verdict").inner_text()
+    # Nothing is merged before the person decides.
+    assert "Helo world" in git(repo, "show", "main:README.md")
+
+    merge.click()
+    page.wait_for_function(
+        "document.querySelector('#run-header') && "
+        "document.querySelector('#run-header').innerText.includes('MR: Merged')",
+        timeout=20_000)
+    page.wait_for_selector("#run-header .badge.ok", timeout=20_000)
+    assert page.locator("#run-header .badge.ok").first.inner_text() == "Completed"
+    assert page.evaluate("window.__noReload") is True, "the page reloaded"
+    assert "Outcome" in page.locator("#gate-panel h2").inner_text()
+
+    # Merged into the base branch, without touching the person's checkout.
+    assert "Hello world" in git(repo, "show", "main:README.md")
+    assert "Helo world" in (repo / "README.md").read_text()
+    run.refresh_from_db()
+    assert run.status == "completed"
+    mr = MergeRequest.objects.get(run=run)
+    assert mr.status == "merged" and mr.merged_sha and mr.decided_by == alice
+    assert git(repo, "rev-parse", "main") == mr.merged_sha
+    assert page.errors == []
+
+
+def test_a_repository_outside_the_roots_is_refused_in_place(live_web, page, alice, tmp_path):
+    outside = make_repo(tmp_path / "elsewhere" / "proj")
+    sign_in(page, live_web)
+    page.goto(live_web + "/changes/new/")
+    page.evaluate("window.__noReload = true")
+    page.fill("input[name=repo]", str(outside))
+    page.fill("input[name=base]", "main")
+    page.fill("textarea[name=task]", TASK)
+    page.click("#change-form button.primary")
+    page.wait_for_selector("#change-form .error")
+    assert "outside the folders Quorum may read" in page.locator("#change-form .error").first.inner_text()
+    # Swapped in place: same page, whole, form still there with what was typed.
+    assert page.evaluate("window.__noReload") is True, "the page reloaded"
+    assert page.url == live_web + "/changes/new/"
+    assert page.locator("#change-form").count() == 1
+    assert page.locator("#change-form form button.primary").is_visible()
+    assert page.locator("header.topbar nav").is_visible()
+    assert page.locator("textarea[name=task]").input_value() == TASK
+    assert page.locator("input[name=repo]").input_value() == str(outside)
+    assert not Run.objects.exists()
+    assert page.errors == []
