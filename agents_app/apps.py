@@ -20,3 +20,8 @@ class AgentsAppConfig(AppConfig):
         from .views import register_live_renderer
 
         register_live_renderer(PlanExecuteReview.name, render_live_update)
+
+        from .changes import close_after_end
+        from .engine import register_terminal_hook
+
+        register_terminal_hook(PlanExecuteReview.name, close_after_end)

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from . import engine
-from .changes import ChangeError, change_context, start_change
+from .changes import ChangeError, change_context, diff_views, start_change
 from .forms import ChangeDecisionForm, StartChangeForm
 from .patterns.base import Decision, InvalidDecision
 from .views import owned_run
@@ -88,26 +89,43 @@ def change_decision(request, pk: int):
     return _gate_panel(request, run)
 
 
+@login_required
+@require_GET
+def change_file(request, pk: int, index: int):
+    """One file of the merge request's diff, for a large change whose page loads files on
+    demand."""
+    run = owned_run(request, pk)
+    latest = run.agent_reports.filter(kind="execute").last()
+    views = diff_views(latest.diff, only=index)[0] if latest else []
+    if not views:
+        raise Http404("No such file in this change.")
+    return render(request, "reviews_app/review_detail.html#diff-table", {"v": views[0],
+                                                                         "run": run})
+
+
 # --- live updates ------------------------------------------------------------------------------
 _PANELS = {
-    "plan_proposed": {"gate-panel", "plan-panel", "rounds-panel"},
+    "plan_proposed": {"gate-panel", "plan-panel", "rounds-panel", "live-panel"},
     "plan_edited": {"plan-panel"},
     "plan_decided": {"gate-panel", "plan-panel"},
     "gate_opened": {"gate-panel", "mr-panel"},
-    "execution_reported": {"rounds-panel", "mr-panel"},
-    "review_verdict": {"rounds-panel", "mr-panel"},
+    "execution_reported": {"rounds-panel", "mr-panel", "live-panel"},
+    "review_verdict": {"rounds-panel", "mr-panel", "live-panel"},
     "merge_decided": {"gate-panel", "mr-panel"},
     "escalation_decided": {"gate-panel"},
     "merge_conflict": {"gate-panel", "mr-panel"},
     "merged": {"gate-panel", "mr-panel"},
     "discarded": {"gate-panel", "mr-panel"},
     "closed": {"gate-panel", "mr-panel"},
-    "model_call": {"costs-panel"},
+    "model_call": {"costs-panel", "live-panel"},
+    "stage_started": {"live-panel"},
+    "stage_resumed": {"live-panel"},
     "run_finished": {"gate-panel", "mr-panel", "costs-panel"},
     "run_cancelled": {"gate-panel"},
     "budget_exceeded": {"gate-panel"},
 }
-_ORDER = ("header", "gate-panel", "plan-panel", "mr-panel", "rounds-panel", "costs-panel")
+_ORDER = ("header", "gate-panel", "live-panel", "plan-panel", "mr-panel", "rounds-panel",
+          "costs-panel")
 
 
 def render_live_update(run, events, panels: set[str]) -> str:

@@ -4,6 +4,7 @@ base branch and the test command, names the run's worktree, and builds the page'
 
 from __future__ import annotations
 
+import json
 import shlex
 from decimal import Decimal
 
@@ -112,10 +113,33 @@ def start_change(owner, *, repo: str, base: str, task: str, models: dict[str, st
     return run
 
 
+def close_after_end(run_id: int) -> None:
+    """Once a change run has ended without merging or discarding (failed, cancelled, over
+    budget), remove its worktree, keep its branch, and close the merge request."""
+    run = Run.objects.get(pk=run_id)
+    mr = MergeRequest.objects.filter(run=run).first()
+    if mr is None or mr.status in (MergeRequest.State.MERGED, MergeRequest.State.DISCARDED,
+                                   MergeRequest.State.CLOSED):
+        return
+    opts = run.options or {}
+    try:
+        gitops.remove_worktree(opts["repo"], opts["worktree"], opts["branch"],
+                               delete_branch=False)
+        kept = gitops.branch_sha(opts["repo"], opts["branch"]) is not None
+        note = f"the worktree was removed; branch {opts['branch']} is kept" if kept else \
+            "the worktree was removed"
+    except (gitops.GitError, KeyError) as exc:
+        note = f"the worktree could not be removed ({exc})"
+    mr.status = MergeRequest.State.CLOSED
+    mr.message = f"The run ended ({run.get_status_display().lower()}) without a merge; {note}."
+    mr.save(update_fields=["status", "message", "updated_at"])
+
+
 # --- the page ---------------------------------------------------------------------------------
-def diff_views(diff: str):
+def diff_views(diff: str, *, only: int | None = None):
     """The diff as highlighted per-file views (the review page's renderer), and the files it
-    could not show with the reason."""
+    could not show with the reason. A large diff comes with its files as stubs the page loads
+    when opened; ``only`` renders that one file in full."""
     from reviews_app.pipeline.diffs import DiffError, prepare
     from reviews_app.rendering import file_views
 
@@ -125,7 +149,10 @@ def diff_views(diff: str):
         prepared = prepare(diff)
     except DiffError as exc:
         return [], [{"path": "(diff)", "detail": str(exc)}]
-    return file_views(prepared.files, []), [c for c in prepared.coverage if not c["reviewed"]]
+    if only is not None and not 0 <= only < len(prepared.files):
+        return [], []
+    return (file_views(prepared.files, [], only=only),
+            [c for c in prepared.coverage if not c["reviewed"]])
 
 
 def stage_costs(run: Run) -> list[dict]:
@@ -134,6 +161,29 @@ def stage_costs(run: Run) -> list[dict]:
         completion=Sum("completion_tokens")).order_by("stage")
     order = {r.stage: i for i, r in enumerate(run.agent_reports.all())}
     return sorted(rows, key=lambda r: (order.get(r["stage"], 10**6), r["stage"]))
+
+
+def live_calls(run: Run, reports: list[AgentReport]) -> list[dict]:
+    """The running agent stage's turns so far (thought and tool call of each model reply),
+    read from the journal while the stage has no report yet."""
+    if run.is_terminal or run.is_waiting or not run.stage or \
+            run.stage.split(":", 1)[0] not in ("plan", "execute", "review"):
+        return []
+    if any(r.stage == run.stage for r in reports):
+        return []
+    turns = []
+    for call in run.model_calls.filter(stage=run.stage).order_by("id"):
+        try:
+            data = json.loads(call.response) if call.response else {}
+        except ValueError:
+            data = {}
+        action = data.get("action") if isinstance(data, dict) else None
+        turns.append({"key": call.key, "role": call.role, "error": call.error,
+                      "thought": data.get("thought", "") if isinstance(data, dict) else "",
+                      "tool": action.get("tool") if isinstance(action, dict) else None,
+                      "args": action.get("args") if isinstance(action, dict) else None,
+                      "answer": call.key.endswith(":answer")})
+    return turns
 
 
 def change_context(run: Run, *, with_diff: bool = True, **extra) -> dict:
@@ -150,7 +200,7 @@ def change_context(run: Run, *, with_diff: bool = True, **extra) -> dict:
         "run": run, "mr": mr, "plans": plans, "plan": plans[-1] if plans else None,
         "reports": reports, "latest_exec": latest_exec,
         "latest_review": reviews.get(latest_exec.round) if latest_exec else None,
-        "files": files, "unshown": unshown,
+        "files": files, "unshown": unshown, "live_turns": live_calls(run, reports),
         "stage_costs": stage_costs(run),
         "approvals": list(run.approvals.select_related("user")),
         "events": events, "last_seq": events[-1].seq if events else 0,

@@ -21,6 +21,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
@@ -86,6 +87,29 @@ def schedule(run_id: int) -> None:
 def _schedule_on_commit(run_id: int, enqueue: bool) -> None:
     if enqueue:
         transaction.on_commit(lambda: schedule(run_id))
+
+
+# Patterns whose runs hold resources outside the database (a git worktree) register what to
+# do once a run has ended, however it ended: completed, failed, cancelled or over budget.
+TERMINAL_HOOKS: dict[str, Callable[[int], None]] = {}
+
+
+def register_terminal_hook(pattern: str, hook: Callable[[int], None]) -> None:
+    TERMINAL_HOOKS[pattern] = hook
+
+
+def _after_terminal(run_id: int, pattern: str) -> None:
+    hook = TERMINAL_HOOKS.get(pattern)
+    if hook is None:
+        return
+
+    def call():
+        try:
+            hook(run_id)
+        except Exception:  # a failed clean-up must not undo or hide the run's end
+            log.exception("run %s: clean-up after the end failed", run_id)
+
+    transaction.on_commit(call)
 
 
 # --- creating a run --------------------------------------------------------------------------
@@ -317,6 +341,7 @@ def _commit(run_id, token, seq, result: StageResult, elapsed: float, enqueue: bo
             run.answer = result.answer or ""
             run.error = result.error
             run.finished_at = timezone.now()
+            _after_terminal(run_id, run.pattern)
             events.append(Event("run_finished", {
                 Status.COMPLETED: "Run completed.", Status.CANCELLED: "Run stopped."}.get(
                     run.status, f"Run failed: {result.error}"), {"status": run.status}))
@@ -364,6 +389,7 @@ def _finish(run: Run, status: str, reason: str, elapsed: float = 0.0) -> None:
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "stage", "gate", "stage_seq", "lease_owner",
                             "lease_expires_at", "active_seconds", "finished_at", "updated_at"])
+    _after_terminal(run.pk, run.pattern)
     kind = {Status.CANCELLED: "run_cancelled", Status.BUDGET_EXCEEDED: "budget_exceeded"}.get(
         status, "run_finished")
     append_events(run.pk, [Event(kind, reason, {"status": status})])

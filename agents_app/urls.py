@@ -11,4 +11,5 @@ urlpatterns = [
     path("changes/new/", change_views.change_new, name="change_new"),
     path("changes/<int:pk>/", change_views.change_detail, name="change_detail"),
     path("changes/<int:pk>/decide/", change_views.change_decision, name="change_decision"),
+    path("changes/<int:pk>/files/<int:index>/", change_views.change_file, name="change_file"),
 ]

@@ -269,3 +269,72 @@ def test_untrusted_names_and_output_are_escaped(alice_client, repo, started):
     page = alice_client.get(run.get_absolute_url()).content.decode()
     assert "<script>alert(2)</script>" not in page
     assert "<img src=x" not in page and "<img_src=x" not in page
+
+
+def test_large_diff_loads_files_on_demand(client, alice, bob, repo, started):
+    run = started()
+    body = "".join(f"+line {i}\n" for i in range(1800))
+    big = "".join(f"diff --git a/f{n}.txt b/f{n}.txt\nnew file mode 100644\n--- /dev/null\n"
+                  f"+++ b/f{n}.txt\n@@ -0,0 +1,1800 @@\n{body}" for n in range(2))
+    AgentReport.objects.create(run=run, stage="execute:1:1", kind="execute", plan_version=1,
+                               round=1, diff=big, files=[{"status": "A", "path": "f0.txt"}])
+    client.force_login(alice)
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert page.count("Loading the diff") == 2 and "line 1799" not in page
+    one = client.get(reverse("change_file", args=[run.pk, 1])).content.decode()
+    assert "line 1799" in one and 'class="diff-code"' in one
+    assert client.get(reverse("change_file", args=[run.pk, 2])).status_code == 404
+    client.force_login(bob)
+    assert client.get(reverse("change_file", args=[run.pk, 0])).status_code == 404
+    client.logout()
+    assert client.get(reverse("change_file", args=[run.pk, 0])).status_code == 302
+
+
+def test_cancel_at_a_gate_removes_the_worktree_keeps_the_branch(client, alice, repo, started,
+                                                                 tmp_path,
+                                                                 django_capture_on_commit_callbacks):
+    run = started(auto_approve_plan=True)
+    assert run.status == "awaiting_merge_request"
+    worktree = tmp_path / "worktrees" / f"run-{run.pk}"
+    assert worktree.is_dir()
+    client.force_login(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("cancel_run", args=[run.pk]))
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert not worktree.exists()
+    assert git(repo, "branch", "--list", f"quorum/run-{run.pk}")
+    mr = MergeRequest.objects.get(run=run)
+    assert mr.status == "closed" and "without a merge" in mr.message
+    assert "Helo world" in git(repo, "show", "main:README.md")
+
+
+def test_a_failed_setup_closes_the_request(alice, repo, settings,
+                                           django_capture_on_commit_callbacks):
+    run = start_change(alice, repo=str(repo), base="main", task=TASK, models=OFFLINE,
+                       enqueue=False)
+    git(repo, "branch", "-m", "main", "trunk")  # the base branch disappears before setup
+    with django_capture_on_commit_callbacks(execute=True):
+        run = engine.run_inline(run.pk)
+    assert run.status == "failed" and "worktree" in run.error
+    assert MergeRequest.objects.get(run=run).status == "closed"
+
+
+def test_the_running_stage_shows_its_turns_live(client, alice, repo):
+    from agents_app.models import ModelCall
+
+    run = start_change(alice, repo=str(repo), base="main", task=TASK, models=OFFLINE,
+                       enqueue=False)
+    Run.objects.filter(pk=run.pk).update(status="executing", stage="execute:1:1")
+    reply = ('{"thought": "Read it first", "action": {"tool": "read_file", "args": '
+             '{"path": "<b>x</b>.md"}}, "done": false}')
+    ModelCall.objects.create(run=run, stage="execute:1:1", key="exec1:1", role="executor",
+                             model="offline/default", response=reply)
+    ModelCall.objects.create(run=run, stage="execute:1:1", key="exec1:2", role="executor",
+                             model="offline/default", error="provider timed out")
+    client.force_login(alice)
+    page = client.get(run.get_absolute_url()).content.decode()
+    live = page[page.index('id="live-panel"'):page.index('id="plan-panel"')]
+    assert "Read it first" in live and "read_file" in live and "provider timed out" in live
+    assert "&lt;b&gt;x&lt;/b&gt;.md" in live and "<b>x</b>" not in live
+    assert "2 model calls so far" in live

@@ -369,3 +369,11 @@ def test_model_families():
     assert same_family("gpt-4o", "o3-mini")
     assert not same_family("gpt-4o", "anthropic/claude-3-5-haiku-latest")
     assert same_family("offline/default", "offline/default")
+
+
+def test_a_leftover_branch_of_the_same_name_is_never_reused(repo, tmp_path):
+    git(repo, "branch", "quorum/run-7")  # e.g. kept by a run of an earlier database
+    (tmp_path / "wt" / "run-7-2").mkdir(parents=True)  # and a stray folder
+    state = start(repo, tmp_path)
+    assert state["options"]["branch"] == "quorum/run-7-3"
+    assert state["options"]["worktree"] == str(tmp_path / "wt" / "run-7-3")

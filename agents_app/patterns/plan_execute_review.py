@@ -24,6 +24,7 @@ files and re-creates the identical commit: the branch never gets a duplicate.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -270,10 +271,19 @@ class PlanExecuteReview(Pattern):
                 "conflict_base": "", "commit_time": 0, "mr_status": "draft"}
 
     def bind_run(self, state: dict[str, Any], run_id: int) -> dict[str, Any]:
-        """Name the run's branch and worktree once the run has its id."""
-        root = state["options"]["worktree_root"].rstrip("/")
-        opts = {**state["options"], "branch": f"quorum/run-{run_id}",
-                "worktree": f"{root}/run-{run_id}"}
+        """Name the run's branch and worktree once the run has its id: ``quorum/run-<id>``,
+        with a suffix if a branch or worktree of that name is left from an earlier database
+        (a run must never build on another run's branch)."""
+        opts = state["options"]
+        root = opts["worktree_root"].rstrip("/")
+        name = f"run-{run_id}"
+        for n in range(2, 100):
+            taken = gitops.branch_sha(opts["repo"], f"quorum/{name}") is not None \
+                if opts.get("repo") else False
+            if not taken and not os.path.exists(f"{root}/{name}"):
+                break
+            name = f"run-{run_id}-{n}"
+        opts = {**opts, "branch": f"quorum/{name}", "worktree": f"{root}/{name}"}
         return {**state, "options": opts}
 
     def first_stage(self, state: dict[str, Any]) -> str:
