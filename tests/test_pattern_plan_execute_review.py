@@ -377,3 +377,31 @@ def test_a_leftover_branch_of_the_same_name_is_never_reused(repo, tmp_path):
     state = start(repo, tmp_path)
     assert state["options"]["branch"] == "quorum/run-7-3"
     assert state["options"]["worktree"] == str(tmp_path / "wt" / "run-7-3")
+
+
+def test_a_failing_executor_model_escalates_and_another_round_retries(repo, tmp_path):
+    from agents_app.patterns.base import ModelError
+
+    model = QueueModel(turn(), PLAN, FIX, ModelError("provider down"))
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    assert d.gate == ESCALATION_GATE and "executor's model failed" in d.state["escalation"]
+    assert "Hello" not in (tmp_path / "wt" / "run-7" / "greet.py").read_text()  # edits dropped
+    model.enqueue(FIX, turn(), REPORT, turn(), APPROVE)
+    d.decide("another_round")
+    assert d.gate == MERGE_GATE and d.stages[-2:] == ["execute:1:2", "review:1:2"]
+
+
+def test_a_failing_reviewer_model_escalates_and_the_retry_reviews_the_same_change(repo,
+                                                                                   tmp_path):
+    from agents_app.patterns.base import ModelError
+
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, ModelError("provider down"))
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    assert d.gate == ESCALATION_GATE and "reviewer's model failed" in d.state["escalation"]
+    head = d.state["head"]
+    model.enqueue(turn(), APPROVE)
+    d.decide("another_round")
+    assert d.gate == MERGE_GATE and d.stages[-1] == "review:1:1:retry1"
+    assert d.state["head"] == head and len(d.reports("execute")) == 1

@@ -35,7 +35,16 @@ from ..repos import gitops
 from ..repos import tools as repo_tools
 from ..repos.workspace import ToolError, Workspace
 from .agent_loop import AgentResult, run_agent
-from .base import Decision, Event, Gate, InvalidDecision, ModelClient, Pattern, StageResult
+from .base import (
+    Decision,
+    Event,
+    Gate,
+    InvalidDecision,
+    ModelClient,
+    ModelError,
+    Pattern,
+    StageResult,
+)
 from .plan_execute import GateDecided, PlanProposed
 
 PLAN_GATE = "plan_approval"
@@ -451,10 +460,14 @@ class PlanExecuteReview(Pattern):
         if state["comments"]:
             parts.append(_section("Review comments to address (your previous attempt is "
                                   "already in the files)", comments_markdown(state["comments"])))
-        result = self._agent(
-            client, "executor", state, system=EXECUTOR_SYSTEM, task="\n".join(parts), write=True,
-            schema=ExecutionReport, key=f"exec{rnd}", turns=opts["executor_turns"],
-            instruction="Now write your execution report.")
+        try:
+            result = self._agent(
+                client, "executor", state, system=EXECUTOR_SYSTEM, task="\n".join(parts),
+                write=True, schema=ExecutionReport, key=f"exec{rnd}",
+                turns=opts["executor_turns"], instruction="Now write your execution report.")
+        except ModelError as exc:
+            gitops.reset_worktree(opts["worktree"], state["head"])  # drop half-made edits
+            return self._model_failed(state, stage, "executor", rnd, exc)
         report: ExecutionReport = result.answer  # type: ignore[assignment]
         ran, test_output, test_exit = self._run_tests(state)
         message = f"{state['plan']['goal'][:72].strip() or 'Quorum change'}\n\n" \
@@ -497,10 +510,14 @@ class PlanExecuteReview(Pattern):
                           else "(the branch has no changes)"),
                  _section("Execution report", report_md),
                  _section("Test output (run by Quorum after the change)", last["test_output"])]
-        result = self._agent(
-            client, "reviewer", state, system=REVIEWER_SYSTEM, task="\n".join(parts),
-            write=False, schema=ReviewVerdict, key=f"review{rnd}", turns=opts["reviewer_turns"],
-            instruction="Now give your verdict.")
+        try:
+            result = self._agent(
+                client, "reviewer", state, system=REVIEWER_SYSTEM, task="\n".join(parts),
+                write=False, schema=ReviewVerdict, key=f"review{rnd}",
+                turns=opts["reviewer_turns"], instruction="Now give your verdict.")
+        except ModelError as exc:
+            gitops.reset_worktree(opts["worktree"], state["head"])
+            return self._model_failed(state, stage, "reviewer", rnd, exc)
         verdict: ReviewVerdict = result.answer  # type: ignore[assignment]
         data = verdict.model_dump()
         if not verdict.approve and not verdict.rejection_kind:
@@ -544,7 +561,7 @@ class PlanExecuteReview(Pattern):
         if kind == "unclear" or rejections >= cap:
             why = "the reviewer found it unclear" if kind == "unclear" else \
                 f"{rejections} rejected rounds reached the cap of {cap}"
-            state = {**state, "escalation": why}
+            state = {**state, "escalation": why, "escalation_from": "review"}
             events.append(Event("escalated", f"Escalated to you: {why}.", {"round": rnd}))
             return StageResult(state=state, next_stage=f"review:{version}:{rnd}",
                                gate=Gate(ESCALATION_GATE, {"round": rnd, "why": why}),
@@ -564,6 +581,15 @@ class PlanExecuteReview(Pattern):
                             f"comment(s): round {state['round']} of at most {cap}.",
                             {"round": state["round"]}))
         return StageResult(state=state, next_stage=nxt, records=records, events=events)
+
+    def _model_failed(self, state, stage: str, role: str, rnd: int, exc: ModelError):
+        """A model that keeps failing (after the gateway's retries) hands the run to the person
+        instead of failing it: a long run should not be lost to a provider's bad hour."""
+        why = f"the {role}'s model failed in round {rnd}: {str(exc)[:300]}"
+        state = {**state, "escalation": why, "escalation_from": role}
+        return StageResult(state=state, next_stage=stage, gate=Gate(ESCALATION_GATE, {
+            "round": rnd, "why": why}), events=[Event("escalated", f"Escalated to you: {why}. "
+                                                     "Another round retries it.", {"round": rnd})])
 
     def _merge(self, state):
         opts = state["options"]
@@ -737,6 +763,25 @@ class PlanExecuteReview(Pattern):
         version = state["plan"]["version"]
         note = decision.feedback.strip()
         review = state.get("last_review") or {}
+        if decision.action == "another_round" and state.get("escalation_from") == "executor":
+            # The executor's model failed: retry the round with the input it had.
+            comments = list(state["comments"])
+            if note:
+                comments.append({"file": "", "line": None, "problem": note,
+                                 "requested_change": f"From {who}"})
+            state = {**state, "comments": comments, "rejections": 0, "escalation_from": ""}
+            state, nxt = self._next_execute(state)
+            return StageResult(state=state, next_stage=nxt, records=[
+                GateDecided(ESCALATION_GATE, "another_round", version, feedback=note, author=who)],
+                events=[Event("escalation_decided", f"{who} asked to retry the round.")])
+        if decision.action == "another_round" and state.get("escalation_from") == "reviewer":
+            # The reviewer's model failed: review the same change again.
+            retry = state.get("review_retries", 0) + 1
+            state = {**state, "escalation_from": "", "review_retries": retry}
+            return StageResult(state=state, next_stage=f"review:{version}:{state['round']}:"
+                               f"retry{retry}", records=[
+                GateDecided(ESCALATION_GATE, "another_round", version, feedback=note, author=who)],
+                events=[Event("escalation_decided", f"{who} asked to retry the review.")])
         if decision.action == "another_round":
             comments = [c for c in review.get("comments") or []]
             if note:
@@ -756,7 +801,7 @@ class PlanExecuteReview(Pattern):
             if not reason:
                 raise InvalidDecision("Say what the new plan should do differently.")
             state = {**state, "plan_feedback": reason, "head": state["base_sha"],
-                     "comments": [], "rejections": 0}
+                     "comments": [], "rejections": 0, "escalation_from": ""}
             return StageResult(state=state, next_stage=f"plan:{version + 1}", records=[
                 GateDecided(ESCALATION_GATE, "replan", version, feedback=note, author=who)],
                 events=[Event("escalation_decided", f"{who} asked for a new plan.")])
