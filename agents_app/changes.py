@@ -213,5 +213,6 @@ def change_context(run: Run, *, with_diff: bool = True, **extra) -> dict:
         "rounds_used": state.get("round", 0),
         "max_rounds": (run.options or {}).get("max_rounds"),
         "family_warning": family_warning(run.models_used),
+        "all_offline": all(m.startswith("offline/") for m in (run.models_used or {}).values()),
         **extra,
     }

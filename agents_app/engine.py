@@ -120,7 +120,7 @@ def gateway_config(routes: dict[str, str]) -> GatewayConfig:
         max_retries=settings.QUORUM_LLM_MAX_RETRIES,
         retry_base_delay=settings.QUORUM_LLM_RETRY_BASE_DELAY,
         allow_network=settings.QUORUM_ALLOW_MODEL_REQUESTS,
-        api_base=getattr(settings, "QUORUM_API_BASE", ""),
+        api_base=settings.QUORUM_API_BASE,
     )
 
 

@@ -172,6 +172,8 @@ QUORUM_ROLE_MODELS = {
     # Plan-execute-review: the reviewer comes from another family than the executor if it can.
     "reviewer": _other_family_model(env.str("QUORUM_MODEL_EXECUTOR", default=QUORUM_DEFAULT_MODEL)),
 }
+# One OpenAI-compatible base URL for every non-offline call (a gateway or a local server).
+QUORUM_API_BASE = env.str("QUORUM_API_BASE", default="")
 QUORUM_LLM_TIMEOUT = env.float("QUORUM_LLM_TIMEOUT", default=120.0)
 QUORUM_LLM_MAX_RETRIES = env.int("QUORUM_LLM_MAX_RETRIES", default=2)
 QUORUM_LLM_RETRY_BASE_DELAY = env.float("QUORUM_LLM_RETRY_BASE_DELAY", default=1.0)

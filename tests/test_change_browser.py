@@ -116,9 +116,11 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
     assert "Outcome" in page.locator("#gate-panel h2").inner_text()
 
-    # Merged into the base branch, without touching the person's checkout.
+    # Merged into the base branch; main is checked out in the person's working tree, so its
+    # files follow (a clean fast-forward, not a change that looks undone).
     assert "Hello world" in git(repo, "show", "main:README.md")
-    assert "Helo world" in (repo / "README.md").read_text()
+    assert "Hello world" in (repo / "README.md").read_text()
+    assert git(repo, "status", "--porcelain") == ""
     run.refresh_from_db()
     assert run.status == "completed"
     mr = MergeRequest.objects.get(run=run)
@@ -147,4 +149,38 @@ def test_a_repository_outside_the_roots_is_refused_in_place(live_web, page, alic
     assert page.locator("textarea[name=task]").input_value() == TASK
     assert page.locator("input[name=repo]").input_value() == str(outside)
     assert not Run.objects.exists()
+    assert page.errors == []
+
+
+def test_discard_asks_first_and_a_dismissed_dialog_changes_nothing(live_stack, page, alice,
+                                                                    repo):
+    sign_in(page, live_stack)
+    page.goto(live_stack + "/changes/new/")
+    page.fill("input[name=repo]", str(repo))
+    page.fill("textarea[name=task]", TASK)
+    page.check("input[name=auto_approve_plan]")
+    page.click("#change-form button.primary")
+    page.wait_for_url(re.compile(r".*/changes/\d+/$"))
+    discard = page.locator("#gate-panel button[value=discard]")
+    discard.wait_for(timeout=30_000)
+    run = Run.objects.get()
+    dialogs = []
+
+    def dismiss(dialog):
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", dismiss)
+    discard.click()
+    page.wait_for_timeout(700)
+    assert dialogs and "Discard the change?" in dialogs[0]
+    run.refresh_from_db()
+    assert run.status == "awaiting_merge_request"
+    page.once("dialog", lambda dialog: dialog.accept())
+    discard.click()
+    page.wait_for_function(
+        "document.querySelector('#run-header').innerText.includes('MR: Discarded')",
+        timeout=20_000)
+    assert not git(repo, "branch", "--list", f"quorum/run-{run.pk}")
+    assert "Helo world" in git(repo, "show", "main:README.md")
     assert page.errors == []

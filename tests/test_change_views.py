@@ -193,6 +193,7 @@ def test_bad_decisions_are_refused_clearly_and_change_nothing(alice_client, repo
     ("task", "   ", "required"),
     ("task", "x" * 9000, "limit is"),
     ("model_executor", "not a model!", ""),
+    ("model_reviewer", "anthropic/claude-3-5-sonnet-latest", "set ANTHROPIC_API_KEY"),
     ("test_command", "rm -rf /", "not one of the available choices"),
     ("max_rounds", "0", "greater than or equal to 1"),
 ])
@@ -208,7 +209,8 @@ def test_start_form_bad_input(alice_client, repo, no_schedule, field, value, mes
 
 
 def test_same_family_reviewer_is_a_warning_not_a_refusal(alice_client, repo, no_schedule,
-                                                          settings):
+                                                          settings, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # requests are blocked in tests
     data = form(repo, model_executor="gpt-4o-mini", model_reviewer="gpt-4o", task="")
     body = alice_client.post(reverse("change_new"), data).content.decode()
     assert "same model family" in body  # shown with the form's other errors
@@ -338,3 +340,13 @@ def test_the_running_stage_shows_its_turns_live(client, alice, repo):
     assert "Read it first" in live and "read_file" in live and "provider timed out" in live
     assert "&lt;b&gt;x&lt;/b&gt;.md" in live and "<b>x</b>" not in live
     assert "2 model calls so far" in live
+
+
+def test_pages_show_no_template_syntax(client, alice, repo, started):
+    run = started()
+    client.force_login(alice)
+    for url in (reverse("dashboard"), reverse("change_new"), run.get_absolute_url(),
+                reverse("review_list")):
+        html = client.get(url).content.decode()
+        for token in ("{#", "#}", "{%", "%}", "{{", "}}"):
+            assert token not in html, (url, token)

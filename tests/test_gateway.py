@@ -203,8 +203,25 @@ def test_offline_planner_takes_feedback_into_account():
     ("openai/my-local-model", True), ("anthropic/claude-3-5-haiku-latest", True),
     ("offline/other", False), ("no-such-model-xyz", False), ("", False), ("nonsense/abc", False),
 ])
-def test_check_model_name(name, ok):
+def test_check_model_name(name, ok, monkeypatch):
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.setenv(key, "test-key-not-used")
+    monkeypatch.setenv("OLLAMA_API_BASE", "http://127.0.0.1:11434")
     assert (check_model_name(name) is None) is ok
+
+
+@pytest.mark.parametrize("name, needs", [
+    ("gpt-4o-mini", "OPENAI_API_KEY"), ("anthropic/claude-3-5-haiku-latest", "ANTHROPIC_API_KEY"),
+    ("gemini/gemini-2.0-flash", "GEMINI_API_KEY"), ("ollama/llama3", "OLLAMA_API_BASE"),
+])
+def test_a_model_without_credentials_is_refused_by_name(name, needs, monkeypatch):
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+                "OLLAMA_API_BASE", "QUORUM_API_BASE"):
+        monkeypatch.delenv(key, raising=False)
+    problem = check_model_name(name)
+    assert problem and needs in problem and name in problem
+    monkeypatch.setenv("QUORUM_API_BASE", "http://127.0.0.1:9999/v1")  # one base URL for all
+    assert check_model_name(name) is None
 
 
 def test_redact_hides_key_shapes():

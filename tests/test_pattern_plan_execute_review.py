@@ -405,3 +405,20 @@ def test_a_failing_reviewer_model_escalates_and_the_retry_reviews_the_same_chang
     d.decide("another_round")
     assert d.gate == MERGE_GATE and d.stages[-1] == "review:1:1:retry1"
     assert d.state["head"] == head and len(d.reports("execute")) == 1
+
+
+def test_merge_blocked_by_the_persons_local_edits_waits_and_keeps_the_branch(repo, tmp_path):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    (repo / "greet.py").write_text("# my unsaved work\n")
+    d.decide("approve")
+    assert d.gate == MERGE_GATE
+    assert "commit or stash" in d.state["merge_problem"]["message"]
+    assert d.state["conflict_base"] == ""  # sending it back would keep the branch's work
+    assert (repo / "greet.py").read_text() == "# my unsaved work\n"
+    git(repo, "checkout", "--", "greet.py")
+    d.decide("approve")
+    assert d.outcome == "completed"
+    assert 'return "Hello, " + name' in (repo / "greet.py").read_text()
+    assert git(repo, "status", "--porcelain") == ""

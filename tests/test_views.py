@@ -93,6 +93,7 @@ def test_owner_can_cancel(alice_client, gated_run):
 def test_start_run_creates_and_redirects(alice_client, alice, django_capture_on_commit_callbacks, monkeypatch):
     scheduled = []
     monkeypatch.setattr(engine, "schedule", scheduled.append)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # requests are blocked in tests
     with django_capture_on_commit_callbacks(execute=True):
         response = alice_client.post(reverse("start_run"), {
             "pattern": "plan_execute", "task": "Plan a picnic", "model_planner": "gpt-4o-mini",
@@ -120,6 +121,7 @@ def test_start_run_over_htmx_redirects_the_client(alice_client, monkeypatch):
     ({"task": "x" * 8001}, "the limit is 8,000"),
     ({"task": "ok", "model_planner": "no-such-model-xyz"}, "Unknown model"),
     ({"task": "ok", "model_executor": "offline/other"}, "offline provider has only"),
+    ({"task": "ok", "model_executor": "gpt-4o"}, "No credentials for “gpt-4o”"),
     ({"task": "ok", "max_cost_usd": "-1"}, "greater than or equal"),
     ({"task": "ok", "max_tokens": "abc"}, "Enter a whole number"),
     ({"task": "ok", "pattern": "nope"}, "Select a valid choice"),

@@ -411,15 +411,19 @@ def test_commit_all_diff_and_hooks_never_run(repo, tmp_path):
     assert gitops.head_sha(repo) == base
 
 
-def test_merge_fast_forward_updates_ref_not_files(repo, tmp_path):
+def test_merge_fast_forward_brings_the_checkout_along(repo, tmp_path):
     wt = tmp_path / "wt"
     base = gitops.create_worktree(repo, wt, "quorum/ff", "main")
     (wt / "app.py").write_text("print('v2')\n")
     sha = gitops.commit_all(wt, "ff change")
     result = gitops.merge_into_base(repo, "main", "quorum/ff", "Merge quorum/ff")
-    assert result == {"merged": True, "sha": sha, "fast_forward": True}
+    assert result == {"merged": True, "sha": sha, "fast_forward": True,
+                      "checkout": str(repo.resolve())}
     assert gitops.head_sha(repo, "main") == sha != base
-    assert (repo / "app.py").read_text() == "print('v1')\n"  # working tree untouched
+    # main is checked out in the person's working tree: its files follow the branch, so
+    # `git status` does not show the change undone.
+    assert (repo / "app.py").read_text() == "print('v2')\n"
+    assert git(repo, "status", "--porcelain") == ""
     again = gitops.merge_into_base(repo, "main", "quorum/ff", "Merge again")
     assert again["merged"] and again.get("up_to_date") and again["sha"] == sha
 
@@ -440,7 +444,47 @@ def test_merge_three_way_creates_merge_commit(repo, tmp_path):
     assert git(repo, "show", "main:app.py") == "print('v2')"
     assert git(repo, "show", "main:other.py") == "x = 2"
     assert git(repo, "log", "-1", "--format=%s", "main") == "Merge quorum/3way"
-    assert (repo / "app.py").read_text() == "print('v1')\n"
+    assert (repo / "app.py").read_text() == "print('v2')\n"
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_merge_blocked_by_uncommitted_changes_to_the_same_file_changes_nothing(repo, tmp_path):
+    wt = tmp_path / "wt"
+    gitops.create_worktree(repo, wt, "quorum/dirty", "main")
+    (wt / "app.py").write_text("print('v2')\n")
+    gitops.commit_all(wt, "branch change")
+    base_sha = gitops.head_sha(repo)
+    (repo / "app.py").write_text("print('my local edit')\n")
+    result = gitops.merge_into_base(repo, "main", "quorum/dirty", "Merge")
+    assert result["merged"] is False and result["blocked_by"] == ["app.py"]
+    assert "commit or stash" in result["message"]
+    assert gitops.head_sha(repo, "main") == base_sha
+    assert (repo / "app.py").read_text() == "print('my local edit')\n"
+
+
+def test_merge_keeps_unrelated_uncommitted_changes(repo, tmp_path):
+    wt = tmp_path / "wt"
+    gitops.create_worktree(repo, wt, "quorum/side", "main")
+    (wt / "new.py").write_text("y = 1\n")
+    gitops.commit_all(wt, "add a file")
+    (repo / "app.py").write_text("print('my local edit')\n")
+    result = gitops.merge_into_base(repo, "main", "quorum/side", "Merge")
+    assert result["merged"] is True
+    assert (repo / "new.py").read_text() == "y = 1\n"
+    assert (repo / "app.py").read_text() == "print('my local edit')\n"
+    assert git(repo, "status", "--porcelain") == "M app.py"
+
+
+def test_merge_when_the_base_is_not_checked_out_moves_only_the_ref(repo, tmp_path):
+    git(repo, "checkout", "-q", "-b", "elsewhere")
+    wt = tmp_path / "wt"
+    gitops.create_worktree(repo, wt, "quorum/ref", "main")
+    (wt / "app.py").write_text("print('v2')\n")
+    sha = gitops.commit_all(wt, "change")
+    result = gitops.merge_into_base(repo, "main", "quorum/ref", "Merge")
+    assert result == {"merged": True, "sha": sha, "fast_forward": True}
+    assert (repo / "app.py").read_text() == "print('v1')\n"  # the checkout is on elsewhere
+    assert git(repo, "status", "--porcelain") == ""
 
 
 def test_merge_conflict_changes_nothing(repo, tmp_path):

@@ -113,13 +113,33 @@ def check_model_name(model: str) -> str | None:
         return "Give a model name."
     if is_offline(model):
         return None if model in OFFLINE_MODELS else f"The offline provider has only {', '.join(OFFLINE_MODELS)}."
-    if model in litellm.model_cost:
+    provider = model.split("/", 1)[0] if "/" in model else ""
+    routable = model in litellm.model_cost or (
+        provider and provider in litellm.provider_list and model.split("/", 1)[1])
+    if not routable:
+        return (f"Unknown model “{model}”. Use a name from LiteLLM's model list (e.g. "
+                "gpt-4o-mini) or prefix the provider (e.g. ollama/llama3, openai/my-model).")
+    return missing_credentials(model)
+
+
+def missing_credentials(model: str) -> str | None:
+    """A message when the provider of ``model`` has no key (or base URL) in the server's
+    environment, so a run is refused at the start instead of failing at its first call.
+    Skipped when every call goes to a configured base URL (``QUORUM_API_BASE``)."""
+    if is_offline(model) or os.environ.get("QUORUM_API_BASE"):
         return None
     provider = model.split("/", 1)[0] if "/" in model else ""
-    if provider and provider in litellm.provider_list and model.split("/", 1)[1]:
+    if provider and provider not in litellm.provider_list:
+        return None  # a custom provider registered in-process
+    try:
+        found = litellm.validate_environment(model)
+    except Exception:  # noqa: BLE001 - LiteLLM could not tell: let the call decide
         return None
-    return (f"Unknown model “{model}”. Use a name from LiteLLM's model list (e.g. gpt-4o-mini) "
-            "or prefix the provider (e.g. ollama/llama3, openai/my-model).")
+    if found.get("keys_in_environment") or not found.get("missing_keys"):
+        return None
+    names = " or ".join(found["missing_keys"])
+    return (f"No credentials for “{model}” on this server: set {names} in the environment "
+            "Quorum runs in, or choose another model.")
 
 
 def _supports_schema(model: str) -> bool:

@@ -16,7 +16,10 @@ from __future__ import annotations
 import json
 import re
 
-from .offline import LABEL, sections
+from .offline import sections
+
+# Plain text: these answers are shown as text (plan fields, reports, commit messages).
+LABEL = "(Offline model: a deterministic stand-in, no language model.)"
 
 _Q = r'"((?:[^"\\]|\\.)*)"'
 _REPLACE = re.compile(rf"\breplace\s+{_Q}\s+with\s+{_Q}\s+in\s+(?:file\s+)?`?([\w./@+-]+)`?",
@@ -94,12 +97,12 @@ def plan_doc(messages) -> dict:
         steps = [f["step"] for f in found]
         files = sorted({f["args"]["path"] for f in found})
         approach = "Carry out the edit instructions of the request literally, in order."
-        goal = f"Apply {len(found)} explicit edit(s) from the request."
+        goal = f"Apply {len(found)} explicit edit(s) from the request"
     else:
         steps = [f"Make the requested change: {' '.join(request.split())[:300]}"]
         files = []
         approach = HOWTO
-        goal = "The request has no explicit edit instruction the offline model can perform."
+        goal = "No explicit edit instruction the offline model can perform"
     if _tool_available(messages, "run_tests"):
         steps.append("Run the test command and report the result.")
     return {"goal": f"{goal} {LABEL}", "files": files, "approach": approach, "steps": steps,
@@ -139,8 +142,13 @@ def execution_report(messages) -> dict:
             skipped.append(f"{step}: {reason}")
     summary = (f"Carried out {len(done)} of {len(todo)} edit instruction(s)." if todo else
                f"No change made. {HOWTO}")
+    surprises = []
+    if skipped and "## Review comments" in _first_user(messages):
+        surprises.append("Edits from the earlier round are already in the files, so repeating "
+                         "them can fail.")
     return {"summary": f"{summary} {LABEL}", "done": done, "skipped": skipped,
-            "surprises": [], "tests": tests or "No tests were run."}
+            "surprises": surprises,
+            "tests": tests or "I did not run the tests myself (Quorum runs them after me)."}
 
 
 # --- reviewer ------------------------------------------------------------------------------------
@@ -154,9 +162,16 @@ def review_verdict(messages) -> dict:
     tests = secs.get("Test output (run by Quorum after the change)", "")
     files = re.findall(r"^\+\+\+ b/(.+)$", diff, re.MULTILINE)
     if "(the branch has no changes)" in diff or not files:
+        report = secs.get("Execution report", "")
+        skipped = report.split("Skipped:", 1)[-1].split("Surprises:", 1)[0].strip() \
+            if "Skipped:" in report else ""
+        if skipped and skipped != "(none)":
+            reason = f"The executor could not carry out the plan: {skipped}"
+        else:
+            reason = HOWTO
         return {"approve": False, "follows_plan": False,
                 "summary": f"The branch has no changes, so there is nothing to merge. {LABEL}",
-                "comments": [], "rejection_kind": "unclear", "reason": HOWTO}
+                "comments": [], "rejection_kind": "unclear", "reason": reason}
     first = tests.splitlines()[1] if len(tests.splitlines()) > 1 else ""
     failed = tests and "No test command" not in tests and not first.startswith("exit code 0")
     if failed:

@@ -216,6 +216,15 @@ def comments_markdown(comments: list[dict[str, Any]]) -> str:
     return "\n".join(lines) or "(none)"
 
 
+def subject(text: str, limit: int = 72) -> str:
+    """A commit subject: the first line, cut at a word boundary."""
+    line = " ".join((text or "").split("\n", 1)[0].split()) or "Quorum change"
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1].rsplit(" ", 1)[0] if " " in line[: limit - 1] else line[: limit - 1]
+    return cut.rstrip(" ,;:.") + "…"
+
+
 def clip(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
@@ -470,8 +479,8 @@ class PlanExecuteReview(Pattern):
             return self._model_failed(state, stage, "executor", rnd, exc)
         report: ExecutionReport = result.answer  # type: ignore[assignment]
         ran, test_output, test_exit = self._run_tests(state)
-        message = f"{state['plan']['goal'][:72].strip() or 'Quorum change'}\n\n" \
-                  f"{report.summary.strip()[:2000]}\n\nQuorum run round {rnd}, plan v{version}."
+        message = f"{subject(state['plan']['goal'])}\n\n{report.summary.strip()[:2000]}\n\n" \
+                  f"Quorum run round {rnd}, plan v{version}."
         sha = gitops.commit_all(opts["worktree"], message, timestamp=state["commit_time"])
         head = sha or state["head"]
         full_diff = gitops.diff(opts["worktree"], state["base_sha"], head)
@@ -594,7 +603,7 @@ class PlanExecuteReview(Pattern):
     def _merge(self, state):
         opts = state["options"]
         plan = state["plan"]
-        message = (f"Merge {opts['branch']}: {plan['goal'][:72].strip()}\n\n"
+        message = (f"Merge {opts['branch']}: {subject(plan['goal'], 50)}\n\n"
                    f"Approved in Quorum after {state['round']} round(s) of execution and review.")
         try:
             outcome = gitops.merge_into_base(opts["repo"], opts["base"], opts["branch"], message)
@@ -602,7 +611,9 @@ class PlanExecuteReview(Pattern):
             outcome = {"merged": False, "conflicts": [], "message": str(exc)}
         if not outcome["merged"]:
             conflicts = outcome.get("conflicts") or []
-            base_now = gitops.branch_sha(opts["repo"], opts["base"]) or ""
+            # Only a conflict makes the executor redo the change on the current base; a merge
+            # blocked by the person's own uncommitted changes keeps the branch as it is.
+            base_now = (gitops.branch_sha(opts["repo"], opts["base"]) or "") if conflicts else ""
             text = (f"Not merged: {opts['base']} changed in the same places "
                     f"({', '.join(conflicts[:10])})." if conflicts else
                     f"Not merged: {outcome['message']}")

@@ -3,9 +3,10 @@
 Every call runs with ``GIT_TERMINAL_PROMPT=0`` and ``GIT_CONFIG_NOSYSTEM=1``, with inherited
 ``GIT_*`` variables removed (so a stray ``GIT_DIR`` cannot redirect us), and with
 ``core.hooksPath=/dev/null`` and ``commit.gpgsign=false`` so the repository's hooks never run
-and no signing prompt appears. Nothing here touches the person's working tree or index: agents
-work in separate worktrees and merges are computed in the object database and published with a
-compare-and-swap ref update.
+and no signing prompt appears. Agents work in separate worktrees, never in the person's. Merges
+are computed in the object database; the result is published with a compare-and-swap ref update,
+or, when the base branch is checked out, by fast-forwarding that checkout (see
+``merge_into_base``), so its files never fall behind its branch.
 """
 
 from __future__ import annotations
@@ -229,24 +230,32 @@ def _update_ref(repo, ref: str, new: str, old: str, reason: str) -> None:
                        f"({proc.stderr.strip()})")
 
 
+def _checkout_of(repo, branch: str) -> Path | None:
+    """The working tree that has ``branch`` checked out (the person's checkout), if any."""
+    for entry in _worktrees(repo):
+        if entry.get("branch") == f"refs/heads/{branch}" and "bare" not in entry:
+            return Path(entry["worktree"])
+    return None
+
+
 def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
                     author: str = MERGE_AUTHOR) -> dict:
-    """Merge ``branch`` into ``base_branch`` without touching any working tree or index.
+    """Merge ``branch`` into ``base_branch``, all or nothing.
 
-    Fast-forwards when possible; otherwise computes the merge with
-    ``git merge-tree --write-tree`` (git >= 2.38) and creates the merge commit with
-    ``git commit-tree``. Either way the base ref is moved with a compare-and-swap
-    ``git update-ref``, so a concurrent change to the base fails instead of being lost.
+    The result is a fast-forward when possible; otherwise the merge is computed in the object
+    database with ``git merge-tree --write-tree`` (git >= 2.38) and committed with
+    ``git commit-tree``, so a conflict leaves every ref, index and file as it was.
 
-    Returns ``{"merged": True, "sha": ..., "fast_forward": bool}`` (``up_to_date`` is added when
-    the branch was already contained in the base), or ``{"merged": False, "conflicts": [paths],
-    "message": ...}`` with nothing changed.
+    Publishing: if the base branch is not checked out anywhere, its ref is moved with a
+    compare-and-swap ``git update-ref``. If it is checked out (the person's working tree),
+    moving only the ref would leave their files behind, looking like the change undone; so
+    the checkout is fast-forwarded to the result with ``git merge --ff-only``, which updates
+    ref, index and files together and refuses, changing nothing, when uncommitted changes
+    there touch the same files.
 
-    Note: if the base branch is checked out in the person's working tree, its files will show
-    the merged changes as not-yet-checked-out (staged as reverse changes in ``git status``),
-    exactly as after a server-side merge. That is why we never touch their working tree: they
-    update it themselves (e.g. ``git reset --keep`` / ``git merge --ff-only``) when they
-    choose."""
+    Returns ``{"merged": True, "sha": ..., "fast_forward": bool}`` (``up_to_date`` when the
+    branch was already contained, ``checkout`` when a working tree was updated), or
+    ``{"merged": False, "conflicts": [paths], "message": ...}`` with nothing changed."""
     _check_branch(repo, base_branch)
     _check_branch(repo, branch)
     base_ref = f"refs/heads/{base_branch}"
@@ -264,30 +273,47 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
     if is_ancestor(new, old):
         return {"merged": True, "sha": old, "fast_forward": False, "up_to_date": True}
     if is_ancestor(old, new):
-        _update_ref(repo, base_ref, new, old, f"quorum: fast-forward {base_branch} to {branch}")
-        return {"merged": True, "sha": new, "fast_forward": True}
-    version = git_version()
-    if version < (2, 38):
-        raise GitError(f"merging diverged branches needs git 2.38 or newer (found "
-                       f"{'.'.join(map(str, version))}); rebase {branch} onto {base_branch} "
-                       "or merge it by hand")
-    proc = _git(repo, "merge-tree", "--write-tree", "--messages", "--name-only", old, new,
-                check=False)
-    if proc.returncode not in (0, 1):
-        raise GitError(f"git merge-tree failed ({proc.returncode}): {proc.stderr.strip()}")
-    head, _, messages = proc.stdout.partition("\n\n")
-    lines = head.splitlines()
-    if not lines:
-        raise GitError("git merge-tree printed nothing")
-    tree = lines[0].strip()
-    if proc.returncode == 1:
-        conflicts = sorted({line for line in lines[1:] if line})
-        return {"merged": False, "conflicts": conflicts,
-                "message": messages.strip() or "merge conflict"}
-    sha = _git(repo, "commit-tree", tree, "-p", old, "-p", new, "-m", message,
-               env=_author_env(author)).stdout.strip()
-    _update_ref(repo, base_ref, sha, old, f"quorum: merge {branch} into {base_branch}")
-    return {"merged": True, "sha": sha, "fast_forward": False}
+        target, fast_forward = new, True
+    else:
+        version = git_version()
+        if version < (2, 38):
+            raise GitError(f"merging diverged branches needs git 2.38 or newer (found "
+                           f"{'.'.join(map(str, version))}); rebase {branch} onto "
+                           f"{base_branch} or merge it by hand")
+        proc = _git(repo, "merge-tree", "--write-tree", "--messages", "--name-only", old, new,
+                    check=False)
+        if proc.returncode not in (0, 1):
+            raise GitError(f"git merge-tree failed ({proc.returncode}): {proc.stderr.strip()}")
+        head, _, messages = proc.stdout.partition("\n\n")
+        lines = head.splitlines()
+        if not lines:
+            raise GitError("git merge-tree printed nothing")
+        tree = lines[0].strip()
+        if proc.returncode == 1:
+            conflicts = sorted({line for line in lines[1:] if line})
+            return {"merged": False, "conflicts": conflicts,
+                    "message": messages.strip() or "merge conflict"}
+        target = _git(repo, "commit-tree", tree, "-p", old, "-p", new, "-m", message,
+                      env=_author_env(author)).stdout.strip()
+        fast_forward = False
+    checkout = _checkout_of(repo, base_branch)
+    if checkout is None:
+        _update_ref(repo, base_ref, target, old, f"quorum: merge {branch} into {base_branch}")
+        return {"merged": True, "sha": target, "fast_forward": fast_forward}
+    if head_sha(checkout) != old:
+        raise GitError(f"{base_branch} moved while merging; nothing was changed")
+    proc = _git(checkout, "merge", "--ff-only", "--no-edit", "--quiet", target, check=False)
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip()
+        blocked = [line.strip() for line in detail.splitlines()
+                   if line.startswith(("\t", "    "))]
+        return {"merged": False, "conflicts": [], "blocked_by": blocked,
+                "message": f"{base_branch} is checked out in {checkout} and uncommitted "
+                           "changes there touch the same files"
+                           + (f" ({', '.join(blocked[:10])})" if blocked else "")
+                           + ": commit or stash them, then merge again. Nothing was changed."}
+    return {"merged": True, "sha": target, "fast_forward": fast_forward,
+            "checkout": str(checkout)}
 
 
 def reset_worktree(worktree, sha: str) -> None:

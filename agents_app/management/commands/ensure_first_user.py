@@ -21,6 +21,8 @@ class Command(BaseCommand):
         User.objects.create_superuser(username=username, email="", password=password)
         shown = "(from QUORUM_ADMIN_PASSWORD)" if os.environ.get("QUORUM_ADMIN_PASSWORD") else password
         self.stdout.write(self.style.SUCCESS(
-            "\n  First account created — sign in at http://127.0.0.1:8000\n"
+            "\n  First account created — sign in at "
+            f"http://{os.environ.get('QUORUM_HOST', '127.0.0.1')}:"
+            f"{os.environ.get('QUORUM_PORT', '8000')}\n"
             f"    username: {username}\n    password: {shown}\n"
             "  This password is shown only once.\n"))
