@@ -35,6 +35,7 @@ lock:
 bench: install
 	$(PY) tests/benchmarks/bench_concurrency.py
 	$(PY) tests/benchmarks/bench_review.py
+	$(PY) tests/benchmarks/bench_change.py
 
 clean:
 	rm -rf var/test-quorum.sqlite3* .pytest_cache
