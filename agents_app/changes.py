@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shlex
 from decimal import Decimal
+from pathlib import Path
 
 from django.conf import settings
 from django.db.models import Count, Sum
@@ -93,6 +94,10 @@ def start_change(owner, *, repo: str, base: str, task: str, models: dict[str, st
         raise ChangeError(f"The change request is {len(task):,} characters; the limit is "
                           f"{settings.QUORUM_MAX_TASK_CHARS:,}.")
     top = check_repo(repo)
+    worktrees = Path(settings.QUORUM_WORKTREE_ROOT).expanduser().resolve()
+    if worktrees == Path(top) or worktrees.is_relative_to(top):
+        raise ChangeError(f"QUORUM_WORKTREE_ROOT ({worktrees}) lies inside this repository; "
+                          "run worktrees must live outside it.")
     base = check_base(top, base)
     argv = test_argv(test_command)
     allowlist = [shlex.split(c) for c in test_commands()]

@@ -350,3 +350,11 @@ def test_pages_show_no_template_syntax(client, alice, repo, started):
         html = client.get(url).content.decode()
         for token in ("{#", "#}", "{%", "%}", "{{", "}}"):
             assert token not in html, (url, token)
+
+
+def test_worktrees_inside_the_repository_are_refused(alice, repo, settings):
+    settings.QUORUM_WORKTREE_ROOT = str(repo / "var" / "worktrees")
+    with pytest.raises(ChangeError, match="inside this repository"):
+        start_change(alice, repo=str(repo), base="main", task=TASK, models=OFFLINE,
+                     enqueue=False)
+    assert not Run.objects.exists()

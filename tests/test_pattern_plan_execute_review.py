@@ -422,3 +422,15 @@ def test_merge_blocked_by_the_persons_local_edits_waits_and_keeps_the_branch(rep
     assert d.outcome == "completed"
     assert 'return "Hello, " + name' in (repo / "greet.py").read_text()
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_repository_that_disappears_fails_the_run_with_a_reason(repo, tmp_path):
+    import shutil
+
+    model = QueueModel(turn(), PLAN)
+    d = Driver(start(repo, tmp_path), model).run()
+    shutil.rmtree(tmp_path / "wt")
+    shutil.rmtree(repo)
+    d.decide("approve")
+    assert d.outcome == "failed" and d.error.startswith("git failed in stage execute:1:1")
+    assert "does not exist" in d.error

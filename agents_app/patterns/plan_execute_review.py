@@ -391,6 +391,13 @@ class PlanExecuteReview(Pattern):
 
     # --- stages ---------------------------------------------------------------------------
     def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
+        try:
+            return self._run_stage(stage, state, client)
+        except gitops.GitError as exc:  # the repository went away, a disk filled up, ...
+            return StageResult(state=state, outcome="failed",
+                               error=f"git failed in stage {stage}: {exc}")
+
+    def _run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
         kind, *args = stage.split(":")
         if kind == "setup":
             return self._setup(state)

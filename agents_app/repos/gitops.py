@@ -44,6 +44,9 @@ def _git(cwd, *args: str, check: bool = True, env: dict[str, str] | None = None,
             argv, cwd=str(cwd), env=_env(env), capture_output=True, text=True,
             errors="surrogateescape", stdin=subprocess.DEVNULL, timeout=300, check=False)
     except FileNotFoundError:
+        if not Path(cwd).is_dir():
+            raise GitError(f"{cwd} does not exist (was the repository or worktree moved or "
+                           "deleted?)") from None
         raise GitError("git is not installed") from None
     except NotADirectoryError:
         raise GitError(f"not a directory: {cwd}") from None
