@@ -114,6 +114,7 @@ _PANELS = {
     "merge_decided": {"gate-panel", "mr-panel"},
     "escalation_decided": {"gate-panel"},
     "merge_conflict": {"gate-panel", "mr-panel"},
+    "merge_blocked": {"gate-panel", "mr-panel"},
     "merged": {"gate-panel", "mr-panel"},
     "discarded": {"gate-panel", "mr-panel"},
     "closed": {"gate-panel", "mr-panel"},

@@ -206,6 +206,7 @@ def change_context(run: Run, *, with_diff: bool = True, **extra) -> dict:
         "reports": reports, "latest_exec": latest_exec,
         "latest_review": reviews.get(latest_exec.round) if latest_exec else None,
         "files": files, "unshown": unshown, "live_turns": live_calls(run, reports),
+        "now_label": PlanExecuteReview().describe_stage(run.stage) if run.stage else "",
         "stage_costs": stage_costs(run),
         "approvals": list(run.approvals.select_related("user")),
         "events": events, "last_seq": events[-1].seq if events else 0,

@@ -90,6 +90,11 @@ class Run(models.Model):
         return reverse(pattern.page if pattern else "run_detail", args=[self.pk])
 
     @property
+    def model_names(self) -> list[str]:
+        """The distinct models the run's roles use, for compact lists."""
+        return sorted(set((self.models_used or {}).values()))
+
+    @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 

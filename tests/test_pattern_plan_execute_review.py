@@ -416,6 +416,9 @@ def test_merge_blocked_by_the_persons_local_edits_waits_and_keeps_the_branch(rep
     assert d.gate == MERGE_GATE
     assert "commit or stash" in d.state["merge_problem"]["message"]
     assert d.state["conflict_base"] == ""  # sending it back would keep the branch's work
+    assert d.state["mr_status"] == "open"  # nothing conflicts: the person's edits block it
+    (blocked,) = [e for e in d.events if e.kind == "merge_blocked"]
+    assert blocked.message.count("Nothing was changed.") == 1
     assert (repo / "greet.py").read_text() == "# my unsaved work\n"
     git(repo, "checkout", "--", "greet.py")
     d.decide("approve")

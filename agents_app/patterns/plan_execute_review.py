@@ -624,14 +624,17 @@ class PlanExecuteReview(Pattern):
             text = (f"Not merged: {opts['base']} changed in the same places "
                     f"({', '.join(conflicts[:10])})." if conflicts else
                     f"Not merged: {outcome['message']}")
-            state = {**state, "mr_status": "conflict", "conflict_base": base_now,
+            status = "conflict" if conflicts else "open"
+            if conflicts:
+                text += " Nothing was changed."
+            state = {**state, "mr_status": status, "conflict_base": base_now,
                      "merge_problem": {"conflicts": conflicts, "message": text,
                                        "detail": outcome.get("message", "")[:MAX_FIELD]}}
             return StageResult(state=state, next_stage=f"merge:{state['round']}",
                                gate=Gate(MERGE_GATE, {"conflicts": conflicts}),
-                               records=[MergeRequestChanged("conflict", message=text)],
-                               events=[Event("merge_conflict", text + " Nothing was changed.",
-                                             {"conflicts": conflicts})])
+                               records=[MergeRequestChanged(status, message=text)],
+                               events=[Event("merge_conflict" if conflicts else "merge_blocked",
+                                             text, {"conflicts": conflicts})])
         sha = outcome["sha"]
         how = "already contained" if outcome.get("up_to_date") else (
             "fast-forward" if outcome.get("fast_forward") else "merge commit")

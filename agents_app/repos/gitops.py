@@ -310,11 +310,16 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
         detail = (proc.stderr or proc.stdout).strip()
         blocked = [line.strip() for line in detail.splitlines()
                    if line.startswith(("\t", "    "))]
+        listed = f" ({', '.join(blocked[:10])})" if blocked else ""
+        if "untracked working tree files" in detail:
+            what = (f"untracked files there would be overwritten{listed}: move or delete "
+                    "them")
+        else:
+            what = (f"uncommitted changes there touch the same files{listed}: commit or "
+                    "stash them")
         return {"merged": False, "conflicts": [], "blocked_by": blocked,
-                "message": f"{base_branch} is checked out in {checkout} and uncommitted "
-                           "changes there touch the same files"
-                           + (f" ({', '.join(blocked[:10])})" if blocked else "")
-                           + ": commit or stash them, then merge again. Nothing was changed."}
+                "message": f"{base_branch} is checked out in {checkout} and {what}, then merge "
+                           "again. Nothing was changed."}
     return {"merged": True, "sha": target, "fast_forward": fast_forward,
             "checkout": str(checkout)}
 
