@@ -16,8 +16,6 @@ reviewers overlap, reflections overlap, and synthesis is one call.
 
 from __future__ import annotations
 
-import time
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,12 +25,12 @@ from agents_app.patterns.base import (
     Gate,
     InvalidDecision,
     ModelClient,
-    ModelError,
     Pattern,
     RunStopped,
     StageAbandoned,
     StageResult,
 )
+from agents_app.patterns.parallel import run_parallel
 
 from . import analyzers, prompts, synthesis
 from .schema import CATEGORIES, VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
@@ -74,59 +72,6 @@ class VerdictDecided:
     author: str = ""
 
 
-# --- running calls side by side -------------------------------------------------------------------
-class _Outcome:
-    def __init__(self):
-        self.value: Any = None
-        self.error: str = ""
-        self.timed_out = False
-        self.seconds = 0.0
-
-
-def _run_parallel(jobs: dict[str, Any], timeout: float, limit: int) -> dict[str, _Outcome]:
-    """Run ``jobs`` (name → zero-argument callable) in threads. A job past ``timeout`` is
-    reported as timed out and left to finish on its own; a job that raises is reported with
-    its error, except the control exceptions (cancel, budget, lost lease), which propagate."""
-    outcomes = {name: _Outcome() for name in jobs}
-    if not jobs:
-        return outcomes
-    pool = ThreadPoolExecutor(max_workers=max(1, min(limit, len(jobs))),
-                              thread_name_prefix="review")
-    started = time.monotonic()
-
-    def timed(name, fn):
-        t0 = time.monotonic()
-        try:
-            return fn()
-        finally:
-            outcomes[name].seconds = time.monotonic() - t0
-
-    futures: dict[Future, str] = {pool.submit(timed, name, fn): name for name, fn in jobs.items()}
-    try:
-        pending = set(futures)
-        while pending:
-            remaining = timeout - (time.monotonic() - started)
-            if remaining <= 0:
-                break
-            done, pending = wait(pending, timeout=remaining, return_when=FIRST_EXCEPTION)
-            for fut in done:
-                exc = fut.exception()
-                if isinstance(exc, RunStopped | StageAbandoned):
-                    raise exc
-        for fut, name in futures.items():
-            out = outcomes[name]
-            if not fut.done():
-                out.timed_out = True
-                out.error = f"no answer within {timeout:.0f} s"
-                out.seconds = timeout
-            elif (exc := fut.exception()) is not None:
-                out.error = (str(exc) if isinstance(exc, ModelError) and str(exc)
-                             else f"{type(exc).__name__}: {exc}")
-            else:
-                out.value = fut.result()
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    return outcomes
 
 
 def batches(files: list[dict], budget: int) -> list[list[dict]]:
@@ -225,7 +170,7 @@ class CodeReview(Pattern):
                 msgs = prompts.reviewer_messages(reviewer, state["label"], part, ev)
                 jobs[f"{reviewer}:{i}"] = (lambda r=reviewer, m=msgs, k=f"{reviewer}:{i}":
                                            client.complete(r, m, schema=ReviewerFindings, key=k))
-        outcomes = _run_parallel(jobs, float(opts["reviewer_timeout"]),
+        outcomes = run_parallel(jobs, float(opts["reviewer_timeout"]),
                                  int(opts["max_parallel_calls"]))
         reviewed = {f["path"] for f in state["files"]}
         findings: list[dict] = []
@@ -290,7 +235,7 @@ class CodeReview(Pattern):
             msgs = prompts.reflection_messages(reviewer, own, others)
             jobs[reviewer] = (lambda r=reviewer, m=msgs:
                               client.complete(r, m, schema=ReflectionAnswer, key=f"reflect:{r}"))
-        outcomes = _run_parallel(jobs, float(opts["reviewer_timeout"]),
+        outcomes = run_parallel(jobs, float(opts["reviewer_timeout"]),
                                  int(opts["max_parallel_calls"]))
         amendments: dict[str, list[dict]] = {}
         for reviewer, out in outcomes.items():
