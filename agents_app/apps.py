@@ -9,11 +9,12 @@ class AgentsAppConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
-        from .llm import offline_change
+        from .llm import offline_change, offline_patterns
         from .llm.gateway import set_offline_latency
 
         set_offline_latency(settings.QUORUM_OFFLINE_LATENCY)
         offline_change.register()
+        offline_patterns.register()
 
         from .change_views import render_live_update
         from .patterns.plan_execute_review import PlanExecuteReview

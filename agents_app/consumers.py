@@ -22,7 +22,12 @@ _PANELS_BY_KIND = {
     "gate_opened": {"plan-panel"},
     "step_completed": {"steps-panel"},
     "step_failed": {"steps-panel"},
-    "run_finished": {"answer-panel", "steps-panel", "plan-panel"},
+    "run_finished": {"answer-panel", "steps-panel", "plan-panel", "items-panel"},
+    "draft_written": {"items-panel"},
+    "critique": {"items-panel"},
+    "round_finished": {"items-panel"},
+    "argument_failed": {"items-panel"},
+    "concluded": {"items-panel"},
     "run_cancelled": {"plan-panel"},
     "budget_exceeded": {"plan-panel"},
 }

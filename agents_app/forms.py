@@ -18,36 +18,72 @@ def _all_patterns():
     return [("", "Any pattern"), *[(p.name, p.label) for p in PATTERNS.values()]]
 
 
+def _task_roles() -> dict[str, list[str]]:
+    """Each role of the patterns started from a task, with the patterns that use it."""
+    roles: dict[str, list[str]] = {}
+    for p in PATTERNS.values():
+        if p.starts_from_task:
+            for role in p.roles:
+                roles.setdefault(role, []).append(p.name)
+    return roles
+
+
 class StartRunForm(forms.Form):
+    """The dashboard's start form. Every task pattern's roles and options are fields; each
+    carries the patterns it belongs to (``data-patterns``), so the page shows only those of
+    the chosen pattern, and only those are read."""
+
     pattern = forms.ChoiceField(choices=_task_patterns)
     task = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "placeholder":
                            "What should the agents do? e.g. Compare three vector databases, "
                            "then recommend one for a small team."}))
-    model_planner = forms.CharField(label="Planner model", required=False)
-    model_executor = forms.CharField(label="Executor model", required=False)
-    model_synthesizer = forms.CharField(label="Synthesizer model", required=False)
     max_cost_usd = forms.DecimalField(label="Max cost (USD)", min_value=Decimal("0.0001"),
                                       max_value=Decimal("1000"), decimal_places=4, required=False)
     max_tokens = forms.IntegerField(label="Max tokens", min_value=100, max_value=50_000_000,
                                     required=False)
     max_steps = forms.IntegerField(label="Max steps", min_value=1, max_value=30, required=False)
     max_replans = forms.IntegerField(label="Max replans", min_value=0, max_value=10, required=False)
+    max_reflections = forms.IntegerField(label="Max rounds", min_value=1, max_value=10,
+                                         required=False)
+    max_rounds = forms.IntegerField(label="Rounds", min_value=1, max_value=5, required=False)
+    positions = forms.CharField(label="Positions", required=False, max_length=6000,
+                                widget=forms.Textarea(attrs={"rows": 3}),
+                                help_text="One per line, “name: stance”; 2 to 5 positions.")
     auto_approve = forms.BooleanField(label="Auto-approve the plan", required=False)
     complexity_gate = forms.BooleanField(label="Skip planning for simple tasks", required=False)
 
-    ROLE_FIELDS = {"planner": "model_planner", "executor": "model_executor",
-                   "synthesizer": "model_synthesizer"}
+    OPTION_PATTERNS = {
+        "max_steps": "plan_execute", "max_replans": "plan_execute",
+        "auto_approve": "plan_execute", "complexity_gate": "plan_execute",
+        "max_reflections": "reflective", "max_rounds": "debate", "positions": "debate",
+    }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for role, name in self.ROLE_FIELDS.items():
-            default = settings.QUORUM_ROLE_MODELS[role]
-            self.fields[name].widget.attrs["placeholder"] = default
-            self.fields[name].help_text = f"Default: {default}"
+        self.role_fields = {}
+        for role, patterns in _task_roles().items():
+            name = f"model_{role}"
+            default = settings.QUORUM_ROLE_MODELS.get(role, settings.QUORUM_DEFAULT_MODEL)
+            self.fields[name] = forms.CharField(
+                label=f"{role.capitalize()} model", required=False, help_text=f"Default: {default}",
+                widget=forms.TextInput(attrs={"placeholder": default,
+                                              "data-patterns": " ".join(patterns)}))
+            self.role_fields[role] = name
+        for name, pattern in self.OPTION_PATTERNS.items():
+            self.fields[name].widget.attrs["data-patterns"] = pattern
         self.fields["max_cost_usd"].widget.attrs["placeholder"] = settings.QUORUM_DEFAULT_MAX_COST_USD
         self.fields["max_tokens"].widget.attrs["placeholder"] = settings.QUORUM_DEFAULT_MAX_TOKENS
         self.fields["max_steps"].widget.attrs["placeholder"] = settings.QUORUM_MAX_STEPS
         self.fields["max_replans"].widget.attrs["placeholder"] = settings.QUORUM_MAX_REPLANS
+        self.fields["max_reflections"].widget.attrs["placeholder"] = 3
+        self.fields["max_rounds"].widget.attrs["placeholder"] = 2
+        self.fields["positions"].widget.attrs["placeholder"] = "For: argue in favour\nAgainst: argue against"
+
+    def model_fields(self):
+        return [self[name] for name in self.role_fields.values()]
+
+    def option_fields(self, *names):
+        return [self[name] for name in names]
 
     def clean_task(self):
         task = self.cleaned_data["task"].strip()
@@ -61,21 +97,38 @@ class StartRunForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        for name in self.ROLE_FIELDS.values():
+        pattern = PATTERNS.get(data.get("pattern") or "")
+        if pattern is None:
+            return data
+        for role in pattern.roles:
+            name = self.role_fields[role]
             value = (data.get(name) or "").strip()
-            if value:
-                problem = check_model_name(value)
-                if problem:
-                    self.add_error(name, problem)
+            if value and (problem := check_model_name(value)):
+                self.add_error(name, problem)
+        if pattern.name == "debate":
+            from .patterns.base import InvalidDecision
+            from .patterns.debate import DEFAULT_POSITIONS, parse_positions
+
+            text = (data.get("positions") or "").strip()
+            try:
+                data["positions_parsed"] = parse_positions(text) if text else DEFAULT_POSITIONS
+            except InvalidDecision as exc:
+                self.add_error("positions", str(exc))
         return data
 
     def models(self) -> dict[str, str]:
         d = self.cleaned_data
-        return {role: (d.get(name) or "").strip() or settings.QUORUM_ROLE_MODELS[role]
-                for role, name in self.ROLE_FIELDS.items()}
+        pattern = PATTERNS[d["pattern"]]
+        return {role: (d.get(self.role_fields[role]) or "").strip()
+                or settings.QUORUM_ROLE_MODELS.get(role, settings.QUORUM_DEFAULT_MODEL)
+                for role in pattern.roles}
 
     def options(self) -> dict:
         d = self.cleaned_data
+        if d["pattern"] == "reflective":
+            return {"max_reflections": d.get("max_reflections") or 3}
+        if d["pattern"] == "debate":
+            return {"max_rounds": d.get("max_rounds") or 2, "positions": d["positions_parsed"]}
         return {
             "auto_approve": d["auto_approve"],
             "complexity_gate": d["complexity_gate"],

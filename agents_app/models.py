@@ -302,3 +302,21 @@ class MergeRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.branch} → {self.base_branch} ({self.status})"
+
+
+class RunItem(models.Model):
+    """A generic record of a pattern's work (see ``patterns.base.Item``), in the order written."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="items")
+    kind = models.CharField(max_length=40)
+    key = models.CharField(max_length=120)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "kind", "key"],
+                                               name="run_item_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key} of run {self.run_id}"

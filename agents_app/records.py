@@ -9,7 +9,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from .models import AgentReport, Approval, MergeRequest, PlanVersion, Run, StepResult
+from .models import AgentReport, Approval, MergeRequest, PlanVersion, Run, RunItem, StepResult
+from .patterns.base import Item
 from .patterns.plan_execute import GateDecided, PlanProposed, StepRecorded
 from .patterns.plan_execute_review import AgentWorked, MergeRequestChanged
 
@@ -75,3 +76,8 @@ def _merge_request(run: Run, rec: MergeRequestChanged, user) -> None:
     if rec.decided:
         mr.decided_by, mr.decided_at = user, timezone.now()
     mr.save()
+
+
+@persister(Item)
+def _item(run: Run, rec: Item, user) -> None:
+    RunItem.objects.create(run=run, kind=rec.kind, key=rec.key, data=rec.data)

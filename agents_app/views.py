@@ -89,6 +89,35 @@ def owned_run(request, pk: int) -> Run:
     return get_object_or_404(Run, pk=pk, owner=request.user)
 
 
+def _pattern_items(run: Run) -> dict:
+    """What the reflective and debate pages show, from the run's items."""
+    items = list(run.items.all())
+    if run.pattern == "reflective":
+        drafts = {i.key: i.data for i in items if i.kind == "draft"}
+        critiques = {i.key: i.data for i in items if i.kind == "critique"}
+        rounds, previous = [], None
+        for key in sorted(drafts, key=int):
+            text = drafts[key]["text"]
+            changes = None
+            if previous is not None:
+                changes = [(op, line) for op, line in step_diff(previous.splitlines(),
+                                                                 text.splitlines())
+                           if op != "same" and line.strip()]
+            rounds.append({"n": int(key), "draft": text, "critique": critiques.get(key),
+                           "changes": changes})
+            previous = text
+        return {"reflection_rounds": rounds}
+    if run.pattern == "debate":
+        by_round: dict[int, list] = {}
+        for i in items:
+            if i.kind == "argument":
+                by_round.setdefault(i.data["round"], []).append(i.data)
+        conclusion = next((i.data for i in items if i.kind == "conclusion"), None)
+        return {"debate_rounds": sorted(by_round.items()), "conclusion": conclusion,
+                "positions": (run.options or {}).get("positions", [])}
+    return {}
+
+
 def run_context(run: Run, **extra) -> dict:
     plans = list(run.plan_versions.all())
     plan = plans[-1] if plans else None
@@ -111,6 +140,7 @@ def run_context(run: Run, **extra) -> dict:
         "progress_total": total,
         "progress_pct": int(100 * done / total) if total else (100 if run.status == "completed" else 0),
         "at_plan_gate": run.status == "awaiting_plan_approval",
+        **_pattern_items(run),
         **extra,
     }
 
@@ -184,7 +214,8 @@ def render_live_update(run: Run, events, panels: set[str]) -> str:
     ctx = run_context(run)
     parts = [render_to_string("agents_app/_timeline_append.html",
                               {**ctx, "new_events": events})]
-    for name in ("header", "plan-panel", "steps-panel", "answer-panel", "calls-panel"):
+    for name in ("header", "plan-panel", "steps-panel", "items-panel", "answer-panel",
+                 "calls-panel"):
         if name in panels:
             parts.append(render_to_string(f"agents_app/run_detail.html#{name}",
                                           {**ctx, "oob": True}))

@@ -169,6 +169,11 @@ QUORUM_ROLE_MODELS = {
     "security": env.str("QUORUM_MODEL_SECURITY", default=QUORUM_DEFAULT_MODEL),
     "architecture": env.str("QUORUM_MODEL_ARCHITECTURE", default=QUORUM_DEFAULT_MODEL),
     "style": env.str("QUORUM_MODEL_STYLE", default=QUORUM_CHEAP_MODEL),
+    # Reflective and Debate.
+    "actor": env.str("QUORUM_MODEL_ACTOR", default=QUORUM_DEFAULT_MODEL),
+    "critic": env.str("QUORUM_MODEL_CRITIC", default=QUORUM_DEFAULT_MODEL),
+    "debater": env.str("QUORUM_MODEL_DEBATER", default=QUORUM_DEFAULT_MODEL),
+    "judge": env.str("QUORUM_MODEL_JUDGE", default=QUORUM_DEFAULT_MODEL),
     # Plan-execute-review: the reviewer comes from another family than the executor if it can.
     "reviewer": _other_family_model(env.str("QUORUM_MODEL_EXECUTOR", default=QUORUM_DEFAULT_MODEL)),
 }

@@ -134,10 +134,10 @@ HANDLERS: dict[str, Callable[[list[dict[str, str]]], dict]] = {}
 
 
 # A schema several roles answer in (an agent's turn) is handled per role: (schema, role).
-ROLE_HANDLERS: dict[tuple[str, str], Callable[[list[dict[str, str]]], dict]] = {}
+ROLE_HANDLERS: dict[tuple[str | None, str], Callable[[list[dict[str, str]]], dict | str]] = {}
 
 
-def register(schema_name: str, handler: Callable[[list[dict[str, str]]], dict], *,
+def register(schema_name: str | None, handler: Callable[[list[dict[str, str]]], dict | str], *,
              role: str | None = None) -> None:
     if role is None:
         HANDLERS[schema_name] = handler
@@ -148,7 +148,8 @@ def register(schema_name: str, handler: Callable[[list[dict[str, str]]], dict], 
 def reply(role: str, schema_name: str | None, messages: list[dict[str, str]]) -> str:
     """The offline model's reply text for a call of ``role`` asking for ``schema_name``."""
     if (schema_name, role) in ROLE_HANDLERS:
-        return json.dumps(ROLE_HANDLERS[(schema_name, role)](messages))
+        answer = ROLE_HANDLERS[(schema_name, role)](messages)
+        return answer if isinstance(answer, str) else json.dumps(answer)
     if schema_name in HANDLERS:
         return json.dumps(HANDLERS[schema_name](messages))
     if schema_name == "PlanDraft":

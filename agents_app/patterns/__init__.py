@@ -1,10 +1,13 @@
 """Pattern logic: plain Python, no Django. See ``base`` for the contract."""
 
 from .base import Pattern
+from .debate import Debate
 from .plan_execute import PlanExecute
 from .plan_execute_review import PlanExecuteReview
+from .reflective import Reflective
 
-PATTERNS: dict[str, Pattern] = {p.name: p for p in (PlanExecute(), PlanExecuteReview())}
+PATTERNS: dict[str, Pattern] = {p.name: p for p in (PlanExecute(), PlanExecuteReview(),
+                                                    Reflective(), Debate())}
 
 
 def register_pattern(pattern: Pattern) -> None:

@@ -83,6 +83,17 @@ class Event:
 
 
 @dataclass
+class Item:
+    """A generic record of a pattern's work (a draft and its critique, an argument, a piece of
+    evidence): ``kind`` and ``key`` name it uniquely within the run, ``data`` holds it. Written
+    with the stage's commit, so a stage run again cannot double it."""
+
+    kind: str
+    key: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class Gate:
     """A point where the run waits for a person. ``kind`` names the decision asked for."""
 

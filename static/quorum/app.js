@@ -45,6 +45,25 @@
     renumber(list);
   });
 
+  // --- start form: show the roles and options of the chosen pattern only ---------------------
+  function showPatternFields(form) {
+    var select = form && form.querySelector("select[name=pattern]");
+    if (!select) return;
+    form.querySelectorAll("[data-for]").forEach(function (el) {
+      el.hidden = el.dataset.for.split(" ").indexOf(select.value) < 0;
+    });
+  }
+
+  document.addEventListener("change", function (ev) {
+    if (ev.target.matches("select[name=pattern]")) showPatternFields(ev.target.form);
+  });
+  document.addEventListener("htmx:load", function (ev) {
+    ev.detail.elt.querySelectorAll && ev.detail.elt.querySelectorAll("form").forEach(showPatternFields);
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("form").forEach(showPatternFields);
+  });
+
   // --- live channel: tell the server which event this page has last --------------------------
   function lastSeq() {
     var tl = document.getElementById("timeline");

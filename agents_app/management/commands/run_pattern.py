@@ -13,6 +13,8 @@ from agents_app.changes import ChangeError, family_warning, start_change
 from agents_app.cli import command_owner, parse_models
 from agents_app.models import MergeRequest
 from agents_app.patterns import PATTERNS
+from agents_app.patterns.base import InvalidDecision
+from agents_app.patterns.debate import DEFAULT_POSITIONS, parse_positions
 
 CHANGE = "plan_execute_review"
 
@@ -38,8 +40,14 @@ class Command(BaseCommand):
         change.add_argument("--test-command", default="",
                             help="One of QUORUM_TEST_COMMANDS, run after each change.")
         change.add_argument("--max-rounds", type=int, default=None,
-                            help="Execute/review rounds before escalating (default "
-                                 "QUORUM_CHANGE_MAX_ROUNDS).")
+                            help="plan_execute_review: execute/review rounds before escalating "
+                                 "(default QUORUM_CHANGE_MAX_ROUNDS); debate: rounds (default 2).")
+        others = parser.add_argument_group("reflective and debate")
+        others.add_argument("--max-reflections", type=int, default=None,
+                            help="reflective: most actor/critic rounds (default 3).")
+        others.add_argument("--positions", default="",
+                            help="debate: positions, one per line, 'name: stance' "
+                                 "(default For / Against).")
         parser.add_argument("--model", action="append", default=[], metavar="ROLE=NAME",
                             help="Model for a role, e.g. --model planner=gpt-4o. Repeatable.")
         parser.add_argument("--max-cost", type=Decimal, default=None)
@@ -61,15 +69,33 @@ class Command(BaseCommand):
         if pattern.name == CHANGE:
             return self._change(owner, task, models, opts)
         run = engine.create_run(
-            owner, pattern.name, task,
-            options={"auto_approve": opts["auto_approve"], "max_steps": settings.QUORUM_MAX_STEPS,
-                     "max_replans": settings.QUORUM_MAX_REPLANS},
+            owner, pattern.name, task, options=self._options(pattern.name, opts),
             models=models,
             max_cost_usd=opts["max_cost"] or Decimal(str(settings.QUORUM_DEFAULT_MAX_COST_USD)),
             max_tokens=opts["max_tokens"] or settings.QUORUM_DEFAULT_MAX_TOKENS,
             enqueue=False)
         run = engine.run_inline(run.pk)
         self._report(run, opts["json"])
+
+    @staticmethod
+    def _options(name: str, opts) -> dict:
+        if name == "reflective":
+            n = opts["max_reflections"] or 3
+            if not 1 <= n <= 10:
+                raise CommandError("--max-reflections takes 1 to 10.")
+            return {"max_reflections": n}
+        if name == "debate":
+            rounds = opts["max_rounds"] or 2
+            if not 1 <= rounds <= 5:
+                raise CommandError("--max-rounds takes 1 to 5 for a debate.")
+            try:
+                positions = parse_positions(opts["positions"]) if opts["positions"].strip() \
+                    else DEFAULT_POSITIONS
+            except InvalidDecision as exc:
+                raise CommandError(f"--positions: {exc}") from None
+            return {"max_rounds": rounds, "positions": positions}
+        return {"auto_approve": opts["auto_approve"], "max_steps": settings.QUORUM_MAX_STEPS,
+                "max_replans": settings.QUORUM_MAX_REPLANS}
 
     def _change(self, owner, task, models, opts):
         if not opts["repo"]:
@@ -131,6 +157,7 @@ class Command(BaseCommand):
             "plan": plan.steps if plan else [], "plan_version": plan.version if plan else None,
             "steps": steps, "answer": run.answer, "error": run.error,
             "cost_usd": float(run.cost_usd), "tokens": run.total_tokens, "calls": run.calls,
+            "items": [{"kind": i.kind, "key": i.key, **i.data} for i in run.items.all()],
         }
         if as_json:
             self.stdout.write(json.dumps(result, indent=2))

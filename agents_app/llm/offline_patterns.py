@@ -1,0 +1,81 @@
+"""The offline model's answers for the reflective and debate patterns: deterministic, labelled,
+shaped like real answers so every page and limit of those patterns can be tried without a key.
+No reasoning happens here."""
+
+from __future__ import annotations
+
+import re
+
+from .offline import LABEL, key_terms, sections
+
+PLAIN_LABEL = "(Offline model: a deterministic stand-in, no language model.)"
+
+
+def _clip(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def actor(messages) -> str:
+    secs = sections(messages)
+    task = secs.get("Task", "")
+    terms = key_terms(task, 5)
+    previous = secs.get("Previous draft", "")
+    critique = secs.get("Critique", "")
+    if not previous:
+        points = "\n".join(f"- {t.capitalize()}: what it means for this task." for t in terms)
+        return (f"# {_clip(task, 80)}\n\nA first draft covering the key terms of the task.\n\n"
+                f"{points}\n\n{LABEL}")
+    issues = [i.strip("- ").strip() for i in critique.split("Issues:", 1)[-1].splitlines()
+              if i.strip().startswith("-")]
+    body = previous.replace(LABEL, "").rstrip()
+    added = "\n".join(f"- Addressed: {i}" for i in issues) or "- Tightened the wording."
+    return f"{body}\n\n## Revisions\n{added}\n\n{LABEL}"
+
+
+def critic(messages) -> dict:
+    secs = sections(messages)
+    draft_title = next((t for t in secs if t.startswith("Draft ")), "Draft 1")
+    n = int(re.sub(r"\D", "", draft_title) or 1)
+    task = secs.get("Task", "")
+    if n >= 2:
+        return {"approved": True, "score": 8, "issues": [],
+                "summary": f"The revision addresses the issues raised. {PLAIN_LABEL}"}
+    terms = key_terms(task, 3) or ["the task"]
+    return {"approved": False, "score": 5,
+            "summary": f"A start, but too general. {PLAIN_LABEL}",
+            "issues": [f"Give a concrete example for “{t}”." for t in terms]}
+
+
+def debater(messages) -> str:
+    system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+    name = re.search(r'as "([^"]+)"', system)
+    stance = re.search(r"Your stance: (.+)", system)
+    secs = sections(messages)
+    question = secs.get("Question", "")
+    turn = secs.get("Your turn", "")
+    who = name.group(1) if name else "A position"
+    earlier = "Transcript so far" in secs
+    reply = ("It answers the other side's last points in turn. " if earlier else "")
+    return (f"**{who}** ({_clip(stance.group(1) if stance else '', 120)}) on “{_clip(question, 120)}”: "
+            f"{reply}The case rests on {', '.join(key_terms(question, 3)) or 'the question itself'}. "
+            f"({turn}) {LABEL}")
+
+
+def judge(messages) -> dict:
+    secs = sections(messages)
+    positions = [line[2:].split(":", 1)[0] for line in secs.get("Positions", "").splitlines()
+                 if line.startswith("- ")]
+    rounds = len(set(re.findall(r"^### Round (\d+)", secs.get("Transcript", ""), re.MULTILINE)))
+    return {"conclusion": f"The positions {', '.join(positions)} argued for {rounds} round(s). "
+                          f"The offline model weighs nothing, so it favours no one. {LABEL}",
+            "favoured": "", "key_points": []}
+
+
+def register() -> None:
+    from . import offline
+
+    offline.register(None, actor, role="actor")
+    offline.register("Critique", critic, role="critic")
+    offline.register(None, debater, role="debater")
+    offline.register("Conclusion", judge, role="judge")

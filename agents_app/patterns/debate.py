@@ -1,0 +1,164 @@
+"""Debate: two or more named positions argue for ``max_rounds`` rounds, then a judge writes
+the conclusion.
+
+In a round every position answers side by side: each sees the task, its own stance and the
+transcript of the earlier rounds (not its opponents' arguments of the same round, which do
+not exist yet when it speaks). A position whose call fails is recorded as silent for that
+round and the debate goes on; a round in which nobody answers ends the run.
+
+Stages: ``round:N`` and ``judge``. Arguments and the conclusion are ``Item`` records.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .base import Event, InvalidDecision, Item, ModelClient, Pattern, StageResult
+from .parallel import run_parallel
+
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9 _-]{0,39}$")
+
+
+class Conclusion(BaseModel):
+    """The judge's conclusion."""
+
+    conclusion: str = Field(description="The conclusion, in Markdown: what the debate "
+                                        "established and what remains open.")
+    favoured: str = Field(default="", description="The position with the stronger case, "
+                                                  "or empty if none.")
+    key_points: list[str] = Field(default_factory=list, description="The arguments that "
+                                                                    "decided it.")
+
+
+DEBATER_SYSTEM = """You take part in a debate as "{name}". Your stance: {stance}
+Argue for your stance in a few focused paragraphs of Markdown. From the second round on,
+answer the strongest points the other positions made; do not repeat yourself. Be honest:
+concede a point that is right."""
+
+JUDGE_SYSTEM = """You judge a debate. Read the transcript and write a fair conclusion: what
+the debate established, which position made the stronger case and why (or that neither
+did), and what remains open. Judge the arguments, not the confidence of their tone."""
+
+
+def parse_positions(text: str) -> list[dict[str, str]]:
+    """Positions from lines of ``name: stance``. InvalidDecision (a message for the person)
+    when they are not usable."""
+    positions = []
+    for n, line in enumerate((text or "").splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, stance = line.partition(":")
+        name, stance = name.strip(), stance.strip()
+        if not sep or not stance:
+            raise InvalidDecision(f"Line {n}: write a position as “name: stance”.")
+        if not NAME.match(name):
+            raise InvalidDecision(f"Line {n}: a position's name has letters, digits, spaces, "
+                                  "- or _ (at most 40 characters).")
+        if len(stance) > 1000:
+            raise InvalidDecision(f"Line {n}: the stance is longer than 1,000 characters.")
+        if name.lower() in {p["name"].lower() for p in positions}:
+            raise InvalidDecision(f"Line {n}: the position “{name}” is named twice.")
+        positions.append({"name": name, "stance": stance})
+    if not 2 <= len(positions) <= 5:
+        raise InvalidDecision("A debate needs 2 to 5 positions.")
+    return positions
+
+
+DEFAULT_POSITIONS = [{"name": "For", "stance": "Argue in favour of the proposal."},
+                     {"name": "Against", "stance": "Argue against the proposal."}]
+
+
+def transcript(arguments: list[dict[str, Any]]) -> str:
+    blocks = []
+    for a in arguments:
+        text = a["text"] if a.get("text") else f"(no answer: {a.get('error', 'silent')})"
+        blocks.append(f"### Round {a['round']} — {a['position']}\n{text}")
+    return "\n\n".join(blocks)
+
+
+class Debate(Pattern):
+    name = "debate"
+    label = "Debate"
+    roles = ("debater", "judge")
+    defaults: dict[str, Any] = {"max_rounds": 2, "positions": DEFAULT_POSITIONS,
+                                "timeout": 180.0}
+
+    def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
+        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        return {"task": task, "options": opts, "arguments": []}
+
+    def first_stage(self, state: dict[str, Any]) -> str:
+        return "round:1"
+
+    def status_for(self, stage: str) -> str:
+        return "executing" if stage.startswith("round") else "synthesizing"
+
+    def describe_stage(self, stage: str) -> str | None:
+        if stage == "judge":
+            return "The judge is weighing the debate."
+        n = stage.split(":")[1]
+        return f"Round {n}: every position is making its case."
+
+    def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
+        if stage == "judge":
+            return self._judge(state, client)
+        kind, n = stage.split(":")
+        if kind == "round":
+            return self._round(int(n), state, client)
+        raise ValueError(f"unknown stage {stage!r}")
+
+    def _round(self, n: int, state, client) -> StageResult:
+        opts = state["options"]
+        earlier = transcript(state["arguments"])
+
+        def argue(position):
+            system = DEBATER_SYSTEM.format(name=position["name"], stance=position["stance"])
+            user = f"## Question\n{state['task']}\n"
+            if earlier:
+                user += f"\n## Transcript so far\n{earlier}\n"
+            user += f"\n## Your turn\nRound {n} of {opts['max_rounds']}."
+            return client.complete("debater", [{"role": "system", "content": system},
+                                               {"role": "user", "content": user}],
+                                   key=f"{position['name']}").text.strip()
+
+        jobs = {p["name"]: (lambda p=p: argue(p)) for p in opts["positions"]}
+        outcomes = run_parallel(jobs, float(opts["timeout"]), len(jobs))
+        new, records, events = [], [], []
+        for p in opts["positions"]:
+            out = outcomes[p["name"]]
+            arg = {"round": n, "position": p["name"], "text": out.value or "",
+                   "error": out.error, "seconds": round(out.seconds, 2)}
+            new.append(arg)
+            records.append(Item("argument", f"{n}:{p['name']}", arg))
+            if out.error:
+                events.append(Event("argument_failed", f"Round {n}: {p['name']} did not "
+                                    f"answer ({out.error[:200]}).", {"round": n}))
+        state = {**state, "arguments": state["arguments"] + new}
+        if all(a["error"] for a in new):
+            return StageResult(state=state, outcome="failed", records=records, events=events,
+                               error=f"Round {n}: no position answered.")
+        events.append(Event("round_finished", f"Round {n} of {opts['max_rounds']}: "
+                            f"{sum(not a['error'] for a in new)} of {len(new)} positions "
+                            "argued.", {"round": n}))
+        nxt = f"round:{n + 1}" if n < int(opts["max_rounds"]) else "judge"
+        return StageResult(state=state, next_stage=nxt, records=records, events=events)
+
+    def _judge(self, state, client) -> StageResult:
+        positions = "\n".join(f"- {p['name']}: {p['stance']}" for p in state["options"]["positions"])
+        user = (f"## Question\n{state['task']}\n\n## Positions\n{positions}\n\n"
+                f"## Transcript\n{transcript(state['arguments'])}\n")
+        result: Conclusion = client.complete("judge", [
+            {"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}],
+            schema=Conclusion).data  # type: ignore[assignment]
+        data = result.model_dump()
+        names = {p["name"] for p in state["options"]["positions"]}
+        if data["favoured"] and data["favoured"] not in names:
+            data["favoured"] = ""  # a name the judge made up is no verdict
+        return StageResult(state={**state, "conclusion": data}, outcome="completed",
+                           answer=result.conclusion, records=[Item("conclusion", "judge", data)],
+                           events=[Event("concluded", "The judge concluded"
+                                         + (f", favouring {data['favoured']}." if data["favoured"]
+                                            else " without favouring a position."))])

@@ -1,0 +1,124 @@
+"""Reflective (actor / critic): the actor drafts, the critic judges the draft, the actor
+revises with the critique, until the critic approves or ``max_reflections`` rounds are done.
+
+Approval is a field of the critic's structured answer, never a word searched for in free
+text: "not approved yet" must not end the loop.
+
+Stages: ``draft:N`` (the actor writes draft N) and ``critique:N`` (the critic judges it).
+Each draft and critique is an ``Item`` written with its stage, so the page can show every
+round and what changed between drafts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from .base import Event, Item, ModelClient, Pattern, StageResult
+
+
+class Critique(BaseModel):
+    """The critic's judgement of one draft."""
+
+    approved: bool = Field(description="True only if the draft fully meets the task and needs "
+                                        "no further revision.")
+    summary: str = Field(description="The judgement in one or two sentences.")
+    issues: list[str] = Field(default_factory=list, description="Concrete problems to fix, "
+                              "most important first. Empty when approved.")
+    score: int = Field(default=5, ge=1, le=10, description="Quality from 1 (poor) to 10.")
+
+    @field_validator("issues")
+    @classmethod
+    def _clean(cls, items: list[str]) -> list[str]:
+        return [s.strip() for s in items if s and s.strip()]
+
+
+ACTOR_SYSTEM = """You write the answer to the user's task, in Markdown. When you are given a
+previous draft and a critique, produce a complete revised draft that fixes every issue raised
+while keeping what was already good. Reply with the draft only, no commentary."""
+
+CRITIC_SYSTEM = """You are a demanding editor judging a draft against its task. Check that it
+answers the task completely and correctly, and is clear and concise. Set `approved` to true
+only if nothing important remains to fix; otherwise list the concrete issues, most important
+first. Do not rewrite the draft yourself."""
+
+
+def _section(title: str, body: str) -> str:
+    return f"## {title}\n{(body or '').strip() or '(none)'}\n"
+
+
+class Reflective(Pattern):
+    name = "reflective"
+    label = "Reflective (actor and critic)"
+    roles = ("actor", "critic")
+    defaults: dict[str, Any] = {"max_reflections": 3}
+
+    def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
+        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        return {"task": task, "options": opts, "draft": "", "critique": None, "round": 0}
+
+    def first_stage(self, state: dict[str, Any]) -> str:
+        return "draft:1"
+
+    def status_for(self, stage: str) -> str:
+        return "executing" if stage.startswith("draft") else "reviewing"
+
+    def describe_stage(self, stage: str) -> str | None:
+        kind, n = stage.split(":")
+        if kind == "draft":
+            return "The actor is writing the first draft." if n == "1" else \
+                f"The actor is revising (draft {n})."
+        return f"The critic is judging draft {n}."
+
+    def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
+        kind, n = stage.split(":")
+        if kind == "draft":
+            return self._draft(int(n), state, client)
+        if kind == "critique":
+            return self._critique(int(n), state, client)
+        raise ValueError(f"unknown stage {stage!r}")
+
+    def _draft(self, n: int, state, client) -> StageResult:
+        parts = [_section("Task", state["task"])]
+        if n > 1:
+            c = state["critique"]
+            issues = "\n".join(f"- {i}" for i in c["issues"]) or "(none listed)"
+            parts += [_section("Previous draft", state["draft"]),
+                      _section("Critique", f"{c['summary']}\n\nIssues:\n{issues}")]
+        messages = [{"role": "system", "content": ACTOR_SYSTEM},
+                    {"role": "user", "content": "\n".join(parts)}]
+        draft = client.complete("actor", messages).text.strip()
+        state = {**state, "draft": draft, "round": n}
+        return StageResult(state=state, next_stage=f"critique:{n}",
+                           records=[Item("draft", str(n), {"round": n, "text": draft})],
+                           events=[Event("draft_written", f"Draft {n} written "
+                                         f"({len(draft.split())} words).", {"round": n})])
+
+    def _critique(self, n: int, state, client) -> StageResult:
+        messages = [{"role": "system", "content": CRITIC_SYSTEM},
+                    {"role": "user", "content": _section("Task", state["task"]) + "\n"
+                     + _section(f"Draft {n}", state["draft"])}]
+        critique: Critique = client.complete("critic", messages, schema=Critique).data  # type: ignore[assignment]
+        data = critique.model_dump()
+        state = {**state, "critique": data}
+        record = Item("critique", str(n), {"round": n, **data})
+        limit = int(state["options"]["max_reflections"])
+        if critique.approved:
+            return StageResult(state=state, outcome="completed", answer=state["draft"],
+                               records=[record], events=[Event(
+                                   "critique", f"The critic approved draft {n} (score "
+                                   f"{critique.score}/10): {critique.summary[:200]}",
+                                   {"round": n, "approved": True})])
+        if n >= limit:
+            return StageResult(state=state, outcome="completed", answer=state["draft"],
+                               records=[record], events=[Event(
+                                   "critique", f"Draft {n} not approved (score "
+                                   f"{critique.score}/10); the limit of {limit} rounds is "
+                                   "reached, so it is the answer, unapproved.",
+                                   {"round": n, "approved": False, "limit": True})])
+        return StageResult(state=state, next_stage=f"draft:{n + 1}", records=[record],
+                           events=[Event("critique", f"The critic asked for a revision of "
+                                         f"draft {n} ({len(critique.issues)} issues, score "
+                                         f"{critique.score}/10).", {"round": n,
+                                                                     "approved": False})])
