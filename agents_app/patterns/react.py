@@ -1,0 +1,277 @@
+"""ReAct: think → act → observe, one iteration per stage, until the model gives its final
+answer or a limit or a loop forces one.
+
+Limits (defaults from the seed): ``max_iterations`` 10, ``max_tool_calls`` 20,
+``max_seconds`` 300 of working time, ``step_timeout`` 60 s per tool call.
+
+Loop detection, checked before a proposed tool call runs; each forces the final answer with
+its reason recorded:
+  * *same action three times*: the last three calls, this one included, use the same tool;
+  * *A-B-A alternation*: this call repeats, exactly, the call before the previous one;
+  * *same tool, same input*: this call repeats, exactly, any earlier call.
+
+A tool that needs a person's approval stops the run at the ``tool_approval`` gate (approve,
+approve with edited arguments, or reject with a reason the agent reads); ``ask_person`` stops
+it at the ``ask_person`` gate until the person answers.
+
+Stages: ``step:N`` (think, and act unless a gate is needed), ``act:N`` (run an approved call),
+``final`` (the forced final answer). Each iteration is an ``Item("step", N)``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .base import Decision, Event, Gate, InvalidDecision, Item, ModelClient, Pattern, StageResult
+from .toolbox import PERSON, check_args, describe, registry, run_tool
+
+APPROVAL_GATE = "tool_approval"
+ASK_GATE = "ask_person"
+
+
+class Action(BaseModel):
+    type: Literal["tool_call", "final_answer"]
+    tool: str = Field(default="", description="For a tool call: the tool's name.")
+    input: dict[str, Any] = Field(default_factory=dict, description="For a tool call: its "
+                                  "arguments.")
+    answer: str = Field(default="", description="For the final answer: the answer, Markdown.")
+
+
+class Thought(BaseModel):
+    """One ReAct iteration."""
+
+    thought: str = Field(description="What you know so far and why you take this action.")
+    action: Action
+
+
+class FinalAnswer(BaseModel):
+    answer: str = Field(description="The best answer from what was found, in Markdown; say "
+                                    "what is uncertain or missing.")
+
+
+SYSTEM = """You solve the user's task by reasoning and using tools, one action at a time.
+Each reply is a `thought` and an `action`: either a `tool_call` (a tool name and its input)
+or a `final_answer`. After a tool call you see its observation (errors too). Answer as soon
+as you know enough; do not repeat a call you already made.
+
+Tools:
+{catalogue}"""
+
+
+def _signature(tool: str, args: dict[str, Any]) -> str:
+    return json.dumps([tool, args], sort_keys=True, default=str)
+
+
+def detect_loop(history: list[dict[str, Any]], tool: str, args: dict[str, Any]) -> str:
+    """The loop a proposed call would make, or "" (see the module docstring)."""
+    calls = [h for h in history if h.get("tool")]
+    sig = _signature(tool, args)
+    tools = [c["tool"] for c in calls[-2:]] + [tool]
+    if len(tools) == 3 and len(set(tools)) == 1:
+        return f"the same action three times in a row ({tool})"
+    if len(calls) >= 2 and _signature(calls[-2]["tool"], calls[-2]["input"]) == sig \
+            and _signature(calls[-1]["tool"], calls[-1]["input"]) != sig:
+        return f"an A-B-A alternation ({calls[-2]['tool']}, {calls[-1]['tool']}, {tool})"
+    if any(_signature(c["tool"], c["input"]) == sig for c in calls):
+        return f"the same tool with the same input twice ({tool})"
+    return ""
+
+
+class ReAct(Pattern):
+    name = "react"
+    label = "ReAct (think, act, observe)"
+    roles = ("agent",)
+    gates = (APPROVAL_GATE, ASK_GATE)
+    defaults: dict[str, Any] = {"max_iterations": 10, "max_tool_calls": 20,
+                                "max_seconds": 300.0, "step_timeout": 60.0,
+                                "tools": [], "approval": [], "repo_roots": []}
+
+    def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
+        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        return {"task": task, "options": opts, "history": [], "tool_calls": 0,
+                "seconds": 0.0, "pending": None, "stop_reason": ""}
+
+    def first_stage(self, state: dict[str, Any]) -> str:
+        return "step:1"
+
+    def status_for(self, stage: str) -> str:
+        return "synthesizing" if stage == "final" else "executing"
+
+    def describe_stage(self, stage: str) -> str | None:
+        if stage == "final":
+            return "Writing the final answer."
+        kind, n = stage.split(":")
+        return f"Iteration {n}: thinking." if kind == "step" else f"Iteration {n}: running " \
+            "the approved tool call."
+
+    def gate_message(self, gate: str) -> str | None:
+        return {APPROVAL_GATE: "Waiting for you: approve, edit or reject the tool call.",
+                ASK_GATE: "Waiting for you: the agent asked you a question."}.get(gate)
+
+    def tools(self, state) -> dict:
+        opts = state["options"]
+        every = registry(opts["repo_roots"])
+        chosen = opts["tools"] or list(every)
+        return {n: every[n] for n in chosen if n in every}
+
+    # --- stages ---------------------------------------------------------------------------
+    def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
+        if stage == "final":
+            return self._final(state, client)
+        kind, n = stage.split(":")
+        if kind == "step":
+            return self._step(int(n), state, client)
+        if kind == "act":
+            return self._act(int(n), state)
+        raise ValueError(f"unknown stage {stage!r}")
+
+    def _messages(self, state, tools) -> list[dict[str, str]]:
+        messages = [{"role": "system", "content": SYSTEM.format(catalogue=describe(tools))},
+                    {"role": "user", "content": f"## Task\n{state['task']}"}]
+        for h in state["history"]:
+            messages.append({"role": "assistant", "content": json.dumps(
+                {"thought": h["thought"], "action": {"type": "tool_call", "tool": h["tool"],
+                                                     "input": h["input"]}})})
+            messages.append({"role": "user", "content": f"## Observation ({h['tool']}, "
+                             f"{'ok' if h['ok'] else 'error'})\n{h['observation']}"})
+        return messages
+
+    def _limit_reason(self, n: int, state) -> str:
+        opts = state["options"]
+        if n > int(opts["max_iterations"]):
+            return f"the iteration limit ({opts['max_iterations']}) was reached"
+        if state["tool_calls"] >= int(opts["max_tool_calls"]):
+            return f"the tool-call limit ({opts['max_tool_calls']}) was reached"
+        if state["seconds"] >= float(opts["max_seconds"]):
+            return f"the time limit ({float(opts['max_seconds']):g} s) was reached"
+        return ""
+
+    def _force(self, state, reason: str, events=None, records=None) -> StageResult:
+        state = {**state, "stop_reason": reason}
+        return StageResult(state=state, next_stage="final", records=records or [],
+                           events=(events or []) + [Event("loop_stopped", f"Stopping: {reason}; "
+                                                          "asking for the final answer.",
+                                                          {"reason": reason})])
+
+    def _step(self, n: int, state, client) -> StageResult:
+        if reason := self._limit_reason(n, state):
+            return self._force(state, reason)
+        tools = self.tools(state)
+        started = time.monotonic()
+        thought: Thought = client.complete("agent", self._messages(state, tools),
+                                           schema=Thought).data  # type: ignore[assignment]
+        action = thought.action
+        if action.type == "final_answer":
+            answer = action.answer.strip() or thought.thought
+            record = Item("step", str(n), {"iteration": n, "thought": thought.thought,
+                                           "final": True, "answer": answer})
+            return StageResult(state={**state, "stop_reason": "answered"}, outcome="completed",
+                               answer=answer, records=[record], events=[Event(
+                                   "final_answer", f"Iteration {n}: final answer.",
+                                   {"iteration": n})])
+        if loop := detect_loop(state["history"], action.tool, action.input):
+            record = Item("step", str(n), {"iteration": n, "thought": thought.thought,
+                                           "tool": action.tool, "input": action.input,
+                                           "skipped": f"not run: {loop}"})
+            return self._force(state, f"loop detected: {loop}", records=[record])
+        tool = tools.get(action.tool)
+        pending = {"iteration": n, "thought": thought.thought, "tool": action.tool,
+                   "input": action.input}
+        if tool is not None and (tool.kind == PERSON or tool.name in state["options"]["approval"]):
+            gate = ASK_GATE if tool.kind == PERSON else APPROVAL_GATE
+            state = {**state, "pending": pending,
+                     "seconds": state["seconds"] + time.monotonic() - started}
+            what = (f"asks you: {action.input.get('question', '')[:200]}" if gate == ASK_GATE
+                    else f"wants to call {action.tool}")
+            return StageResult(state=state, next_stage=f"act:{n}", gate=Gate(gate, pending),
+                               events=[Event("tool_gate", f"Iteration {n}: the agent {what}.",
+                                             {"iteration": n, "tool": action.tool})])
+        return self._observe(n, state, pending, started)
+
+    def _observe(self, n, state, call, started, *, approved_by: str = "") -> StageResult:
+        timeout = float(state["options"]["step_timeout"])
+        ok, observation, seconds = run_tool(self.tools(state), call["tool"], call["input"],
+                                            timeout=timeout)
+        entry = {**call, "ok": ok, "observation": observation, "seconds": round(seconds, 3)}
+        if approved_by:
+            entry["approved_by"] = approved_by
+        state = {**state, "history": state["history"] + [entry], "pending": None,
+                 "tool_calls": state["tool_calls"] + 1,
+                 "seconds": state["seconds"] + time.monotonic() - started}
+        return StageResult(state=state, next_stage=f"step:{n + 1}",
+                           records=[Item("step", str(n), {"iteration": n, **entry})],
+                           events=[Event("tool_observed", f"Iteration {n}: {call['tool']} "
+                                         f"{'returned' if ok else 'failed'} "
+                                         f"({seconds:.2f} s).", {"iteration": n})])
+
+    def _act(self, n: int, state) -> StageResult:
+        call = state["pending"]
+        return self._observe(n, state, {k: call[k] for k in ("iteration", "thought", "tool",
+                                                             "input")},
+                             time.monotonic(), approved_by=call.get("approved_by", ""))
+
+    def _final(self, state, client) -> StageResult:
+        tools = self.tools(state)
+        messages = self._messages(state, tools) + [{"role": "user", "content": (
+            f"Stop using tools ({state['stop_reason']}). Give your final answer from what you "
+            "have found; say what is missing.")}]
+        final: FinalAnswer = client.complete("agent", messages, schema=FinalAnswer,
+                                             key="final").data  # type: ignore[assignment]
+        return StageResult(state=state, outcome="completed", answer=final.answer,
+                           records=[Item("final", "forced", {"reason": state["stop_reason"],
+                                                             "answer": final.answer})],
+                           events=[Event("final_answer", "Final answer written "
+                                         f"({state['stop_reason']}).")])
+
+    # --- the gates --------------------------------------------------------------------------
+    def decide(self, gate: str, state: dict[str, Any], decision: Decision) -> StageResult:
+        pending = state.get("pending")
+        if not pending or gate not in (APPROVAL_GATE, ASK_GATE):
+            raise InvalidDecision(f"this run is not waiting at {gate}")
+        n = pending["iteration"]
+        who = decision.author
+        if gate == ASK_GATE:
+            answer = decision.feedback.strip()
+            if not answer:
+                raise InvalidDecision("Write your answer to the agent's question.")
+            entry = {**pending, "ok": True, "observation": f"{who} answered: {answer}",
+                     "seconds": 0.0, "answered_by": who}
+            return self._after_person(n, state, entry, f"{who} answered the agent.")
+        if decision.action == "reject":
+            reason = decision.feedback.strip()
+            if not reason:
+                raise InvalidDecision("Say why, so the agent can choose another way.")
+            entry = {**pending, "ok": False, "observation": f"{who} rejected this call: "
+                     f"{reason}", "seconds": 0.0, "rejected_by": who}
+            return self._after_person(n, state, entry, f"{who} rejected the call: {reason}")
+        if decision.action != "approve":
+            raise InvalidDecision(f"unknown action {decision.action!r}")
+        call = dict(pending)
+        if decision.edits is not None:
+            tool = self.tools(state).get(pending["tool"])
+            try:
+                args = json.loads(decision.edits) if isinstance(decision.edits, str) \
+                    else decision.edits
+                parsed = check_args(tool, args) if tool else None
+            except (ValueError, TypeError) as exc:
+                raise InvalidDecision(f"The edited arguments are not valid: {exc}") from None
+            except Exception as exc:  # ToolError: the schema refused them
+                raise InvalidDecision(str(exc)) from None
+            if parsed is not None:
+                call["input"] = parsed.model_dump(exclude_unset=True) or args
+        call["approved_by"] = who
+        edited = call["input"] != pending["input"]
+        return StageResult(state={**state, "pending": call}, next_stage=f"act:{n}",
+                           events=[Event("tool_decided", f"{who} approved the call"
+                                         + (" with edited arguments." if edited else "."),
+                                         {"iteration": n})])
+
+    def _after_person(self, n, state, entry, message) -> StageResult:
+        state = {**state, "history": state["history"] + [entry], "pending": None}
+        return StageResult(state=state, next_stage=f"step:{n + 1}",
+                           records=[Item("step", str(n), {"iteration": n, **entry})],
+                           events=[Event("tool_decided", message, {"iteration": n})])

@@ -1,0 +1,227 @@
+"""ReWOO: plan the tool calls first, run them side by side, then answer from the evidence.
+
+  * ``sketch``: the planner decides whether tools are needed and writes at most
+    ``top_k_sketches`` tool calls (none when the task needs no tool).
+  * ``work``: the calls run concurrently, at most ``max_parallel_work`` at a time, each with
+    ``per_work_timeout``; each piece of evidence records its tool, input, output or error and
+    latency.
+  * ``organize:K``: the answer, only from the evidence, citing evidence ids like [E1], saying
+    when the evidence is insufficient, with a confidence.
+  * ``verify:K``: up to ``max_verify_passes`` checks of the answer against the evidence; a
+    failed check sends it back to organize with the problems found.
+
+Defaults from the seed: 4 sketches, 4 parallel, 25 s per tool, 1 verify pass. Tools that need
+a person (approval, ``ask_person``) are not offered here: the plan runs without stopping.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .base import Event, Item, ModelClient, Pattern, StageResult
+from .parallel import run_parallel
+from .toolbox import PERSON, describe, registry, run_tool
+
+CITATION = re.compile(r"\[(E\d+)\]")
+
+
+class SketchCall(BaseModel):
+    query: str = Field(description="The question this call answers.")
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Sketch(BaseModel):
+    """The planner's answer."""
+
+    needs_tools: bool = Field(description="False when the task can be answered without tools.")
+    reasoning: str = Field(default="", description="Why these calls, briefly.")
+    sketches: list[SketchCall] = Field(default_factory=list)
+
+
+class Organized(BaseModel):
+    answer: str = Field(description="The answer in Markdown, citing evidence as [E1], [E2].")
+    citations: list[str] = Field(default_factory=list, description="Evidence ids used.")
+    confidence: float = Field(ge=0, le=1, description="0 to 1.")
+    insufficient: bool = Field(default=False, description="True if the evidence does not "
+                                                          "answer the task.")
+
+
+class Verification(BaseModel):
+    supported: bool = Field(description="True if every claim is backed by the cited evidence.")
+    problems: list[str] = Field(default_factory=list)
+
+
+SKETCH_SYSTEM = """You plan how to answer a task with tools, before any tool runs. First decide
+whether tools are needed at all: greetings, questions about yourself and general knowledge
+need none (`needs_tools: false`, no sketches). Otherwise write at most {top_k} independent tool
+calls, each with the question it answers. The calls run at the same time, so none may depend
+on another's result.
+
+Tools:
+{catalogue}"""
+
+ORGANIZE_SYSTEM = """You answer the task using only the evidence given, never outside
+knowledge. Cite the evidence behind every claim as [E1], [E2]. If the evidence is not enough,
+say so plainly and set `insufficient`. Give your confidence from 0 to 1."""
+
+VERIFY_SYSTEM = """You check an answer against the evidence it cites. It is supported only if
+every claim is backed by the cited evidence and no citation points to evidence that does not
+say it. List each problem."""
+
+
+def evidence_block(evidence: list[dict[str, Any]]) -> str:
+    out = []
+    for e in evidence:
+        body = e["output"] if e["ok"] else f"ERROR: {e['error']}"
+        out.append(f"[{e['id']}] {e['tool']}({e['input']}) for “{e['query']}”:\n{body}")
+    return "\n\n".join(out) or "(no evidence: no tool was needed or none ran)"
+
+
+class ReWOO(Pattern):
+    name = "rewoo"
+    label = "ReWOO (plan, work in parallel, organize)"
+    roles = ("planner", "organizer")
+    defaults: dict[str, Any] = {"top_k_sketches": 4, "max_parallel_work": 4,
+                                "per_work_timeout": 25.0, "max_verify_passes": 1,
+                                "tools": [], "repo_roots": []}
+
+    def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
+        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        return {"task": task, "options": opts, "sketches": [], "evidence": [],
+                "organized": None, "problems": []}
+
+    def first_stage(self, state: dict[str, Any]) -> str:
+        return "sketch"
+
+    def status_for(self, stage: str) -> str:
+        return {"sketch": "planning", "work": "executing"}.get(stage.split(":")[0],
+                                                               "synthesizing")
+
+    def describe_stage(self, stage: str) -> str | None:
+        kind = stage.split(":")[0]
+        return {"sketch": "The planner is deciding which tool calls to make.",
+                "work": "Running the planned tool calls side by side.",
+                "organize": "Writing the answer from the evidence.",
+                "verify": "Checking the answer against the evidence."}.get(kind)
+
+    def tools(self, state) -> dict:
+        opts = state["options"]
+        every = {n: t for n, t in registry(opts["repo_roots"]).items() if t.kind != PERSON}
+        chosen = opts["tools"] or list(every)
+        return {n: every[n] for n in chosen if n in every}
+
+    def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
+        kind, _, arg = stage.partition(":")
+        if kind == "sketch":
+            return self._sketch(state, client)
+        if kind == "work":
+            return self._work(state)
+        if kind == "organize":
+            return self._organize(int(arg), state, client)
+        if kind == "verify":
+            return self._verify(int(arg), state, client)
+        raise ValueError(f"unknown stage {stage!r}")
+
+    def _sketch(self, state, client) -> StageResult:
+        opts = state["options"]
+        top_k = int(opts["top_k_sketches"])
+        system = SKETCH_SYSTEM.format(top_k=top_k, catalogue=describe(self.tools(state)))
+        sketch: Sketch = client.complete("planner", [
+            {"role": "system", "content": system},
+            {"role": "user", "content": f"## Task\n{state['task']}"}], schema=Sketch).data  # type: ignore[assignment]
+        calls = sketch.sketches if sketch.needs_tools else []
+        events = []
+        if len(calls) > top_k:
+            events.append(Event("sketches_trimmed", f"The planner wrote {len(calls)} calls; "
+                                f"kept the first {top_k}.", {"proposed": len(calls)}))
+            calls = calls[:top_k]
+        sketches = [{"id": f"S{i}", **c.model_dump()} for i, c in enumerate(calls, 1)]
+        state = {**state, "sketches": sketches, "reasoning": sketch.reasoning}
+        records = [Item("sketch", s["id"], s) for s in sketches]
+        events.append(Event("sketched", f"{len(sketches)} tool call(s) planned." if sketches
+                            else "No tool is needed: answering directly.",
+                            {"count": len(sketches)}))
+        return StageResult(state=state, next_stage="work" if sketches else "organize:1",
+                           records=records, events=events)
+
+    def _work(self, state) -> StageResult:
+        opts = state["options"]
+        tools = self.tools(state)
+        timeout = float(opts["per_work_timeout"])
+        jobs = {s["id"]: (lambda s=s: run_tool(tools, s["tool"], s["arguments"],
+                                               timeout=timeout))
+                for s in state["sketches"]}
+        outcomes = run_parallel(jobs, timeout + 5, int(opts["max_parallel_work"]))
+        evidence, records = [], []
+        for i, s in enumerate(state["sketches"], 1):
+            out = outcomes[s["id"]]
+            if out.value is not None:
+                ok, text, seconds = out.value
+            else:
+                ok, text, seconds = False, out.error or "no result", out.seconds
+            e = {"id": f"E{i}", "sketch": s["id"], "query": s["query"], "tool": s["tool"],
+                 "input": s["arguments"], "ok": ok, "output": text if ok else "",
+                 "error": "" if ok else text, "latency_ms": int(seconds * 1000)}
+            evidence.append(e)
+            records.append(Item("evidence", e["id"], e))
+        failed = sum(not e["ok"] for e in evidence)
+        return StageResult(state={**state, "evidence": evidence}, next_stage="organize:1",
+                           records=records, events=[Event(
+                               "evidence", f"{len(evidence)} piece(s) of evidence, {failed} "
+                               "failed.", {"failed": failed})])
+
+    def _organize(self, k: int, state, client) -> StageResult:
+        user = f"## Task\n{state['task']}\n\n## Evidence\n{evidence_block(state['evidence'])}\n"
+        if state["problems"]:
+            user += "\n## Problems found in your previous answer\n" + "\n".join(
+                f"- {p}" for p in state["problems"]) + "\n"
+        org: Organized = client.complete("organizer", [
+            {"role": "system", "content": ORGANIZE_SYSTEM},
+            {"role": "user", "content": user}], schema=Organized, key=f"organize{k}").data  # type: ignore[assignment]
+        known = {e["id"] for e in state["evidence"]}
+        cited = sorted(set(CITATION.findall(org.answer)) | set(org.citations),
+                       key=lambda c: int(c[1:]))
+        unknown = [c for c in cited if c not in known]
+        data = {**org.model_dump(), "citations": [c for c in cited if c in known],
+                "unknown_citations": unknown, "pass": k}
+        state = {**state, "organized": data}
+        record = Item("answer", str(k), data)
+        passes = int(state["options"]["max_verify_passes"])
+        if k <= passes and state["evidence"]:
+            return StageResult(state=state, next_stage=f"verify:{k}", records=[record],
+                               events=[Event("organized", f"Answer {k} written (confidence "
+                                             f"{org.confidence:.2f}, {len(data['citations'])} "
+                                             "citations).", {"pass": k})])
+        return StageResult(state=state, outcome="completed", answer=org.answer,
+                           records=[record], events=[Event(
+                               "organized", f"Answer written (confidence {org.confidence:.2f})"
+                               + (", evidence insufficient" if org.insufficient else "") + ".",
+                               {"pass": k})])
+
+    def _verify(self, k: int, state, client) -> StageResult:
+        org = state["organized"]
+        user = (f"## Task\n{state['task']}\n\n## Evidence\n{evidence_block(state['evidence'])}"
+                f"\n\n## Answer to check\n{org['answer']}\n")
+        v: Verification = client.complete("organizer", [
+            {"role": "system", "content": VERIFY_SYSTEM},
+            {"role": "user", "content": user}], schema=Verification, key=f"verify{k}").data  # type: ignore[assignment]
+        problems = list(v.problems)
+        if org["unknown_citations"]:
+            problems.append(f"Cites evidence that does not exist: {', '.join(org['unknown_citations'])}.")
+        supported = v.supported and not org["unknown_citations"]
+        record = Item("verification", str(k), {"pass": k, "supported": supported,
+                                               "problems": problems})
+        if supported:
+            return StageResult(state=state, outcome="completed", answer=org["answer"],
+                               records=[record], events=[Event(
+                                   "verified", f"Verification {k}: the answer is supported "
+                                   "by its evidence.", {"pass": k})])
+        return StageResult(state={**state, "problems": problems},
+                           next_stage=f"organize:{k + 1}", records=[record],
+                           events=[Event("verified", f"Verification {k} failed "
+                                         f"({len(problems)} problem(s)); organizing again.",
+                                         {"pass": k, "supported": False})])
