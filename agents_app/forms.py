@@ -49,10 +49,28 @@ class StartRunForm(forms.Form):
     positions = forms.CharField(label="Positions", required=False, max_length=6000,
                                 widget=forms.Textarea(attrs={"rows": 3}),
                                 help_text="One per line, “name: stance”; 2 to 5 positions.")
+    max_iterations = forms.IntegerField(label="Max iterations", min_value=1, max_value=30,
+                                        required=False)
+    max_tool_calls = forms.IntegerField(label="Max tool calls", min_value=1, max_value=50,
+                                        required=False)
+    top_k_sketches = forms.IntegerField(label="Max tool calls planned", min_value=1,
+                                        max_value=10, required=False)
+    max_parallel_work = forms.IntegerField(label="Calls at once", min_value=1, max_value=10,
+                                           required=False)
+    max_verify_passes = forms.IntegerField(label="Verify passes", min_value=0, max_value=3,
+                                           required=False)
+    tools = forms.MultipleChoiceField(label="Tools", required=False,
+                                      widget=forms.CheckboxSelectMultiple,
+                                      help_text="None ticked: all of them.")
+    approval = forms.MultipleChoiceField(label="Ask me before running", required=False,
+                                         widget=forms.CheckboxSelectMultiple)
     auto_approve = forms.BooleanField(label="Auto-approve the plan", required=False)
     complexity_gate = forms.BooleanField(label="Skip planning for simple tasks", required=False)
 
     OPTION_PATTERNS = {
+        "max_iterations": "react", "max_tool_calls": "react", "approval": "react",
+        "top_k_sketches": "rewoo", "max_parallel_work": "rewoo", "max_verify_passes": "rewoo",
+        "tools": "react rewoo",
         "max_steps": "plan_execute", "max_replans": "plan_execute",
         "auto_approve": "plan_execute", "complexity_gate": "plan_execute",
         "max_reflections": "reflective", "max_rounds": "debate", "positions": "debate",
@@ -69,6 +87,12 @@ class StartRunForm(forms.Form):
                 widget=forms.TextInput(attrs={"placeholder": default,
                                               "data-patterns": " ".join(patterns)}))
             self.role_fields[role] = name
+        from .patterns.toolbox import PERSON, registry
+
+        every = registry([])
+        self.fields["tools"].choices = [(n, n.replace("_", " ")) for n in every]
+        self.fields["approval"].choices = [(n, n.replace("_", " ")) for n, t in every.items()
+                                           if t.kind != PERSON]
         for name, pattern in self.OPTION_PATTERNS.items():
             self.fields[name].widget.attrs["data-patterns"] = pattern
         self.fields["max_cost_usd"].widget.attrs["placeholder"] = settings.QUORUM_DEFAULT_MAX_COST_USD
@@ -81,9 +105,6 @@ class StartRunForm(forms.Form):
 
     def model_fields(self):
         return [self[name] for name in self.role_fields.values()]
-
-    def option_fields(self, *names):
-        return [self[name] for name in names]
 
     def clean_task(self):
         task = self.cleaned_data["task"].strip()
@@ -129,6 +150,17 @@ class StartRunForm(forms.Form):
             return {"max_reflections": d.get("max_reflections") or 3}
         if d["pattern"] == "debate":
             return {"max_rounds": d.get("max_rounds") or 2, "positions": d["positions_parsed"]}
+        if d["pattern"] == "react":
+            return {"max_iterations": d.get("max_iterations") or 10,
+                    "max_tool_calls": d.get("max_tool_calls") or 20,
+                    "tools": d.get("tools") or [], "approval": d.get("approval") or [],
+                    "repo_roots": list(settings.QUORUM_REPO_ROOTS)}
+        if d["pattern"] == "rewoo":
+            return {"top_k_sketches": d.get("top_k_sketches") or 4,
+                    "max_parallel_work": d.get("max_parallel_work") or 4,
+                    "max_verify_passes": 1 if d.get("max_verify_passes") is None
+                    else d["max_verify_passes"],
+                    "tools": d.get("tools") or [], "repo_roots": list(settings.QUORUM_REPO_ROOTS)}
         return {
             "auto_approve": d["auto_approve"],
             "complexity_gate": d["complexity_gate"],
@@ -292,3 +324,27 @@ class ChangeDecisionForm(forms.Form):
         return {"goal": (d.get("goal") or "").strip(), "files": lines("files"),
                 "approach": (d.get("approach") or "").strip(), "steps": lines("steps"),
                 "test_strategy": (d.get("test_strategy") or "").strip(), "risks": lines("risks")}
+
+
+class ToolDecisionForm(forms.Form):
+    """A decision at a tool gate: approve (maybe with edited JSON arguments), reject with a
+    reason, or the answer to the agent's question (in ``feedback``)."""
+
+    action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    seq = forms.IntegerField(min_value=0)
+    feedback = forms.CharField(required=False, max_length=4000)
+    args = forms.CharField(required=False, max_length=20000)
+
+    def clean_args(self):
+        import json
+
+        text = (self.cleaned_data.get("args") or "").strip()
+        if not text:
+            return None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            raise forms.ValidationError("The arguments are not valid JSON.") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError("The arguments must be a JSON object.")
+        return value

@@ -3,6 +3,7 @@ steps, answer, model-call trace). One view per page; htmx requests get the named
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from django.contrib.auth.decorators import login_required
@@ -13,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from . import engine
-from .forms import HistoryFilterForm, PlanDecisionForm, StartRunForm
+from .forms import HistoryFilterForm, PlanDecisionForm, StartRunForm, ToolDecisionForm
 from .models import Run
 from .patterns import PATTERNS
 from .patterns.base import Decision, InvalidDecision
@@ -115,6 +116,18 @@ def _pattern_items(run: Run) -> dict:
         conclusion = next((i.data for i in items if i.kind == "conclusion"), None)
         return {"debate_rounds": sorted(by_round.items()), "conclusion": conclusion,
                 "positions": (run.options or {}).get("positions", [])}
+    if run.pattern == "react":
+        steps = sorted((i.data for i in items if i.kind == "step"), key=lambda d: d["iteration"])
+        forced = next((i.data for i in items if i.kind == "final"), None)
+        pending = (run.state or {}).get("pending") if run.is_waiting else None
+        return {"react_steps": steps, "react_forced": forced, "pending": pending,
+                "pending_args": json.dumps((pending or {}).get("input", {}), indent=2)}
+    if run.pattern == "rewoo":
+        answers = [i.data for i in items if i.kind == "answer"]
+        return {"sketches": [i.data for i in items if i.kind == "sketch"],
+                "evidence": [i.data for i in items if i.kind == "evidence"],
+                "answers": answers, "final_answer": answers[-1] if answers else None,
+                "verifications": [i.data for i in items if i.kind == "verification"]}
     return {}
 
 
@@ -183,6 +196,38 @@ def plan_decision(request, pk: int):
         return _plan_panel(request, run, 400, error=str(exc), edited_steps=edited,
                            feedback=form.cleaned_data["feedback"])
     return _plan_panel(request, run)
+
+
+def _items_panel(request, run: Run, status: int = 200, **extra):
+    ctx = run_context(run, **extra)
+    if request.htmx:
+        return render(request, "agents_app/run_detail.html#items-panel", ctx, status=status)
+    return render(request, "agents_app/run_detail.html", ctx, status=status)
+
+
+@login_required
+@require_POST
+def tool_decision(request, pk: int):
+    """A person's decision at a ReAct tool gate (approve, edit, reject) or their answer."""
+    run = owned_run(request, pk)
+    form = ToolDecisionForm(request.POST)
+    if not form.is_valid():
+        message = " ".join(e for errs in form.errors.values() for e in errs)
+        return _items_panel(request, run, 400, tool_error=message or "That decision could "
+                            "not be read; reload the page.")
+    d = form.cleaned_data
+    original = (run.state.get("pending") or {}).get("input")
+    edits = d["args"] if d["action"] == "approve" and d["args"] != original else None
+    decision = Decision(action=d["action"], feedback=d["feedback"], edits=edits,
+                        author=request.user.get_username())
+    try:
+        run = engine.decide(run, request.user, d["seq"], decision)
+    except engine.StaleDecision as exc:
+        run.refresh_from_db()
+        return _items_panel(request, run, 409, tool_error=str(exc))
+    except InvalidDecision as exc:
+        return _items_panel(request, run, 400, tool_error=str(exc))
+    return _items_panel(request, run)
 
 
 @login_required

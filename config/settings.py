@@ -174,6 +174,9 @@ QUORUM_ROLE_MODELS = {
     "critic": env.str("QUORUM_MODEL_CRITIC", default=QUORUM_DEFAULT_MODEL),
     "debater": env.str("QUORUM_MODEL_DEBATER", default=QUORUM_DEFAULT_MODEL),
     "judge": env.str("QUORUM_MODEL_JUDGE", default=QUORUM_DEFAULT_MODEL),
+    # ReAct's agent and ReWOO's organizer (ReWOO's planner is the planner above).
+    "agent": env.str("QUORUM_MODEL_AGENT", default=QUORUM_DEFAULT_MODEL),
+    "organizer": env.str("QUORUM_MODEL_ORGANIZER", default=QUORUM_DEFAULT_MODEL),
     # Plan-execute-review: the reviewer comes from another family than the executor if it can.
     "reviewer": _other_family_model(env.str("QUORUM_MODEL_EXECUTOR", default=QUORUM_DEFAULT_MODEL)),
 }

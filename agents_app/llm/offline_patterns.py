@@ -79,3 +79,86 @@ def register() -> None:
     offline.register("Critique", critic, role="critic")
     offline.register(None, debater, role="debater")
     offline.register("Conclusion", judge, role="judge")
+    register_tools()
+
+
+# --- ReAct and ReWOO -------------------------------------------------------------------------------
+_ARITH = re.compile(r"(?<![\w.])(\(?\s*\d[\d.\s()*/+\-%]*[*/+\-%]\s*\(?\s*\d[\d.\s()*/+\-%]*)")
+_TIME = re.compile(r"\b(time|date|today|now|day)\b", re.IGNORECASE)
+
+
+def _planned_calls(task: str) -> list[tuple[str, str, dict]]:
+    """The tool calls a task spells out: arithmetic, and a question about the time."""
+    calls = []
+    for m in _ARITH.finditer(task):
+        expression = m.group(1).strip().rstrip("?.")
+        if any(op in expression for op in "*/+-%"):
+            calls.append((f"What is {expression}?", "calculator", {"expression": expression}))
+    if _TIME.search(task):
+        calls.append(("What is the current time?", "current_time", {"timezone": "UTC"}))
+    return calls[:4]
+
+
+def _observations(messages) -> list[str]:
+    return [m["content"].split("\n", 1)[-1] for m in messages
+            if m.get("role") == "user" and m["content"].startswith("## Observation")]
+
+
+def react_thought(messages) -> dict:
+    task = sections(messages).get("Task", "")
+    calls = _planned_calls(task)
+    done = sum(1 for m in messages if m.get("role") == "assistant")
+    if done < len(calls):
+        query, tool, args = calls[done]
+        return {"thought": f"{query} The {tool} tool can tell. {PLAIN_LABEL}",
+                "action": {"type": "tool_call", "tool": tool, "input": args}}
+    found = _observations(messages)
+    answer = ("\n".join(f"- {o}" for o in found) if found else
+              "The offline model can only use the calculator and the clock for what the task "
+              "spells out; there was nothing for it to look up here.")
+    return {"thought": f"I have what I can get. {PLAIN_LABEL}",
+            "action": {"type": "final_answer", "answer": f"{answer}\n\n{LABEL}"}}
+
+
+def react_final(messages) -> dict:
+    found = _observations(messages)
+    return {"answer": ("\n".join(f"- {o}" for o in found) or "Nothing was found.")
+            + f"\n\n{LABEL}"}
+
+
+def rewoo_sketch(messages) -> dict:
+    calls = _planned_calls(sections(messages).get("Task", ""))
+    return {"needs_tools": bool(calls), "reasoning": f"Calls the task spells out. {PLAIN_LABEL}",
+            "sketches": [{"query": q, "tool": t, "arguments": a} for q, t, a in calls]}
+
+
+def rewoo_organize(messages) -> dict:
+    evidence = sections(messages).get("Evidence", "")
+    items = re.findall(r"^\[(E\d+)\] .*?:\n(.*?)(?=^\[E\d+\] |\Z)", evidence,
+                       re.MULTILINE | re.DOTALL)
+    good = [(i, text.strip()) for i, text in items if not text.startswith("ERROR")]
+    if not good:
+        return {"answer": f"The evidence is not enough to answer. {LABEL}", "citations": [],
+                "confidence": 0.1, "insufficient": True}
+    lines = "\n".join(f"- {text.splitlines()[0]} [{i}]" for i, text in good)
+    return {"answer": f"From the evidence:\n\n{lines}\n\n{LABEL}",
+            "citations": [i for i, _ in good], "confidence": 0.6, "insufficient": False}
+
+
+def rewoo_verify(messages) -> dict:
+    secs = sections(messages)
+    known = set(re.findall(r"^\[(E\d+)\]", secs.get("Evidence", ""), re.MULTILINE))
+    cited = set(re.findall(r"\[(E\d+)\]", secs.get("Answer to check", "")))
+    unknown = sorted(cited - known)
+    return {"supported": not unknown,
+            "problems": [f"{c} is not in the evidence." for c in unknown]}
+
+
+def register_tools() -> None:
+    from . import offline
+
+    offline.register("Thought", react_thought, role="agent")
+    offline.register("FinalAnswer", react_final, role="agent")
+    offline.register("Sketch", rewoo_sketch)
+    offline.register("Organized", rewoo_organize)
+    offline.register("Verification", rewoo_verify)

@@ -4,10 +4,12 @@ from .base import Pattern
 from .debate import Debate
 from .plan_execute import PlanExecute
 from .plan_execute_review import PlanExecuteReview
+from .react import ReAct
 from .reflective import Reflective
+from .rewoo import ReWOO
 
 PATTERNS: dict[str, Pattern] = {p.name: p for p in (PlanExecute(), PlanExecuteReview(),
-                                                    Reflective(), Debate())}
+                                                    Reflective(), Debate(), ReWOO(), ReAct())}
 
 
 def register_pattern(pattern: Pattern) -> None:

@@ -42,9 +42,11 @@ class Command(BaseCommand):
         change.add_argument("--max-rounds", type=int, default=None,
                             help="plan_execute_review: execute/review rounds before escalating "
                                  "(default QUORUM_CHANGE_MAX_ROUNDS); debate: rounds (default 2).")
-        others = parser.add_argument_group("reflective and debate")
+        others = parser.add_argument_group("reflective, debate, react, rewoo")
         others.add_argument("--max-reflections", type=int, default=None,
                             help="reflective: most actor/critic rounds (default 3).")
+        others.add_argument("--tools", default="",
+                            help="react, rewoo: comma-separated tool names (default: all).")
         others.add_argument("--positions", default="",
                             help="debate: positions, one per line, 'name: stance' "
                                  "(default For / Against).")
@@ -94,6 +96,15 @@ class Command(BaseCommand):
             except InvalidDecision as exc:
                 raise CommandError(f"--positions: {exc}") from None
             return {"max_rounds": rounds, "positions": positions}
+        if name in ("react", "rewoo"):
+            from agents_app.patterns.toolbox import registry
+
+            tools = [t.strip() for t in opts["tools"].split(",") if t.strip()]
+            unknown = sorted(set(tools) - set(registry([])))
+            if unknown:
+                raise CommandError(f"--tools: unknown {', '.join(unknown)}; choose from "
+                                   f"{', '.join(registry([]))}.")
+            return {"tools": tools, "repo_roots": list(settings.QUORUM_REPO_ROOTS)}
         return {"auto_approve": opts["auto_approve"], "max_steps": settings.QUORUM_MAX_STEPS,
                 "max_replans": settings.QUORUM_MAX_REPLANS}
 
