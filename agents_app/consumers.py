@@ -38,6 +38,10 @@ _PANELS_BY_KIND = {
     "evidence": {"items-panel"},
     "organized": {"items-panel"},
     "verified": {"items-panel"},
+    "delegated": {"items-panel"},
+    "work_done": {"items-panel"},
+    "lead_review": {"items-panel"},
+    "assignee_unknown": {"items-panel"},
     "run_cancelled": {"plan-panel"},
     "budget_exceeded": {"plan-panel"},
 }

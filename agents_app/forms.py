@@ -64,10 +64,20 @@ class StartRunForm(forms.Form):
                                       help_text="None ticked: all of them.")
     approval = forms.MultipleChoiceField(label="Ask me before running", required=False,
                                          widget=forms.CheckboxSelectMultiple)
+    strategy = forms.ChoiceField(label="Strategy", required=False, initial="dynamic",
+                                 choices=[("dynamic", "Dynamic (the lead reviews and may "
+                                           "reassign)"), ("sequential", "Sequential"),
+                                          ("parallel", "Parallel")])
+    team = forms.CharField(label="Team", required=False, max_length=4000,
+                           widget=forms.Textarea(attrs={"rows": 3}),
+                           help_text="One per line, “name: what they do”; 1 to 6 members.")
+    max_reassignments = forms.IntegerField(label="Reassignment rounds", min_value=0,
+                                           max_value=5, required=False)
     auto_approve = forms.BooleanField(label="Auto-approve the plan", required=False)
     complexity_gate = forms.BooleanField(label="Skip planning for simple tasks", required=False)
 
     OPTION_PATTERNS = {
+        "strategy": "team_lead", "team": "team_lead", "max_reassignments": "team_lead",
         "max_iterations": "react", "max_tool_calls": "react", "approval": "react",
         "top_k_sketches": "rewoo", "max_parallel_work": "rewoo", "max_verify_passes": "rewoo",
         "tools": "react rewoo",
@@ -102,6 +112,10 @@ class StartRunForm(forms.Form):
         self.fields["max_reflections"].widget.attrs["placeholder"] = 3
         self.fields["max_rounds"].widget.attrs["placeholder"] = 2
         self.fields["positions"].widget.attrs["placeholder"] = "For: argue in favour\nAgainst: argue against"
+        self.fields["team"].widget.attrs["placeholder"] = ("researcher: finds and summarizes "
+                                                           "information\nwriter: writes clear "
+                                                           "reports")
+        self.fields["max_reassignments"].widget.attrs["placeholder"] = 2
 
     def model_fields(self):
         return [self[name] for name in self.role_fields.values()]
@@ -126,6 +140,15 @@ class StartRunForm(forms.Form):
             value = (data.get(name) or "").strip()
             if value and (problem := check_model_name(value)):
                 self.add_error(name, problem)
+        if pattern.name == "team_lead":
+            from .patterns.base import InvalidDecision
+            from .patterns.team_lead import DEFAULT_TEAM, parse_team
+
+            text = (data.get("team") or "").strip()
+            try:
+                data["team_parsed"] = parse_team(text) if text else DEFAULT_TEAM
+            except InvalidDecision as exc:
+                self.add_error("team", str(exc))
         if pattern.name == "debate":
             from .patterns.base import InvalidDecision
             from .patterns.debate import DEFAULT_POSITIONS, parse_positions
@@ -150,6 +173,10 @@ class StartRunForm(forms.Form):
             return {"max_reflections": d.get("max_reflections") or 3}
         if d["pattern"] == "debate":
             return {"max_rounds": d.get("max_rounds") or 2, "positions": d["positions_parsed"]}
+        if d["pattern"] == "team_lead":
+            return {"strategy": d.get("strategy") or "dynamic", "team": d["team_parsed"],
+                    "max_reassignments": 2 if d.get("max_reassignments") is None
+                    else d["max_reassignments"]}
         if d["pattern"] == "react":
             return {"max_iterations": d.get("max_iterations") or 10,
                     "max_tool_calls": d.get("max_tool_calls") or 20,

@@ -116,6 +116,9 @@ def _pattern_items(run: Run) -> dict:
         conclusion = next((i.data for i in items if i.kind == "conclusion"), None)
         return {"debate_rounds": sorted(by_round.items()), "conclusion": conclusion,
                 "positions": (run.options or {}).get("positions", [])}
+    if run.pattern == "team_lead":
+        return {"subtasks": (run.state or {}).get("subtasks", []),
+                "team": (run.options or {}).get("team", [])}
     if run.pattern == "react":
         steps = sorted((i.data for i in items if i.kind == "step"), key=lambda d: d["iteration"])
         forced = next((i.data for i in items if i.kind == "final"), None)

@@ -174,6 +174,9 @@ QUORUM_ROLE_MODELS = {
     "critic": env.str("QUORUM_MODEL_CRITIC", default=QUORUM_DEFAULT_MODEL),
     "debater": env.str("QUORUM_MODEL_DEBATER", default=QUORUM_DEFAULT_MODEL),
     "judge": env.str("QUORUM_MODEL_JUDGE", default=QUORUM_DEFAULT_MODEL),
+    # Team lead.
+    "lead": env.str("QUORUM_MODEL_LEAD", default=QUORUM_DEFAULT_MODEL),
+    "member": env.str("QUORUM_MODEL_MEMBER", default=QUORUM_DEFAULT_MODEL),
     # ReAct's agent and ReWOO's organizer (ReWOO's planner is the planner above).
     "agent": env.str("QUORUM_MODEL_AGENT", default=QUORUM_DEFAULT_MODEL),
     "organizer": env.str("QUORUM_MODEL_ORGANIZER", default=QUORUM_DEFAULT_MODEL),

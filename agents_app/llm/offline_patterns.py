@@ -80,6 +80,7 @@ def register() -> None:
     offline.register(None, debater, role="debater")
     offline.register("Conclusion", judge, role="judge")
     register_tools()
+    register_team()
 
 
 # --- ReAct and ReWOO -------------------------------------------------------------------------------
@@ -162,3 +163,58 @@ def register_tools() -> None:
     offline.register("Sketch", rewoo_sketch)
     offline.register("Organized", rewoo_organize)
     offline.register("Verification", rewoo_verify)
+
+
+# --- Team lead -----------------------------------------------------------------------------------
+def _team(messages) -> list[str]:
+    system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+    return re.findall(r"^- ([A-Za-z][\w-]*):", system, re.MULTILINE)
+
+
+def delegation(messages) -> dict:
+    from .offline import split_task
+
+    task = sections(messages).get("Task", "")
+    team = _team(messages) or ["member"]
+    parts = split_task(task) or [f"Gather what is needed for: {_clip(task, 150)}",
+                                 f"Write the answer to: {_clip(task, 150)}"]
+    return {"subtasks": [{"assignee": team[i % len(team)], "task": p}
+                         for i, p in enumerate(parts[:6])]}
+
+
+def lead_review(messages) -> dict:
+    log = sections(messages).get("Work log", "")
+    attempts = re.findall(r"\(attempt (\d+)\)", log)
+    team = _team(messages) or ["member"]
+    if len(attempts) <= 2 and "Check the results" not in log:
+        return {"complete": False, "reason": f"One check before the answer. {PLAIN_LABEL}",
+                "reassignments": [{"assignee": team[0],
+                                   "task": "Check the results so far against the task."}]}
+    return {"complete": True, "reassignments": [], "reason": f"Enough to answer. {PLAIN_LABEL}"}
+
+
+def member(messages) -> str:
+    system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+    who = re.search(r"You are ([\w-]+)", system)
+    secs = sections(messages)
+    subtask = secs.get("Your subtask", "")
+    prior = "Results so far" in secs
+    return (f"**{who.group(1) if who else 'member'}** on “{_clip(subtask, 150)}”: covers "
+            f"{', '.join(key_terms(subtask, 3)) or 'the subtask'}"
+            + ("; builds on the earlier results." if prior else ".") + f" {LABEL}")
+
+
+def lead_text(messages) -> str:
+    log = sections(messages).get("Results", "")
+    parts = re.findall(r"^### (T\d+) — ([\w-]+)", log, re.MULTILINE)
+    lines = "\n".join(f"- {t} by {who}" for t, who in parts)
+    return f"The team's results, combined:\n\n{lines}\n\n{LABEL}"
+
+
+def register_team() -> None:
+    from . import offline
+
+    offline.register("Delegation", delegation, role="lead")
+    offline.register("LeadReview", lead_review, role="lead")
+    offline.register(None, lead_text, role="lead")
+    offline.register(None, member, role="member")

@@ -7,9 +7,11 @@ from .plan_execute_review import PlanExecuteReview
 from .react import ReAct
 from .reflective import Reflective
 from .rewoo import ReWOO
+from .team_lead import TeamLead
 
 PATTERNS: dict[str, Pattern] = {p.name: p for p in (PlanExecute(), PlanExecuteReview(),
-                                                    Reflective(), Debate(), ReWOO(), ReAct())}
+                                                    Reflective(), Debate(), TeamLead(), ReWOO(),
+                                                    ReAct())}
 
 
 def register_pattern(pattern: Pattern) -> None:

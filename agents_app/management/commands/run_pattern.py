@@ -42,9 +42,15 @@ class Command(BaseCommand):
         change.add_argument("--max-rounds", type=int, default=None,
                             help="plan_execute_review: execute/review rounds before escalating "
                                  "(default QUORUM_CHANGE_MAX_ROUNDS); debate: rounds (default 2).")
-        others = parser.add_argument_group("reflective, debate, react, rewoo")
+        others = parser.add_argument_group("reflective, debate, team_lead, react, rewoo")
         others.add_argument("--max-reflections", type=int, default=None,
                             help="reflective: most actor/critic rounds (default 3).")
+        others.add_argument("--strategy", default="dynamic",
+                            help="team_lead: sequential, parallel or dynamic (default).")
+        others.add_argument("--team", default="",
+                            help="team_lead: members, one per line, 'name: what they do'.")
+        others.add_argument("--max-reassignments", type=int, default=2,
+                            help="team_lead (dynamic): reassignment rounds (default 2).")
         others.add_argument("--tools", default="",
                             help="react, rewoo: comma-separated tool names (default: all).")
         others.add_argument("--positions", default="",
@@ -96,6 +102,17 @@ class Command(BaseCommand):
             except InvalidDecision as exc:
                 raise CommandError(f"--positions: {exc}") from None
             return {"max_rounds": rounds, "positions": positions}
+        if name == "team_lead":
+            from agents_app.patterns.team_lead import DEFAULT_TEAM, STRATEGIES, parse_team
+
+            if opts["strategy"] not in STRATEGIES:
+                raise CommandError(f"--strategy takes {', '.join(STRATEGIES)}.")
+            try:
+                team = parse_team(opts["team"]) if opts["team"].strip() else DEFAULT_TEAM
+            except InvalidDecision as exc:
+                raise CommandError(f"--team: {exc}") from None
+            return {"strategy": opts["strategy"], "team": team,
+                    "max_reassignments": opts["max_reassignments"]}
         if name in ("react", "rewoo"):
             from agents_app.patterns.toolbox import registry
 

@@ -1,0 +1,262 @@
+"""Team Lead: a lead splits the task into subtasks for named team members, the members carry
+them out, and the lead writes the final answer.
+
+Strategies:
+  * ``sequential``: one subtask at a time, each member seeing the results before it;
+  * ``parallel``: every subtask at once (side by side, each with its timeout);
+  * ``dynamic``: sequential work, then the lead reviews the work log and either finishes or
+    assigns more work (new subtasks, or a subtask again to someone), up to
+    ``max_reassignments`` reviews that ask for more.
+
+Stages: ``delegate``, ``work:K`` (the pending subtasks of batch K), ``review:K`` (dynamic only),
+``synthesize``. Every subtask attempt is an ``Item("subtask", ...)`` with its assignee,
+attempt, status and result.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .base import Event, InvalidDecision, Item, ModelClient, ModelError, Pattern, StageResult
+from .parallel import run_parallel
+
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,29}$")
+MAX_SUBTASKS = 10
+STRATEGIES = ("sequential", "parallel", "dynamic")
+
+
+class Assignment(BaseModel):
+    assignee: str = Field(description="A team member's name.")
+    task: str = Field(description="What this member must do, self-contained.")
+
+
+class Delegation(BaseModel):
+    """The lead's plan of work."""
+
+    subtasks: list[Assignment] = Field(min_length=1)
+
+
+class LeadReview(BaseModel):
+    """The lead's review of the work so far (dynamic strategy)."""
+
+    complete: bool = Field(description="True if the results are enough for the final answer.")
+    reassignments: list[Assignment] = Field(default_factory=list, description="More work, "
+                                            "when not complete.")
+    reason: str = Field(default="", description="Why, briefly.")
+
+
+LEAD_SYSTEM = """You lead a small team. Split the user's task into subtasks, each for one
+team member by name, each self-contained and doable in one reply. Use as few subtasks as the
+task needs (at most {max_subtasks}).
+
+Team:
+{team}"""
+
+MEMBER_SYSTEM = """You are {name}, a member of a team: {description}
+Do the subtask you are given, completely, in Markdown. Use the results of earlier subtasks
+when they are given."""
+
+REVIEW_SYSTEM = """You lead a team and review its work so far against the task. If the
+results are enough to answer, set `complete`. Otherwise assign more work: new subtasks, or a
+subtask again to someone (say what to change). Team:
+{team}"""
+
+SYNTH_SYSTEM = """You lead a team. Write the final answer to the user's task from your team's
+results, in Markdown. Answer the task directly; do not describe the process."""
+
+DEFAULT_TEAM = [{"name": "researcher", "description": "finds and summarizes information"},
+                {"name": "writer", "description": "writes clear, concise reports"}]
+
+
+def parse_team(text: str) -> list[dict[str, str]]:
+    """Team members from lines of ``name: what they do``; InvalidDecision otherwise."""
+    team = []
+    for n, line in enumerate((text or "").splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, description = line.partition(":")
+        name, description = name.strip(), description.strip()
+        if not sep or not description:
+            raise InvalidDecision(f"Line {n}: write a member as “name: what they do”.")
+        if not NAME.match(name):
+            raise InvalidDecision(f"Line {n}: a member's name is one word of letters, digits, "
+                                  "- or _ (at most 30 characters).")
+        if name.lower() in {m["name"].lower() for m in team}:
+            raise InvalidDecision(f"Line {n}: “{name}” is named twice.")
+        team.append({"name": name, "description": description[:500]})
+    if not 1 <= len(team) <= 6:
+        raise InvalidDecision("A team has 1 to 6 members.")
+    return team
+
+
+def _team_block(team) -> str:
+    return "\n".join(f"- {m['name']}: {m['description']}" for m in team)
+
+
+def work_log(subtasks: list[dict[str, Any]]) -> str:
+    out = []
+    for s in subtasks:
+        if s["status"] == "pending":
+            continue
+        result = s["result"] if s["status"] == "done" else f"(failed: {s['error']})"
+        out.append(f"### {s['id']} — {s['assignee']} (attempt {s['attempt']})\nTask: {s['task']}"
+                   f"\n\n{result}")
+    return "\n\n".join(out) or "(nothing done yet)"
+
+
+class TeamLead(Pattern):
+    name = "team_lead"
+    label = "Team lead"
+    roles = ("lead", "member")
+    defaults: dict[str, Any] = {"strategy": "dynamic", "max_reassignments": 2,
+                                "team": DEFAULT_TEAM, "timeout": 180.0}
+
+    def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
+        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        return {"task": task, "options": opts, "subtasks": [], "reviews": 0}
+
+    def first_stage(self, state: dict[str, Any]) -> str:
+        return "delegate"
+
+    def status_for(self, stage: str) -> str:
+        kind = stage.split(":")[0]
+        return {"delegate": "planning", "work": "executing", "review": "reviewing"}.get(
+            kind, "synthesizing")
+
+    def describe_stage(self, stage: str) -> str | None:
+        kind = stage.split(":")[0]
+        return {"delegate": "The lead is splitting the task among the team.",
+                "work": "The team is working on its subtasks.",
+                "review": "The lead is reviewing the team's work.",
+                "synthesize": "The lead is writing the final answer."}.get(kind)
+
+    def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
+        kind, _, arg = stage.partition(":")
+        if kind == "delegate":
+            return self._delegate(state, client)
+        if kind == "work":
+            return self._work(int(arg), state, client)
+        if kind == "review":
+            return self._review(int(arg), state, client)
+        if kind == "synthesize":
+            return self._synthesize(state, client)
+        raise ValueError(f"unknown stage {stage!r}")
+
+    # --- assignments ------------------------------------------------------------------------
+    def _add(self, state, assignments: list[Assignment], batch: int) -> tuple[dict, list]:
+        team = {m["name"].lower(): m["name"] for m in state["options"]["team"]}
+        subtasks = [dict(s) for s in state["subtasks"]]
+        events = []
+        for a in assignments:
+            if len(subtasks) >= MAX_SUBTASKS * 3:
+                break
+            name = team.get(a.assignee.strip().lower())
+            if name is None:
+                name = state["options"]["team"][0]["name"]
+                events.append(Event("assignee_unknown", f"“{a.assignee[:40]}” is not on the "
+                                    f"team; the subtask goes to {name}."))
+            earlier = [s for s in subtasks if s["assignee"] == name and s["task"] == a.task]
+            for s in earlier:
+                if s["status"] == "done":
+                    s["status"] = "reassigned"
+            attempt = max((s["attempt"] for s in earlier), default=0) + 1
+            subtasks.append({"id": f"T{len(subtasks) + 1}", "assignee": name,
+                             "task": a.task.strip(), "attempt": attempt, "status": "pending",
+                             "result": "", "error": "", "batch": batch})
+        return {**state, "subtasks": subtasks}, events
+
+    def _delegate(self, state, client) -> StageResult:
+        team = state["options"]["team"]
+        delegation: Delegation = client.complete("lead", [
+            {"role": "system", "content": LEAD_SYSTEM.format(max_subtasks=MAX_SUBTASKS,
+                                                              team=_team_block(team))},
+            {"role": "user", "content": f"## Task\n{state['task']}"}],
+            schema=Delegation).data  # type: ignore[assignment]
+        state, events = self._add(state, delegation.subtasks[:MAX_SUBTASKS], 1)
+        events.append(Event("delegated", f"The lead made {len(state['subtasks'])} subtask(s) "
+                            f"({state['options']['strategy']}).",
+                            {"count": len(state["subtasks"])}))
+        return StageResult(state=state, next_stage="work:1", events=events,
+                           records=[self._record(s) for s in state["subtasks"]])
+
+    @staticmethod
+    def _record(s) -> Item:
+        return Item("subtask", f"{s['id']}:{s['status']}", dict(s))
+
+    # --- work -------------------------------------------------------------------------------
+    def _member_messages(self, state, s, prior: str) -> list[dict[str, str]]:
+        member = next(m for m in state["options"]["team"] if m["name"] == s["assignee"])
+        user = f"## Overall task\n{state['task']}\n\n## Your subtask\n{s['task']}\n"
+        if prior:
+            user += f"\n## Results so far\n{prior}\n"
+        return [{"role": "system", "content": MEMBER_SYSTEM.format(
+            name=member["name"], description=member["description"])},
+            {"role": "user", "content": user}]
+
+    def _work(self, batch: int, state, client) -> StageResult:
+        opts = state["options"]
+        subtasks = [dict(s) for s in state["subtasks"]]
+        pending = [s for s in subtasks if s["status"] == "pending"]
+        if opts["strategy"] == "parallel":
+            prior = work_log(subtasks)
+            jobs = {s["id"]: (lambda s=s: client.complete(
+                "member", self._member_messages(state, s, prior if batch > 1 else ""),
+                key=s["id"]).text.strip()) for s in pending}
+            outcomes = run_parallel(jobs, float(opts["timeout"]), len(jobs) or 1)
+            for s in pending:
+                out = outcomes[s["id"]]
+                s.update(status="failed" if out.error else "done", result=out.value or "",
+                         error=out.error)
+        else:
+            for s in pending:  # each member sees the results before it
+                try:
+                    s["result"] = client.complete("member", self._member_messages(
+                        state, s, work_log(subtasks)), key=s["id"]).text.strip()
+                    s["status"] = "done"
+                except ModelError as exc:
+                    s.update(status="failed", error=str(exc))
+        state = {**state, "subtasks": subtasks}
+        done = sum(s["status"] == "done" for s in pending)
+        events = [Event("work_done", f"Batch {batch}: {done} of {len(pending)} subtask(s) "
+                        "done.", {"batch": batch})]
+        records = [self._record(s) for s in pending]
+        if not any(s["status"] == "done" for s in subtasks):
+            return StageResult(state=state, outcome="failed", records=records, events=events,
+                               error="No subtask could be done.")
+        nxt = f"review:{batch}" if opts["strategy"] == "dynamic" else "synthesize"
+        return StageResult(state=state, next_stage=nxt, records=records, events=events)
+
+    def _review(self, k: int, state, client) -> StageResult:
+        opts = state["options"]
+        review: LeadReview = client.complete("lead", [
+            {"role": "system", "content": REVIEW_SYSTEM.format(team=_team_block(opts["team"]))},
+            {"role": "user", "content": f"## Task\n{state['task']}\n\n## Work log\n"
+             f"{work_log(state['subtasks'])}"}], schema=LeadReview).data  # type: ignore[assignment]
+        used = state["reviews"]
+        if review.complete or not review.reassignments:
+            return StageResult(state=state, next_stage="synthesize", events=[Event(
+                "lead_review", f"The lead found the work complete. {review.reason[:200]}")])
+        if used >= int(opts["max_reassignments"]):
+            return StageResult(state=state, next_stage="synthesize", events=[Event(
+                "lead_review", f"The lead wanted more work, but the limit of "
+                f"{opts['max_reassignments']} reassignment round(s) is reached.")])
+        before = {s["id"]: s["status"] for s in state["subtasks"]}
+        state, events = self._add({**state, "reviews": used + 1},
+                                  review.reassignments[:MAX_SUBTASKS], k + 1)
+        changed = [s for s in state["subtasks"] if before.get(s["id"]) != s["status"]]
+        events.append(Event("lead_review", f"The lead assigned {len(review.reassignments)} more "
+                            f"subtask(s) (round {used + 1} of {opts['max_reassignments']}). "
+                            f"{review.reason[:200]}"))
+        return StageResult(state=state, next_stage=f"work:{k + 1}", events=events,
+                           records=[self._record(s) for s in changed])
+
+    def _synthesize(self, state, client) -> StageResult:
+        answer = client.complete("lead", [
+            {"role": "system", "content": SYNTH_SYSTEM},
+            {"role": "user", "content": f"## Task\n{state['task']}\n\n## Results\n"
+             f"{work_log(state['subtasks'])}"}], key="synthesis").text
+        return StageResult(state=state, outcome="completed", answer=answer,
+                           events=[Event("answer", "The lead wrote the final answer.")])
