@@ -265,3 +265,27 @@ def test_rewoo_uses_function_fake_for_a_whole_run():
     w = ReWOO()
     result, _, _, _ = drive(w, w.initial_state("What time is it?", {}), FunctionModel(reply))
     assert result.outcome == "completed" and result.answer == "Now [E1]."
+
+
+def test_analyzer_tool_reports_ruff_and_bandit_findings():
+    tools = toolbox.registry([])
+    ok, out, _ = toolbox.run_tool(tools, "analyze_python",
+                                  {"code": "import os\n\ndef f(x):\n    return eval(x)\n"})
+    assert ok and "eval" in out.lower() and "line 4" in out
+    assert "F401" in out  # ruff: os imported but unused
+
+
+def test_a_tool_flagged_for_approval_always_waits(monkeypatch):
+    real = toolbox.registry
+
+    def flagged(roots):
+        tools = real(roots)
+        calc = tools["calculator"]
+        tools["calculator"] = toolbox.AgentTool(calc.name, calc.description, calc.schema,
+                                                calc.fn, needs_approval=True)
+        return tools
+
+    monkeypatch.setattr("agents_app.patterns.react.registry", flagged)
+    r, state = react()  # no per-run approval list
+    result, _, _, _ = drive(r, state, QueueModel(call("calculator", expression="1+1")))
+    assert result.gate.kind == APPROVAL_GATE

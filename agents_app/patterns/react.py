@@ -181,7 +181,8 @@ class ReAct(Pattern):
         tool = tools.get(action.tool)
         pending = {"iteration": n, "thought": thought.thought, "tool": action.tool,
                    "input": action.input}
-        if tool is not None and (tool.kind == PERSON or tool.name in state["options"]["approval"]):
+        if tool is not None and (tool.kind == PERSON or tool.needs_approval
+                                 or tool.name in state["options"]["approval"]):
             gate = ASK_GATE if tool.kind == PERSON else APPROVAL_GATE
             state = {**state, "pending": pending,
                      "seconds": state["seconds"] + time.monotonic() - started}
