@@ -39,6 +39,10 @@ def test_rewoo_shows_evidence_and_linked_citations(live_stack, page, alice):
     assert cite.get_attribute("href") == "#evidence-E1"
     cite.click()
     assert page.evaluate("location.hash") == "#evidence-E1"
+    # The answer shows as soon as it is written; the verify pass then completes the run.
+    page.wait_for_function("document.querySelector('#run-header').innerText.includes('Completed')",
+                           timeout=30_000)
+    assert "Verification 1: supported" in page.locator("#items-panel").inner_text()
     assert page.evaluate("window.__noReload") is True
     run = Run.objects.get()
     assert run.status == "completed"
