@@ -42,8 +42,8 @@ _PANELS_BY_KIND = {
     "work_done": {"items-panel"},
     "lead_review": {"items-panel"},
     "assignee_unknown": {"items-panel"},
-    "run_cancelled": {"plan-panel"},
-    "budget_exceeded": {"plan-panel"},
+    "run_cancelled": {"plan-panel", "items-panel"},
+    "budget_exceeded": {"plan-panel", "items-panel"},
 }
 BATCH = 200
 

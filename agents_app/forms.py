@@ -135,6 +135,17 @@ class StartRunForm(forms.Form):
         pattern = PATTERNS.get(data.get("pattern") or "")
         if pattern is None:
             return data
+        # Fields of other patterns are not read, so their values cannot block this one.
+        for name, patterns in self.OPTION_PATTERNS.items():
+            if pattern.name not in patterns.split() and name in self._errors:
+                del self._errors[name]
+                data.pop(name, None)
+        for role, name in self.role_fields.items():
+            if role not in pattern.roles and name in self._errors:
+                del self._errors[name]
+        if pattern.name == "rewoo" and "ask_person" in (data.get("tools") or []):
+            self.add_error("tools", "ReWOO plans all its calls before any runs, so it cannot "
+                                    "stop to ask a person: untick “ask person”.")
         for role in pattern.roles:
             name = self.role_fields[role]
             value = (data.get(name) or "").strip()

@@ -21,6 +21,8 @@ class Status(models.TextChoices):
     MERGING = "merging", "Merging"
     AWAITING_MERGE_REQUEST = "awaiting_merge_request", "Awaiting merge decision"
     AWAITING_ESCALATION = "awaiting_escalation", "Escalated to you"
+    AWAITING_TOOL_APPROVAL = "awaiting_tool_approval", "Awaiting tool approval"
+    AWAITING_ASK_PERSON = "awaiting_ask_person", "Awaiting your answer"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"

@@ -214,10 +214,11 @@ def tool_decision(request, pk: int):
     """A person's decision at a ReAct tool gate (approve, edit, reject) or their answer."""
     run = owned_run(request, pk)
     form = ToolDecisionForm(request.POST)
+    typed = {"pending_args": request.POST["args"]} if request.POST.get("args") else {}
     if not form.is_valid():
         message = " ".join(e for errs in form.errors.values() for e in errs)
         return _items_panel(request, run, 400, tool_error=message or "That decision could "
-                            "not be read; reload the page.")
+                            "not be read; reload the page.", **typed)
     d = form.cleaned_data
     original = (run.state.get("pending") or {}).get("input")
     edits = d["args"] if d["action"] == "approve" and d["args"] != original else None
@@ -229,7 +230,7 @@ def tool_decision(request, pk: int):
         run.refresh_from_db()
         return _items_panel(request, run, 409, tool_error=str(exc))
     except InvalidDecision as exc:
-        return _items_panel(request, run, 400, tool_error=str(exc))
+        return _items_panel(request, run, 400, tool_error=str(exc), **typed)
     return _items_panel(request, run)
 
 

@@ -128,3 +128,30 @@ def test_command_line(alice):
     with pytest.raises(CommandError, match="unknown http_get"):
         call_command("run_pattern", "react", "--task", "x", "--tools", "http_get",
                      stdout=StringIO())
+
+
+def test_rewoo_cannot_be_given_ask_person(alice_client, no_schedule):
+    r = alice_client.post(reverse("start_run"), {"pattern": "rewoo", "task": "Q",
+                                                 "tools": ["ask_person"]},
+                          HTTP_HX_REQUEST="true")
+    assert r.status_code == 400 and "cannot stop to ask a person" in r.content.decode()
+
+
+def test_gate_status_has_a_label_and_cancel_clears_the_gate(alice_client, no_schedule):
+    run = engine.run_inline(start(alice_client, pattern="react", task="6*7?",
+                                  approval=["calculator"]).pk)
+    assert run.get_status_display() == "Awaiting tool approval"
+    history = alice_client.get(reverse("dashboard") + "?status=awaiting_tool_approval")
+    assert history.status_code == 200 and f'href="/runs/{run.pk}/"' in history.content.decode()
+    alice_client.post(reverse("cancel_run", args=[run.pk]))
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    assert "Approve this tool call?" not in page and "Cancelled" in page
+
+
+def test_edited_arguments_survive_an_error(alice_client, no_schedule):
+    run = engine.run_inline(start(alice_client, pattern="react", task="6*7?",
+                                  approval=["calculator"]).pk)
+    r = alice_client.post(reverse("tool_decision", args=[run.pk]),
+                          {"action": "approve", "seq": run.stage_seq,
+                           "args": '{"expression": "6*9"'}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 400 and "6*9" in r.content.decode()

@@ -140,3 +140,29 @@ def test_command_line(alice, pattern, extra, kinds):
     assert result["status"] == "completed" and result["answer"]
     run = Run.objects.get(pk=result["run"])
     assert set(run.items.values_list("kind", flat=True)) == kinds
+
+
+def test_a_bad_value_in_another_patterns_field_does_not_block(alice_client, no_schedule):
+    """Debate's rounds at 99 (left over after switching pattern) does not stop a reflective
+    run; the chosen pattern's own bad value still does."""
+    r = start(alice_client, pattern="reflective", task="T", max_rounds="99",
+              max_iterations="0", team="bad line", top_k_sketches="-1")
+    assert r.status_code == 302
+    r = alice_client.post(reverse("start_run"), {"pattern": "debate", "task": "T",
+                                                 "max_rounds": "99"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 400 and "less than or equal to 5" in r.content.decode()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["reflective", "--max-reflections", "0"], "--max-reflections takes 1 to 10"),
+    (["debate", "--max-rounds", "0"], "--max-rounds takes 1 to 5"),
+    (["team_lead", "--max-reassignments", "9"], "--max-reassignments takes 0 to 5"),
+    (["react", "--max-iterations", "99"], "--max-iterations takes 1 to 30"),
+    (["rewoo", "--tools", "ask_person"], "cannot ask a person"),
+])
+def test_command_line_ranges_match_the_form(alice, args, message):
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match=message):
+        call_command("run_pattern", args[0], "--task", "T", *args[1:], stdout=StringIO())
+    assert not Run.objects.exists()

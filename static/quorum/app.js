@@ -50,7 +50,10 @@
     var select = form && form.querySelector("select[name=pattern]");
     if (!select) return;
     form.querySelectorAll("[data-for]").forEach(function (el) {
-      el.hidden = el.dataset.for.split(" ").indexOf(select.value) < 0;
+      var hide = el.dataset.for.split(" ").indexOf(select.value) < 0;
+      el.hidden = hide;
+      // A hidden field is not sent: a leftover value of another pattern cannot block this one.
+      el.querySelectorAll("input, select, textarea").forEach(function (f) { f.disabled = hide; });
     });
   }
 

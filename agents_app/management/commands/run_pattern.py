@@ -49,7 +49,13 @@ class Command(BaseCommand):
                             help="team_lead: sequential, parallel or dynamic (default).")
         others.add_argument("--team", default="",
                             help="team_lead: members, one per line, 'name: what they do'.")
-        others.add_argument("--max-reassignments", type=int, default=2,
+        others.add_argument("--max-iterations", type=int, default=None,
+                            help="react: most think-act-observe iterations (default 10).")
+        others.add_argument("--max-tool-calls", type=int, default=None,
+                            help="react: most tool calls (default 20).")
+        others.add_argument("--max-verify-passes", type=int, default=None,
+                            help="rewoo: verify passes (default 1).")
+        others.add_argument("--max-reassignments", type=int, default=None,
                             help="team_lead (dynamic): reassignment rounds (default 2).")
         others.add_argument("--tools", default="",
                             help="react, rewoo: comma-separated tool names (default: all).")
@@ -87,15 +93,18 @@ class Command(BaseCommand):
 
     @staticmethod
     def _options(name: str, opts) -> dict:
+        def ranged(option: str, default: int, low: int, high: int) -> int:
+            value = opts[option.replace("-", "_")]
+            if value is None:
+                return default
+            if not low <= value <= high:
+                raise CommandError(f"--{option} takes {low} to {high}.")
+            return value
+
         if name == "reflective":
-            n = opts["max_reflections"] or 3
-            if not 1 <= n <= 10:
-                raise CommandError("--max-reflections takes 1 to 10.")
-            return {"max_reflections": n}
+            return {"max_reflections": ranged("max-reflections", 3, 1, 10)}
         if name == "debate":
-            rounds = opts["max_rounds"] or 2
-            if not 1 <= rounds <= 5:
-                raise CommandError("--max-rounds takes 1 to 5 for a debate.")
+            rounds = ranged("max-rounds", 2, 1, 5)
             try:
                 positions = parse_positions(opts["positions"]) if opts["positions"].strip() \
                     else DEFAULT_POSITIONS
@@ -112,7 +121,7 @@ class Command(BaseCommand):
             except InvalidDecision as exc:
                 raise CommandError(f"--team: {exc}") from None
             return {"strategy": opts["strategy"], "team": team,
-                    "max_reassignments": opts["max_reassignments"]}
+                    "max_reassignments": ranged("max-reassignments", 2, 0, 5)}
         if name in ("react", "rewoo"):
             from agents_app.patterns.toolbox import registry
 
@@ -121,7 +130,18 @@ class Command(BaseCommand):
             if unknown:
                 raise CommandError(f"--tools: unknown {', '.join(unknown)}; choose from "
                                    f"{', '.join(registry([]))}.")
-            return {"tools": tools, "repo_roots": list(settings.QUORUM_REPO_ROOTS)}
+            # No one can answer a question at a terminal: ask_person only when named.
+            tools = tools or [n for n, t in registry([]).items() if t.kind != "person"]
+            base = {"tools": tools, "repo_roots": list(settings.QUORUM_REPO_ROOTS)}
+            if name == "react":
+                if "ask_person" in tools:
+                    raise CommandError("--tools: ask_person needs the web page to answer; "
+                                       "leave it out on the command line.")
+                return {**base, "max_iterations": ranged("max-iterations", 10, 1, 30),
+                        "max_tool_calls": ranged("max-tool-calls", 20, 1, 50)}
+            if "ask_person" in tools:
+                raise CommandError("--tools: ReWOO cannot ask a person.")
+            return {**base, "max_verify_passes": ranged("max-verify-passes", 1, 0, 3)}
         return {"auto_approve": opts["auto_approve"], "max_steps": settings.QUORUM_MAX_STEPS,
                 "max_replans": settings.QUORUM_MAX_REPLANS}
 
