@@ -36,6 +36,7 @@ bench: install
 	$(PY) tests/benchmarks/bench_concurrency.py
 	$(PY) tests/benchmarks/bench_review.py
 	$(PY) tests/benchmarks/bench_change.py
+	$(PY) tests/benchmarks/bench_parallel_patterns.py
 
 clean:
 	rm -rf var/test-quorum.sqlite3* .pytest_cache
