@@ -1,0 +1,120 @@
+"""Every URL of the two apps, for three people: anonymous → sign-in, another user → 404 on
+anything that belongs to the owner (and no state change), the owner → allowed. The test
+enumerates the URL patterns, so a new URL without a case here fails it."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import get_resolver, reverse
+
+from agents_app import engine
+from agents_app.changes import start_change
+from agents_app.models import Run
+from reviews_app import services
+from tests.review_corpus import GOOD
+
+from .test_change_views import OFFLINE, repo  # noqa: F401 - the repository fixture
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# URL name → (kind of run it needs, extra args, whether it changes state)
+CASES = {
+    "dashboard": (None, (), "GET"),
+    "start_run": (None, (), "POST"),
+    "run_detail": ("plan", (), "GET"),
+    "plan_decision": ("plan", (), "POST"),
+    "cancel_run": ("plan", (), "POST"),
+    "tool_decision": ("react", (), "POST"),
+    "change_new": (None, (), "GET"),
+    "change_detail": ("change", (), "GET"),
+    "change_decision": ("change", (), "POST"),
+    "change_file": ("change", (0,), "GET"),
+    "review_list": (None, (), "GET"),
+    "start_review": (None, (), "POST"),
+    "review_detail": ("review", (), "GET"),
+    "finding_decision": ("review", ("SEC-1",), "POST"),
+    "accept_all": ("review", (), "POST"),
+    "verdict_decision": ("review", (), "POST"),
+    "export_review": ("review", (), "GET"),
+    "review_file": ("review", (0,), "GET"),
+}
+
+
+def app_url_names() -> set[str]:
+    names = set()
+
+    def walk(patterns):
+        for p in patterns:
+            if hasattr(p, "url_patterns"):
+                walk(p.url_patterns)
+            elif p.name and p.callback.__module__.startswith(("agents_app", "reviews_app")):
+                names.add(p.name)
+
+    walk(get_resolver().url_patterns)
+    return names
+
+
+def test_every_url_has_a_case():
+    assert app_url_names() == set(CASES)
+
+
+@pytest.fixture
+def runs(alice, repo, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(engine, "schedule", lambda pk: None)
+    plan = engine.run_inline(engine.create_run(
+        alice, "plan_execute", "Plan a picnic", options={}, enqueue=False,
+        models={"planner": "offline/default", "executor": "offline/default",
+                "synthesizer": "offline/default"}).pk)
+    react = engine.run_inline(engine.create_run(
+        alice, "react", "What is 6*7?", options={"approval": ["calculator"]}, enqueue=False,
+        models={"agent": "offline/default"}).pk)
+    change = engine.run_inline(start_change(
+        alice, repo=str(repo), base="main", models=OFFLINE, auto_approve_plan=True,
+        task='replace "Helo world" with "Hello world" in README.md', enqueue=False).pk)
+    inp = services.from_text(GOOD)
+    review = engine.run_inline(services.start_review(alice, inp, services.prepare(inp),
+                                                     enqueue=False).pk)
+    assert plan.is_waiting and react.is_waiting and change.is_waiting and review.is_waiting
+    return {"plan": plan, "react": react, "change": change, "review": review}
+
+
+def url_for(name, runs):
+    kind, extra, method = CASES[name]
+    args = (runs[kind].pk, *extra) if kind else ()
+    return reverse(name, args=args), method, kind
+
+
+def snapshot():
+    return list(Run.objects.order_by("pk").values_list("pk", "status", "stage_seq"))
+
+
+# One set of runs serves every URL (building it is the slow part), so each test loops.
+def test_anonymous_is_sent_to_sign_in(client, runs):
+    before = snapshot()
+    for name in sorted(CASES):
+        url, method, _ = url_for(name, runs)
+        response = client.get(url) if method == "GET" else client.post(url, {"seq": 0})
+        assert response.status_code == 302, name
+        assert response.url.startswith("/accounts/login/"), name
+    assert snapshot() == before
+
+
+def test_another_user_gets_404_and_changes_nothing(client, bob, runs):
+    client.force_login(bob)
+    before = snapshot()
+    for name in sorted(n for n, c in CASES.items() if c[0]):
+        url, method, _ = url_for(name, runs)
+        response = client.get(url) if method == "GET" else client.post(
+            url, {"seq": 0, "action": "approve", "verdict": "approve", "decision": "accept"})
+        assert response.status_code == 404, name
+    assert snapshot() == before
+
+
+def test_the_owner_may_open_every_page(client, alice, runs):
+    client.force_login(alice)
+    for name in sorted(n for n, c in CASES.items() if c[2] == "GET"):
+        url, _, _ = url_for(name, runs)
+        response = client.get(url)
+        assert response.status_code in (200, 302), (name, response.status_code)
+        if response.status_code == 302:
+            assert not response.url.startswith("/accounts/login/"), name
