@@ -6,19 +6,16 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from . import engine
 from .changes import ChangeError, change_context, diff_views, start_change
 from .forms import ChangeDecisionForm, StartChangeForm
-from .patterns.base import Decision, InvalidDecision
-from .views import owned_run
+from .patterns.base import Decision
+from .views import decide_and_show, live_message, owned_run, render_panel
 
 PAGE = "agents_app/change_detail.html"
 NEW_PAGE = "agents_app/change_new.html"
-LIVE_MESSAGE_LIMIT = 900_000  # Daphne refuses WebSocket messages over 1 MiB
 
 
 @login_required
@@ -57,10 +54,7 @@ def change_detail(request, pk: int):
 
 
 def _gate_panel(request, run, status: int = 200, **extra):
-    ctx = change_context(run, **extra)
-    if request.htmx:
-        return render(request, f"{PAGE}#gate-panel", ctx, status=status)
-    return render(request, PAGE, ctx, status=status)
+    return render_panel(request, PAGE, "gate-panel", change_context(run, **extra), status)
 
 
 @login_required
@@ -78,15 +72,9 @@ def change_decision(request, pk: int):
     edits = form.edited_plan() if action == "approve" and run.gate == "plan_approval" else None
     decision = Decision(action=action, feedback=d["feedback"], edits=edits,
                         author=request.user.get_username())
-    try:
-        run = engine.decide(run, request.user, d["seq"], decision)
-    except engine.StaleDecision as exc:
-        run.refresh_from_db()
-        return _gate_panel(request, run, 409, error=str(exc))
-    except InvalidDecision as exc:
-        return _gate_panel(request, run, 400, error=str(exc), edited=edits,
-                           feedback=d["feedback"], failed_action=action)
-    return _gate_panel(request, run)
+    return decide_and_show(request, run, d["seq"], decision,
+                           lambda r, status, **extra: _gate_panel(request, r, status, **extra),
+                           edited=edits, feedback=d["feedback"], failed_action=action)
 
 
 @login_required
@@ -133,14 +121,5 @@ def render_live_update(run, events, panels: set[str]) -> str:
     for e in events:
         panels = panels | _PANELS.get(e.kind, set())
     ctx = change_context(run, with_diff="mr-panel" in panels)
-    parts = [render_to_string("agents_app/_timeline_append.html", {**ctx, "new_events": events})]
-    for name in _ORDER:
-        if name in panels:
-            parts.append(render_to_string(f"{PAGE}#{name}", {**ctx, "oob": True}))
-    html = "\n".join(parts)
-    if len(html) > LIVE_MESSAGE_LIMIT:
-        parts = [p for p in parts if 'id="mr-panel"' not in p[:300]
-                 and 'id="rounds-panel"' not in p[:300]]
-        parts.append(render_to_string(f"{PAGE}#too-large", {**ctx, "oob": True}))
-        html = "\n".join(parts)
-    return html
+    return live_message(PAGE, ctx, events, panels, _ORDER, bulky=("mr-panel", "rounds-panel"),
+                        too_large="too-large")

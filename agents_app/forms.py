@@ -8,6 +8,28 @@ from django.conf import settings
 from .llm.gateway import check_model_name
 from .models import Status
 from .patterns import PATTERNS
+from .patterns.base import InvalidDecision
+from .patterns.debate import DEFAULT_POSITIONS, parse_positions
+from .patterns.team_lead import DEFAULT_TEAM, parse_team
+
+
+def check_models(form: forms.Form, data: dict, names) -> None:
+    """Add each filled model field's problem (unknown name, no credentials) to ``form``."""
+    for name in names:
+        value = (data.get(name) or "").strip()
+        if value and (problem := check_model_name(value)):
+            form.add_error(name, problem)
+
+
+def clean_task_text(text: str, noun: str, empty: str) -> str:
+    text = (text or "").strip()
+    limit = settings.QUORUM_MAX_TASK_CHARS
+    if not text:
+        raise forms.ValidationError(empty)
+    if len(text) > limit:
+        raise forms.ValidationError(f"The {noun} is {len(text):,} characters; the limit is "
+                                    f"{limit:,}.")
+    return text
 
 
 def _task_patterns():
@@ -121,14 +143,7 @@ class StartRunForm(forms.Form):
         return [self[name] for name in self.role_fields.values()]
 
     def clean_task(self):
-        task = self.cleaned_data["task"].strip()
-        limit = settings.QUORUM_MAX_TASK_CHARS
-        if not task:
-            raise forms.ValidationError("Describe the task.")
-        if len(task) > limit:
-            raise forms.ValidationError(f"The task is {len(task):,} characters; the limit is "
-                                        f"{limit:,}.")
-        return task
+        return clean_task_text(self.cleaned_data["task"], "task", "Describe the task.")
 
     def clean(self):
         data = super().clean()
@@ -146,30 +161,18 @@ class StartRunForm(forms.Form):
         if pattern.name == "rewoo" and "ask_person" in (data.get("tools") or []):
             self.add_error("tools", "ReWOO plans all its calls before any runs, so it cannot "
                                     "stop to ask a person: untick “ask person”.")
-        for role in pattern.roles:
-            name = self.role_fields[role]
-            value = (data.get(name) or "").strip()
-            if value and (problem := check_model_name(value)):
-                self.add_error(name, problem)
-        if pattern.name == "team_lead":
-            from .patterns.base import InvalidDecision
-            from .patterns.team_lead import DEFAULT_TEAM, parse_team
-
-            text = (data.get("team") or "").strip()
+        check_models(self, data, [self.role_fields[role] for role in pattern.roles])
+        if pattern.name in ("debate", "team_lead"):
+            # the pattern's list of named participants: (field, parser, default)
+            field, parse, default = {"debate": ("positions", parse_positions, DEFAULT_POSITIONS),
+                                     "team_lead": ("team", parse_team, DEFAULT_TEAM)}[pattern.name]
+            text = (data.get(field) or "").strip()
             try:
-                data["team_parsed"] = parse_team(text) if text else DEFAULT_TEAM
+                data[f"{field}_parsed"] = parse(text) if text else default
             except InvalidDecision as exc:
-                self.add_error("team", str(exc))
-        if pattern.name == "debate":
-            from .patterns.base import InvalidDecision
-            from .patterns.debate import DEFAULT_POSITIONS, parse_positions
-
-            text = (data.get("positions") or "").strip()
-            try:
-                data["positions_parsed"] = parse_positions(text) if text else DEFAULT_POSITIONS
-            except InvalidDecision as exc:
-                self.add_error("positions", str(exc))
+                self.add_error(field, str(exc))
         return data
+
 
     def models(self) -> dict[str, str]:
         d = self.cleaned_data
@@ -294,22 +297,14 @@ class StartChangeForm(forms.Form):
         return self.repo_top
 
     def clean_task(self):
-        task = self.cleaned_data["task"].strip()
-        if not task:
-            raise forms.ValidationError("Describe the change.")
-        if len(task) > settings.QUORUM_MAX_TASK_CHARS:
-            raise forms.ValidationError(f"The change request is {len(task):,} characters; the "
-                                        f"limit is {settings.QUORUM_MAX_TASK_CHARS:,}.")
-        return task
+        return clean_task_text(self.cleaned_data["task"], "change request",
+                               "Describe the change.")
 
     def clean(self):
         from .changes import ChangeError, check_base
 
         data = super().clean()
-        for name in self.ROLE_FIELDS.values():
-            value = (data.get(name) or "").strip()
-            if value and (problem := check_model_name(value)):
-                self.add_error(name, problem)
+        check_models(self, data, self.ROLE_FIELDS.values())
         if self.repo_top:
             try:
                 data["base"] = check_base(self.repo_top, data.get("base", ""))

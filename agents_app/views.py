@@ -156,7 +156,8 @@ def run_context(run: Run, **extra) -> dict:
         "progress_total": total,
         "progress_pct": int(100 * done / total) if total else (100 if run.status == "completed" else 0),
         "at_plan_gate": run.status == "awaiting_plan_approval",
-        **_pattern_items(run),
+        **(items := _pattern_items(run)),
+        "item_panel": bool(items),
         **extra,
     }
 
@@ -170,11 +171,27 @@ def run_detail(request, pk: int):
     return render(request, "agents_app/run_detail.html", run_context(run))
 
 
+def render_panel(request, page: str, panel: str, ctx: dict, status: int = 200):
+    """The answer to a form on a run page: its panel for htmx, the whole page otherwise."""
+    return render(request, f"{page}#{panel}" if request.htmx else page, ctx, status=status)
+
+
+def decide_and_show(request, run: Run, seq: int, decision: Decision, show, **invalid_extra):
+    """Apply a person's decision and answer with ``show(run, status, **extra)``: 409 when the
+    page was out of date, 400 with the reason when the decision cannot apply."""
+    try:
+        run = engine.decide(run, request.user, seq, decision)
+    except engine.StaleDecision as exc:
+        run.refresh_from_db()
+        return show(run, 409, error=str(exc))
+    except InvalidDecision as exc:
+        return show(run, 400, error=str(exc), **invalid_extra)
+    return show(run, 200)
+
+
 def _plan_panel(request, run: Run, status: int = 200, **extra):
-    ctx = run_context(run, **extra)
-    if request.htmx:
-        return render(request, "agents_app/run_detail.html#plan-panel", ctx, status=status)
-    return render(request, "agents_app/run_detail.html", ctx, status=status)
+    return render_panel(request, "agents_app/run_detail.html", "plan-panel",
+                        run_context(run, **extra), status)
 
 
 @login_required
@@ -190,22 +207,14 @@ def plan_decision(request, pk: int):
     decision = Decision(action=action, feedback=form.cleaned_data["feedback"],
                         edits=edited if action == "approve" else None,
                         author=request.user.get_username())
-    try:
-        run = engine.decide(run, request.user, form.cleaned_data["seq"], decision)
-    except engine.StaleDecision as exc:
-        run.refresh_from_db()
-        return _plan_panel(request, run, 409, error=str(exc))
-    except InvalidDecision as exc:
-        return _plan_panel(request, run, 400, error=str(exc), edited_steps=edited,
-                           feedback=form.cleaned_data["feedback"])
-    return _plan_panel(request, run)
+    return decide_and_show(request, run, form.cleaned_data["seq"], decision,
+                           lambda r, status, **extra: _plan_panel(request, r, status, **extra),
+                           edited_steps=edited, feedback=form.cleaned_data["feedback"])
 
 
 def _items_panel(request, run: Run, status: int = 200, **extra):
-    ctx = run_context(run, **extra)
-    if request.htmx:
-        return render(request, "agents_app/run_detail.html#items-panel", ctx, status=status)
-    return render(request, "agents_app/run_detail.html", ctx, status=status)
+    return render_panel(request, "agents_app/run_detail.html", "items-panel",
+                        run_context(run, **extra), status)
 
 
 @login_required
@@ -217,21 +226,16 @@ def tool_decision(request, pk: int):
     typed = {"pending_args": request.POST["args"]} if request.POST.get("args") else {}
     if not form.is_valid():
         message = " ".join(e for errs in form.errors.values() for e in errs)
-        return _items_panel(request, run, 400, tool_error=message or "That decision could "
+        return _items_panel(request, run, 400, error=message or "That decision could "
                             "not be read; reload the page.", **typed)
     d = form.cleaned_data
     original = (run.state.get("pending") or {}).get("input")
     edits = d["args"] if d["action"] == "approve" and d["args"] != original else None
     decision = Decision(action=d["action"], feedback=d["feedback"], edits=edits,
                         author=request.user.get_username())
-    try:
-        run = engine.decide(run, request.user, d["seq"], decision)
-    except engine.StaleDecision as exc:
-        run.refresh_from_db()
-        return _items_panel(request, run, 409, tool_error=str(exc))
-    except InvalidDecision as exc:
-        return _items_panel(request, run, 400, tool_error=str(exc), **typed)
-    return _items_panel(request, run)
+    return decide_and_show(request, run, d["seq"], decision,
+                           lambda r, status, **extra: _items_panel(request, r, status, **extra),
+                           **typed)
 
 
 @login_required
@@ -258,14 +262,30 @@ def render_live(run: Run, events, panels: set[str]) -> str:
     return LIVE_RENDERERS.get(run.pattern, render_live_update)(run, events, panels)
 
 
+LIVE_MESSAGE_LIMIT = 900_000  # bytes; Daphne refuses WebSocket messages over 1 MiB
+
+
+def live_message(page: str, ctx: dict, events, panels: set[str], order: tuple[str, ...], *,
+                 bulky: tuple[str, ...] = (), too_large: str = "") -> str:
+    """The WebSocket message for new events on ``page``: their timeline entries, then the
+    ``panels`` (in ``order``) as out-of-band swaps. A message too large for one frame leaves
+    out the ``bulky`` panels and adds the ``too_large`` partial, which asks the person to load
+    the page."""
+    parts = {"": render_to_string("agents_app/_timeline_append.html",
+                                  {**ctx, "new_events": events})}
+    for name in order:
+        if name in panels:
+            parts[name] = render_to_string(f"{page}#{name}", {**ctx, "oob": True})
+    html = "\n".join(parts.values())
+    if too_large and len(html.encode()) > LIVE_MESSAGE_LIMIT:
+        kept = [part for name, part in parts.items() if name not in bulky]
+        kept.append(render_to_string(f"{page}#{too_large}", {**ctx, "oob": True}))
+        html = "\n".join(kept)
+    return html
+
+
 def render_live_update(run: Run, events, panels: set[str]) -> str:
     """The WebSocket message for new events: timeline entries plus refreshed panels."""
-    ctx = run_context(run)
-    parts = [render_to_string("agents_app/_timeline_append.html",
-                              {**ctx, "new_events": events})]
-    for name in ("header", "plan-panel", "steps-panel", "items-panel", "answer-panel",
-                 "calls-panel"):
-        if name in panels:
-            parts.append(render_to_string(f"agents_app/run_detail.html#{name}",
-                                          {**ctx, "oob": True}))
-    return "\n".join(parts)
+    return live_message("agents_app/run_detail.html", run_context(run), events, panels,
+                        ("header", "plan-panel", "steps-panel", "items-panel", "answer-panel",
+                         "calls-panel"))

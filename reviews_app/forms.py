@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from agents_app.llm.gateway import check_model_name
+from agents_app.forms import check_models
 from agents_app.models import Status
 
 from . import services
@@ -54,10 +54,7 @@ class NewReviewForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        for name in self.ROLE_FIELDS.values():
-            value = (data.get(name) or "").strip()
-            if value and (problem := check_model_name(value)):
-                self.add_error(name, problem)
+        check_models(self, data, self.ROLE_FIELDS.values())
         if self.errors:
             return data
         try:

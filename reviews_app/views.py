@@ -18,7 +18,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from agents_app import engine
 from agents_app.models import Run
 from agents_app.patterns.base import Decision, InvalidDecision
-from agents_app.views import keyset_page
+from agents_app.views import keyset_page, live_message
 
 from . import services
 from .forms import (
@@ -36,7 +36,6 @@ from .pipeline.schema import SEVERITIES
 from .rendering import anchors, file_views
 
 PAGE = "reviews_app/review_detail.html"
-LIVE_MESSAGE_LIMIT = 600_000  # characters; Daphne refuses WebSocket messages over 1 MiB
 
 
 # --- start and history ---------------------------------------------------------------------------
@@ -264,17 +263,9 @@ def render_live_update(run: Run, events, panels: set[str]) -> str:
     for e in events:
         panels = panels | _PANELS_BY_KIND.get(e.kind, set())
     ctx = review_context(review, with_diff="diff-panel" in panels, timeline=False)
-    parts = [render_to_string("agents_app/_timeline_append.html", {**ctx, "new_events": events})]
-    for name in ("header", "reviewers-panel", "verdict-panel", "findings-panel", "diff-panel",
-                 "costs-panel"):
-        if name in panels:
-            parts.append(render_to_string(f"{PAGE}#{name}", {**ctx, "oob": True}))
-    html = "\n".join(parts)
-    if len(html) > LIVE_MESSAGE_LIMIT:
-        # A very large review does not fit one WebSocket message: say so instead, in place
-        # of the diff and findings, and let the person load the page.
-        parts = [p for p in parts if 'id="diff-panel"' not in p[:300]
-                 and 'id="findings-panel"' not in p[:300]]
-        parts.append(render_to_string(f"{PAGE}#too-large", {**ctx, "oob": True}))
-        html = "\n".join(parts)
-    return html
+    # A very large review does not fit one WebSocket message: the diff and findings give way
+    # to a notice asking the person to load the page.
+    return live_message(PAGE, ctx, events, panels,
+                        ("header", "reviewers-panel", "verdict-panel", "findings-panel",
+                         "diff-panel", "costs-panel"),
+                        bulky=("diff-panel", "findings-panel"), too_large="too-large")

@@ -610,10 +610,10 @@ def test_merge_needs_new_git_for_diverged_branches(repo, tmp_path, monkeypatch):
 def test_merge_blocked_by_an_untracked_file_says_so(repo, tmp_path):
     wt = tmp_path / "wt"
     gitops.create_worktree(repo, wt, "quorum/untracked", "main")
-    (wt / "TODO.txt").write_text("from the branch\n")
-    gitops.commit_all(wt, "add TODO")
-    (repo / "TODO.txt").write_text("mine, not committed\n")
+    (wt / "notes.txt").write_text("from the branch\n")
+    gitops.commit_all(wt, "add notes")
+    (repo / "notes.txt").write_text("mine, not committed\n")
     result = gitops.merge_into_base(repo, "main", "quorum/untracked", "Merge")
     assert result["merged"] is False and "untracked files" in result["message"]
-    assert "TODO.txt" in result["message"] and "move or delete" in result["message"]
-    assert (repo / "TODO.txt").read_text() == "mine, not committed\n"
+    assert "notes.txt" in result["message"] and "move or delete" in result["message"]
+    assert (repo / "notes.txt").read_text() == "mine, not committed\n"

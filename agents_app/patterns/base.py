@@ -11,6 +11,7 @@ paying for them twice.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -125,6 +126,31 @@ class Decision:
 
 class InvalidDecision(ValueError):
     """The decision cannot apply (an empty edited plan, say); the message is for the person."""
+
+
+def parse_named_lines(text: str, *, key: str, line_form: str, name_re: re.Pattern,
+                      name_rule: str, max_text: int, bounds: tuple[int, int],
+                      count_message: str) -> list[dict[str, str]]:
+    """Named participants from lines of ``name: text`` (debate positions, team members):
+    ``[{"name": ..., key: ...}]``. InvalidDecision, naming the line, when one is not usable."""
+    items: list[dict[str, str]] = []
+    for n, line in enumerate((text or "").splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, body = line.partition(":")
+        name, body = name.strip(), body.strip()
+        if not sep or not body:
+            raise InvalidDecision(f"Line {n}: write {line_form}.")
+        if not name_re.match(name):
+            raise InvalidDecision(f"Line {n}: {name_rule}.")
+        if len(body) > max_text:
+            raise InvalidDecision(f"Line {n}: the {key} is longer than {max_text:,} characters.")
+        if name.lower() in {i["name"].lower() for i in items}:
+            raise InvalidDecision(f"Line {n}: “{name}” is named twice.")
+        items.append({"name": name, key: body})
+    if not bounds[0] <= len(items) <= bounds[1]:
+        raise InvalidDecision(count_message)
+    return items
 
 
 class Pattern:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .base import Event, InvalidDecision, Item, ModelClient, Pattern, StageResult
+from .base import Event, Item, ModelClient, Pattern, StageResult, parse_named_lines
 from .parallel import run_parallel
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9 _-]{0,39}$")
@@ -44,27 +44,12 @@ did), and what remains open. Judge the arguments, not the confidence of their to
 
 
 def parse_positions(text: str) -> list[dict[str, str]]:
-    """Positions from lines of ``name: stance``. InvalidDecision (a message for the person)
-    when they are not usable."""
-    positions = []
-    for n, line in enumerate((text or "").splitlines(), 1):
-        if not line.strip():
-            continue
-        name, sep, stance = line.partition(":")
-        name, stance = name.strip(), stance.strip()
-        if not sep or not stance:
-            raise InvalidDecision(f"Line {n}: write a position as “name: stance”.")
-        if not NAME.match(name):
-            raise InvalidDecision(f"Line {n}: a position's name has letters, digits, spaces, "
-                                  "- or _ (at most 40 characters).")
-        if len(stance) > 1000:
-            raise InvalidDecision(f"Line {n}: the stance is longer than 1,000 characters.")
-        if name.lower() in {p["name"].lower() for p in positions}:
-            raise InvalidDecision(f"Line {n}: the position “{name}” is named twice.")
-        positions.append({"name": name, "stance": stance})
-    if not 2 <= len(positions) <= 5:
-        raise InvalidDecision("A debate needs 2 to 5 positions.")
-    return positions
+    """Positions from lines of ``name: stance``; InvalidDecision (for the person) otherwise."""
+    return parse_named_lines(
+        text, key="stance", line_form="a position as “name: stance”", name_re=NAME,
+        name_rule="a position's name has letters, digits, spaces, - or _ (at most 40 "
+                  "characters)", max_text=1000, bounds=(2, 5),
+        count_message="A debate needs 2 to 5 positions.")
 
 
 DEFAULT_POSITIONS = [{"name": "For", "stance": "Argue in favour of the proposal."},

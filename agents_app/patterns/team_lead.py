@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .base import Event, InvalidDecision, Item, ModelClient, ModelError, Pattern, StageResult
+from .base import Event, Item, ModelClient, ModelError, Pattern, StageResult, parse_named_lines
 from .parallel import run_parallel
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,29}$")
@@ -73,23 +73,11 @@ DEFAULT_TEAM = [{"name": "researcher", "description": "finds and summarizes info
 
 def parse_team(text: str) -> list[dict[str, str]]:
     """Team members from lines of ``name: what they do``; InvalidDecision otherwise."""
-    team = []
-    for n, line in enumerate((text or "").splitlines(), 1):
-        if not line.strip():
-            continue
-        name, sep, description = line.partition(":")
-        name, description = name.strip(), description.strip()
-        if not sep or not description:
-            raise InvalidDecision(f"Line {n}: write a member as “name: what they do”.")
-        if not NAME.match(name):
-            raise InvalidDecision(f"Line {n}: a member's name is one word of letters, digits, "
-                                  "- or _ (at most 30 characters).")
-        if name.lower() in {m["name"].lower() for m in team}:
-            raise InvalidDecision(f"Line {n}: “{name}” is named twice.")
-        team.append({"name": name, "description": description[:500]})
-    if not 1 <= len(team) <= 6:
-        raise InvalidDecision("A team has 1 to 6 members.")
-    return team
+    return parse_named_lines(
+        text, key="description", line_form="a member as “name: what they do”", name_re=NAME,
+        name_rule="a member's name is one word of letters, digits, - or _ (at most 30 "
+                  "characters)", max_text=500, bounds=(1, 6),
+        count_message="A team has 1 to 6 members.")
 
 
 def _team_block(team) -> str:
