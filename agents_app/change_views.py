@@ -54,7 +54,8 @@ def change_detail(request, pk: int):
 
 
 def _gate_panel(request, run, status: int = 200, **extra):
-    return render_panel(request, PAGE, "gate-panel", change_context(run, **extra), status)
+    ctx = change_context(run, timeline=not request.htmx, with_diff=not request.htmx, **extra)
+    return render_panel(request, PAGE, "gate-panel", ctx, status)
 
 
 @login_required
@@ -120,6 +121,6 @@ _ORDER = ("header", "gate-panel", "live-panel", "plan-panel", "mr-panel", "round
 def render_live_update(run, events, panels: set[str]) -> str:
     for e in events:
         panels = panels | _PANELS.get(e.kind, set())
-    ctx = change_context(run, with_diff="mr-panel" in panels)
+    ctx = change_context(run, with_diff="mr-panel" in panels, timeline=False)
     return live_message(PAGE, ctx, events, panels, _ORDER, bulky=("mr-panel", "rounds-panel"),
                         too_large="too-large")

@@ -191,14 +191,18 @@ def live_calls(run: Run, reports: list[AgentReport]) -> list[dict]:
     return turns
 
 
-def change_context(run: Run, *, with_diff: bool = True, **extra) -> dict:
+def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
+                   **extra) -> dict:
+    """The change page's context. Live updates and gate answers leave out the highlighted diff
+    (``with_diff``) unless they show it, and the whole timeline (``timeline``: then only the
+    newest event, for the header's activity line)."""
     reports = list(run.agent_reports.all())
     executes = [r for r in reports if r.kind == AgentReport.Kind.EXECUTE]
     reviews = {r.round: r for r in reports if r.kind == AgentReport.Kind.REVIEW}
     plans = list(run.plan_versions.all())
     latest_exec = executes[-1] if executes else None
     files, unshown = diff_views(latest_exec.diff) if (with_diff and latest_exec) else ([], [])
-    events = list(run.events.all())
+    events = list(run.events.all()) if timeline else list(run.events.order_by("-seq")[:1])
     state = run.state or {}
     mr = MergeRequest.objects.filter(run=run).select_related("decided_by").first()
     return {
