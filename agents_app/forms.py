@@ -56,7 +56,8 @@ class StartRunForm(forms.Form):
     the chosen pattern, and only those are read."""
 
     pattern = forms.ChoiceField(choices=_task_patterns)
-    task = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "placeholder":
+    task = forms.CharField(error_messages={"required": "Describe the task."},
+                           widget=forms.Textarea(attrs={"rows": 5, "placeholder":
                            "What should the agents do? e.g. Compare three vector databases, "
                            "then recommend one for a small team."}))
     max_cost_usd = forms.DecimalField(label="Max cost (USD)", min_value=Decimal("0.0001"),
@@ -250,7 +251,9 @@ class StartChangeForm(forms.Form):
     base = forms.CharField(label="Base branch", max_length=250, required=False,
                            help_text="The branch the change is merged into. Default: the "
                                      "repository's current branch.")
-    task = forms.CharField(label="Change request", widget=forms.Textarea(attrs={
+    task = forms.CharField(label="Change request",
+                           error_messages={"required": "Describe the change."},
+                           widget=forms.Textarea(attrs={
         "rows": 5, "placeholder": "What should change? e.g. Add a --verbose flag to the CLI "
                                   "and document it in the README."}))
     model_planner = forms.CharField(label="Planner model", required=False)

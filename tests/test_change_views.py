@@ -190,7 +190,7 @@ def test_bad_decisions_are_refused_clearly_and_change_nothing(alice_client, repo
     ("repo", "{root}/notgit", "not a git repository"),
     ("base", "nope", "There is no branch"),
     ("base", "--upload-pack=x", "There is no branch"),
-    ("task", "   ", "required"),
+    ("task", "   ", "Describe the change."),
     ("task", "x" * 9000, "limit is"),
     ("model_executor", "not a model!", ""),
     ("model_reviewer", "anthropic/claude-3-5-sonnet-latest", "set ANTHROPIC_API_KEY"),

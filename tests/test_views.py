@@ -116,8 +116,8 @@ def test_start_run_over_htmx_redirects_the_client(alice_client, monkeypatch):
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"task": ""}, "This field is required"),
-    ({"task": "   "}, "This field is required"),
+    ({"task": ""}, "Describe the task."),
+    ({"task": "   "}, "Describe the task."),
     ({"task": "x" * 8001}, "the limit is 8,000"),
     ({"task": "ok", "model_planner": "no-such-model-xyz"}, "Unknown model"),
     ({"task": "ok", "model_executor": "offline/other"}, "offline provider has only"),
