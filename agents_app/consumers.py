@@ -93,10 +93,14 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     @database_sync_to_async
     def _render_after(self, cursor: int):
-        events = list(Event.objects.filter(run_id=self.run_id, seq__gt=cursor).order_by("seq")[:BATCH])
+        # The run first, then only the events it already counts: they were written in the same
+        # transaction as the state the header and panels show, so a message never shows a
+        # newer status ("Completed") beside panels chosen for older events.
+        run = Run.objects.get(pk=self.run_id)
+        events = list(Event.objects.filter(run_id=self.run_id, seq__gt=cursor,
+                                           seq__lte=run.last_event_seq).order_by("seq")[:BATCH])
         if not events:
             return "", None
-        run = Run.objects.get(pk=self.run_id)
         panels = {"header"}
         for e in events:
             panels |= _PANELS_BY_KIND.get(e.kind, set())

@@ -111,3 +111,21 @@ async def test_full_asgi_stack_with_session_auth(alice, client):
     anon = WebsocketCommunicator(app, f"/ws/runs/{run.pk}/")
     connected, _ = await anon.connect()
     assert not connected
+
+
+async def test_a_message_sends_only_the_events_the_run_row_already_counts(alice):
+    """The header and panels render from the run row; events the row does not count yet (a
+    transaction that has not committed its run update, in production) wait for the next
+    message, so a message never pairs a newer status with panels picked for older events."""
+    from agents_app.models import Event
+
+    run = await make_run(alice)
+    total = run.last_event_seq
+    await sync_to_async(Event.objects.create)(run=run, seq=total + 1, kind="verified",
+                                              message="not counted by the run yet")
+    c = communicator(run.pk, alice)
+    await c.connect()
+    await c.send_to(text_data=json.dumps({"after": total - 1}))
+    first = await c.receive_from()
+    assert seqs_in(first) == [total]
+    await c.disconnect()
