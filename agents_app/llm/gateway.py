@@ -321,17 +321,25 @@ class Gateway:
 def _describe(exc: Exception) -> str:
     name = type(exc).__name__
     message = str(exc).replace("litellm.", "").strip()
+    while message.startswith(f"{name}: "):  # LiteLLM nests the class name once per layer
+        message = message[len(name) + 2:]
     return f"{name}: {message[:800]}"
 
 
 def _backoff(exc: Exception, attempt: int, base: float) -> float:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    try:
-        retry_after = float(headers.get("retry-after", ""))
-        return min(retry_after, 60.0)
-    except (TypeError, ValueError):
-        return base * (2 ** (attempt - 1))
+    """How long to wait before the next attempt: what the provider asked for (Retry-After,
+    capped at a minute), else exponential from ``base``. LiteLLM keeps the provider's headers
+    in ``litellm_response_headers``; its ``exc.response`` is a stand-in without them."""
+    for headers in (getattr(exc, "litellm_response_headers", None),
+                    getattr(getattr(exc, "response", None), "headers", None)):
+        try:
+            if headers and headers.get("retry-after-ms"):
+                return min(float(headers["retry-after-ms"]) / 1000, 60.0)
+            if headers and headers.get("retry-after"):
+                return min(float(headers["retry-after"]), 60.0)
+        except (TypeError, ValueError):  # an HTTP date or junk: fall back to our own backoff
+            pass
+    return base * (2 ** (attempt - 1))
 
 
 def _cost(response, model: str) -> float:
