@@ -63,8 +63,11 @@ def schema_name(body: dict) -> str | None:
 
 
 def offline_script(role: str, schema: str | None, messages: list) -> str:
-    from agents_app.llm import offline
+    from agents_app.llm import offline, offline_change, offline_patterns
 
+    if not offline.HANDLERS.get("PlanDoc"):  # outside Django, the app has not registered them
+        offline_change.register()
+        offline_patterns.register()
     return offline.reply(role, schema, messages)
 
 
@@ -307,12 +310,6 @@ def main() -> None:
                         help="total fault rate, spread evenly over all fault kinds")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    import os
-
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    django.setup()  # the default script reads the offline model's replies
     faults = {name: args.fault_rate / len(FAULTS) for name in FAULTS} if args.fault_rate else {}
     fake = FakeProvider(latency=args.latency, faults=faults, seed=args.seed, port=args.port)
     print(fake.url, flush=True)
