@@ -164,7 +164,9 @@ class DbJournal:
         self.limits = _Limits(run.max_cost_usd, run.max_tokens, float(max_seconds),
                               run.active_seconds)
         self.started = time.monotonic()
-        self.existing = {c.key: c for c in ModelCall.objects.filter(run_id=run.pk, stage=stage)}
+        # Only a stage run again after an interruption can have calls to replay.
+        self.existing = {c.key: c for c in ModelCall.objects.filter(
+            run_id=run.pk, stage=stage)} if run.stage_attempt > 1 else {}
         self.thread = threading.get_ident()
         self.lock = threading.Lock()
         self.extended_at = float("-inf")

@@ -92,7 +92,7 @@ def test_reject_with_feedback_shows_a_new_version_with_the_change(live_stack, pa
     page.click("details.reject summary")
     page.fill("textarea[name=feedback]", "Add a step about water temperature")
     page.click("button[value=reject]")
-    page.wait_for_function("document.querySelectorAll('#plan-panel .plan-diff .added').length > 0",
+    page.wait_for_function("() => document.querySelectorAll('#plan-panel .plan-diff .added').length > 0",
                            timeout=20_000)
     assert "v2" in page.locator("#plan-panel h2").inner_text()
     added = page.locator("#plan-panel .plan-diff .added").all_inner_texts()

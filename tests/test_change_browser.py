@@ -108,7 +108,7 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
 
     merge.click()
     page.wait_for_function(
-        "document.querySelector('#run-header') && "
+        "() => document.querySelector('#run-header') && "
         "document.querySelector('#run-header').innerText.includes('MR: Merged')",
         timeout=20_000)
     page.wait_for_selector("#run-header .badge.ok", timeout=20_000)
@@ -179,7 +179,7 @@ def test_discard_asks_first_and_a_dismissed_dialog_changes_nothing(live_stack, p
     page.once("dialog", lambda dialog: dialog.accept())
     discard.click()
     page.wait_for_function(
-        "document.querySelector('#run-header').innerText.includes('MR: Discarded')",
+        "() => document.querySelector('#run-header').innerText.includes('MR: Discarded')",
         timeout=20_000)
     assert not git(repo, "branch", "--list", f"quorum/run-{run.pk}")
     assert "Helo world" in git(repo, "show", "main:README.md")

@@ -40,7 +40,7 @@ def test_rewoo_shows_evidence_and_linked_citations(live_stack, page, alice):
     cite.click()
     assert page.evaluate("location.hash") == "#evidence-E1"
     # The answer shows as soon as it is written; the verify pass then completes the run.
-    page.wait_for_function("document.querySelector('#run-header').innerText.includes('Completed')",
+    page.wait_for_function("() => document.querySelector('#run-header').innerText.includes('Completed')",
                            timeout=30_000)
     assert "Verification 1: supported" in page.locator("#items-panel").inner_text()
     assert page.evaluate("window.__noReload") is True
@@ -62,7 +62,7 @@ def test_react_tool_approval_on_the_page(live_stack, page, alice):
     page.click("#items-panel button[value=approve]")
     page.wait_for_selector("#items-panel pre.observation", timeout=30_000)
     assert "6*8 = 48" in page.locator("#items-panel pre.observation").first.inner_text()
-    page.wait_for_function("document.querySelector('#run-header').innerText.includes('Completed')",
+    page.wait_for_function("() => document.querySelector('#run-header').innerText.includes('Completed')",
                            timeout=30_000)
     assert "approved by alice" in page.locator("#items-panel").inner_text()
     assert page.errors == []

@@ -72,7 +72,7 @@ def test_paste_watch_triage_override_and_export(live_stack, page, alice):
     assert page.locator("#diff-panel").count() == 1
     page.select_option("#verdict-panel select[name=verdict]", "needs_discussion")
     page.click("#verdict-panel button[value=override]")
-    page.wait_for_function("document.querySelector('#verdict-panel p.error')"
+    page.wait_for_function("() => document.querySelector('#verdict-panel p.error')"
                            ".innerText.includes('Say why')")
     assert re.search(r"/reviews/\d+/$", page.url), "the second error left the review page"
     page.select_option("#verdict-panel select[name=verdict]", "needs_discussion")

@@ -56,17 +56,34 @@ def test_run_waits_at_the_gate_and_the_decision_resumes_it(worker, alice):
 
 
 def test_duplicate_deliveries_during_a_run_do_nothing_extra(worker, alice):
-    done_before = worker.log().count("succeeded")
-    run = start(alice, auto_approve=True)  # start, plan, 3 steps, synthesize: 6 tasks
+    def settled(at_least: int) -> bool:
+        """Every delivery received since the start has been processed, and enough came."""
+        log = worker.log()
+        received = log.count(" received") - received_before
+        return received >= at_least and log.count("succeeded") - done_before == received
+
+    log = worker.log()
+    done_before, received_before = log.count("succeeded"), log.count(" received")
+    run = start(alice, auto_approve=True)  # one task carries the run through its stages
     for _ in range(5):
         advance_run.delay(run.pk)
     wait_until(lambda: status_of(run.pk) == "completed", 30, what="completion")
-    wait_until(lambda: worker.log().count("succeeded") == done_before + 6 + 5, 30,
-               what="every delivery to be processed")
+    wait_until(lambda: settled(1 + 5), 30, what="every delivery to be processed")
     events = Event.objects.filter(run_id=run.pk).count()
     for _ in range(3):
         advance_run.delay(run.pk)  # deliveries for a finished run
-    wait_until(lambda: worker.log().count("succeeded") == done_before + 6 + 5 + 3, 30,
-               what="the late deliveries to be processed")
+    wait_until(lambda: settled(1 + 5 + 3), 30, what="the late deliveries to be processed")
     assert Event.objects.filter(run_id=run.pk).count() == events
+    assert_no_duplicates(run.pk)
+
+
+def test_one_delivery_carries_a_run_through_its_stages(worker, alice):
+    """No queue hop per stage: the task that starts a run keeps advancing it in place."""
+    log = worker.log()
+    done_before, received_before = log.count("succeeded"), log.count(" received")
+    run = start(alice, auto_approve=True)  # start, plan, 3 steps, synthesize
+    wait_until(lambda: status_of(run.pk) == "completed", 30, what="completion")
+    wait_until(lambda: worker.log().count("succeeded") > done_before, 30, what="the task's end")
+    assert worker.log().count(" received") - received_before == 1
+    assert Event.objects.filter(run_id=run.pk, kind="stage_started").count() >= 5
     assert_no_duplicates(run.pk)

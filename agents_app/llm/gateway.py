@@ -342,11 +342,21 @@ def _backoff(exc: Exception, attempt: int, base: float) -> float:
     return base * (2 ** (attempt - 1))
 
 
+_UNPRICED: set[str] = set()
+
+
 def _cost(response, model: str) -> float:
+    """The call's cost: LiteLLM's own figure for this response when it computed one, else the
+    price map; a model missing from the map counts as 0, with a warning once per model."""
     if is_offline(model):
         return 0.0
+    hidden = getattr(response, "_hidden_params", None) or {}
+    if hidden.get("response_cost"):
+        return float(hidden["response_cost"])
     try:
         return float(litellm.completion_cost(completion_response=response, model=model) or 0.0)
-    except Exception:  # a model missing from the price map costs "unknown"; count it as 0
-        log.warning("no price known for %s; its cost is counted as 0", model)
+    except Exception:
+        if model not in _UNPRICED:
+            _UNPRICED.add(model)
+            log.warning("no price known for %s; its cost is counted as 0", model)
         return 0.0

@@ -18,25 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-
-def setup_django(var_dir: Path, redis_port: int) -> None:
-    os.environ.update({
-        "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "true",
-        "SECRET_KEY": "bench", "QUORUM_VAR_DIR": str(var_dir),
-        "DATABASE_URL": f"sqlite:///{var_dir / 'bench.sqlite3'}",
-        "QUORUM_TEST_REDIS_PORT": str(redis_port),
-        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-        "QUORUM_ALLOW_MODEL_REQUESTS": "false", "QUORUM_LOG_LEVEL": "WARNING",
-    })
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+from tests.benchmarks.common import setup_django  # noqa: E402
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -1,0 +1,114 @@
+"""Engine overhead per model call: a run's wall time minus the provider's time, per call,
+against LiteLLM called directly in a loop on the same fake provider.
+
+Both sides send the same kind of request over HTTP to the fake OpenAI-compatible provider,
+which answers after a fixed latency L. "direct" is ``litellm.completion`` in a loop. "engine,
+in process" is a whole auto-approved Plan-and-Execute run driven by ``engine.run_inline``:
+claims, prompts, the call journal, events announced on Redis, stage commits on SQLite.
+"engine, worker" is the same run through Redis and the Celery worker, from enqueue to the
+finished row, so it adds a queue hop per stage. Overhead per call = (wall − calls × L) / calls.
+
+    .venv/bin/python tests/benchmarks/bench_engine_overhead.py [--latency 0.05] [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.benchmarks.common import TERMINAL, machine, make_user, setup_django, wait_for  # noqa: E402
+
+TASK = "Collect logs for service {i}, then find the error, and finally write a report."
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    L = args.latency
+
+    from tests.fakeprovider import FakeProvider, fake_models
+    from tests.stack import free_port
+
+    with tempfile.TemporaryDirectory(prefix="quorum-bench-") as tmp, \
+            FakeProvider(latency=L) as fake:
+        var = Path(tmp)
+        env = {"QUORUM_API_BASE": fake.url, "OPENAI_API_KEY": "sk-bench-fake"}
+        setup_django(var, free_port(), **env)
+        import litellm
+        from django.conf import settings
+
+        from agents_app import engine
+        from agents_app.models import ModelCall, Run
+        from tests.stack import start_redis, start_worker
+
+        settings.QUORUM_API_BASE = fake.url
+        owner = make_user()
+        redis = start_redis(var)
+        worker = start_worker(var, node="bench", concurrency=20, QUORUM_VAR_DIR=var,
+                              QUORUM_LOG_LEVEL="WARNING", **env)
+        models = fake_models("planner", "executor", "synthesizer")
+        direct, inline, queued = [], [], []
+        try:
+            def calls_of(pk: int) -> int:
+                return sum(ModelCall.objects.filter(run_id=pk).values_list("attempts", flat=True))
+
+            for i in range(args.repeat + 1):  # the first round warms up
+                n = 5
+                started = time.perf_counter()
+                for _ in range(n):
+                    litellm.completion(model="openai/fake-executor", api_base=fake.url,
+                                       messages=[{"role": "user", "content": TASK.format(i=i)}],
+                                       timeout=30, num_retries=0)
+                wall = time.perf_counter() - started
+                if i:
+                    direct.append(1000 * (wall - n * L) / n)
+
+                run = engine.create_run(owner, "plan_execute", TASK.format(i=i),
+                                        options={"auto_approve": True}, models=models,
+                                        enqueue=False)
+                started = time.perf_counter()
+                run = engine.run_inline(run.pk)
+                wall = time.perf_counter() - started
+                assert run.status == "completed", run.error
+                n = calls_of(run.pk)
+                if i:
+                    inline.append(1000 * (wall - n * L) / n)
+
+                run = engine.create_run(owner, "plan_execute", TASK.format(i=i),
+                                        options={"auto_approve": True}, models=models,
+                                        enqueue=False)
+                started = time.perf_counter()
+                engine.schedule(run.pk)
+                wait_for(lambda pk=run.pk: Run.objects.filter(pk=pk, status__in=TERMINAL)
+                         .exists(), interval=0.002, what="the run to finish")
+                wall = time.perf_counter() - started
+                n = calls_of(run.pk)
+                if i:
+                    queued.append(1000 * (wall - n * L) / n)
+        finally:
+            worker.stop()
+            redis.stop()
+
+    med = statistics.median
+    print(f"# Engine overhead per model call — {machine()}; fake provider over HTTP, "
+          f"L = {L * 1000:.0f} ms; median of {args.repeat}; Plan-and-Execute runs of 5 calls")
+    print("| path | overhead per call | minus direct |")
+    print("|---|---:|---:|")
+    print(f"| LiteLLM directly, in a loop | {med(direct):.1f} ms | — |")
+    print(f"| engine, in process | {med(inline):.1f} ms | {med(inline) - med(direct):.1f} ms |")
+    print(f"| engine, through Redis and the worker | {med(queued):.1f} ms | "
+          f"{med(queued) - med(direct):.1f} ms |")
+    worst = med(queued) - med(direct)
+    print(f"target: ≤ 15 ms per call → {'met' if worst <= 15 else 'MISSED'} ({worst:.1f} ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""What the benchmark scripts share: Django on a temporary SQLite database, the real processes
+(embedded Redis, a thread-pool Celery worker, Daphne), the fake provider, a signed-in HTTP
+client, and percentiles."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+TERMINAL = ("completed", "failed", "cancelled", "budget_exceeded")
+PASSWORD = "bench-password-123"  # noqa: S105 - a throwaway user on a temporary database
+
+
+def setup_django(var_dir: Path, redis_port: int, **env) -> None:
+    os.environ.update({
+        "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "true",
+        "SECRET_KEY": "bench", "QUORUM_VAR_DIR": str(var_dir),
+        "DATABASE_URL": f"sqlite:///{var_dir / 'bench.sqlite3'}",
+        "QUORUM_TEST_REDIS_PORT": str(redis_port),
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "QUORUM_ALLOW_MODEL_REQUESTS": "false", "QUORUM_LOG_LEVEL": "WARNING",
+        **{k: str(v) for k, v in env.items()},
+    })
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def machine() -> str:
+    return (f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}")
+
+
+def pct(values: list[float], p: float) -> float:
+    """The p-th percentile (0–100), by the inclusive method; the single value for one."""
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1]
+
+
+def make_user(username: str = "bench"):
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user(username, password=PASSWORD)
+
+
+def wait_for(predicate, timeout: float = 120.0, interval: float = 0.005, what: str = "it"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+
+
+def signed_in_client(base_url: str, username: str = "bench"):
+    """An httpx client with a session from the real sign-in form, and the CSRF token."""
+    import httpx
+
+    client = httpx.Client(base_url=base_url, timeout=30, follow_redirects=False)
+    page = client.get("/accounts/login/").text
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    response = client.post("/accounts/login/", data={
+        "username": username, "password": PASSWORD, "csrfmiddlewaretoken": token})
+    if response.status_code != 302:
+        raise RuntimeError(f"sign-in failed: HTTP {response.status_code}")
+    client.headers["X-CSRFToken"] = client.cookies["csrftoken"]
+    client.headers["Referer"] = base_url + "/"
+    return client
