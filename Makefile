@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
 DEV_ENV := DEBUG=$${DEBUG:-true}
 
-.PHONY: dev test install lint lock bench clean
+.PHONY: dev test install lint lock bench faults clean
 
 $(STAMP): requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is required"; exit 1; }
@@ -32,11 +32,13 @@ lint: install
 lock:
 	uv pip compile pyproject.toml --extra test --python-version 3.11 --generate-hashes -o requirements.lock
 
+# Each script is also one command on its own; docs/BENCHMARKS.md has the figures.
+BENCHMARKS := bench_review bench_concurrency bench_gate_resume bench_streaming \
+              bench_engine_overhead bench_history bench_watchers bench_change \
+              bench_parallel_patterns
+
 bench: install
-	$(PY) tests/benchmarks/bench_concurrency.py
-	$(PY) tests/benchmarks/bench_review.py
-	$(PY) tests/benchmarks/bench_change.py
-	$(PY) tests/benchmarks/bench_parallel_patterns.py
+	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) tests/benchmarks/$$b.py || exit 1; done
 
 clean:
 	rm -rf var/test-quorum.sqlite3* .pytest_cache
