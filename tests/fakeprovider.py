@@ -165,6 +165,7 @@ class FakeProvider:
 def _handler_for(fake: FakeProvider):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out at once, as real servers do
 
         def log_message(self, *args) -> None:  # quiet: the log is fake.seen
             pass

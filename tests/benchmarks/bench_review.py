@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.benchmarks.bench_concurrency import setup_django  # noqa: E402
+from tests.benchmarks.common import setup_django  # noqa: E402
 
 DIFF = '''diff --git a/app/accounts.py b/app/accounts.py
 new file mode 100644
