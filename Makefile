@@ -40,5 +40,11 @@ BENCHMARKS := bench_review bench_concurrency bench_gate_resume bench_streaming \
 bench: install
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) tests/benchmarks/$$b.py || exit 1; done
 
+# Fault injection, each script with a pass/fail summary; docs/RELIABILITY.md has the results.
+FAULTS := sigkill redis_restart model_faults db_locked
+
+faults: install
+	@for f in $(FAULTS); do echo "== $$f"; $(PY) tests/faults/$$f.py || exit 1; done
+
 clean:
 	rm -rf var/test-quorum.sqlite3* .pytest_cache
