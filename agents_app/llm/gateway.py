@@ -11,6 +11,7 @@ stage that is executed again, and may stop the run between calls (cancel, budget
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import os
@@ -142,7 +143,8 @@ def missing_credentials(model: str) -> str | None:
             "Quorum runs in, or choose another model.")
 
 
-def _supports_schema(model: str) -> bool:
+@functools.lru_cache(maxsize=256)
+def _supports_schema(model: str) -> bool:  # a price-map lookup: once per model, not per call
     try:
         return bool(litellm.supports_response_schema(model=model))
     except Exception:  # unknown to the price map: fall back to instructions in the prompt
