@@ -46,6 +46,7 @@ def change_new(request):
 
 
 @login_required
+@require_GET
 def change_detail(request, pk: int):
     run = owned_run(request, pk)
     if run.get_absolute_url() != request.path:

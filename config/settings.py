@@ -6,9 +6,11 @@ the embedded Redis started by ``make dev``, and the built-in offline model.
 
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONCE, NONE, SELF
 
 # LiteLLM downloads its price map at import unless told not to; set it before any import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -39,6 +41,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "axes",
     "agents_app",
     "reviews_app",
 ]
@@ -46,6 +49,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -53,6 +57,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into the 429 page
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -68,6 +73,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "csp.context_processors.nonce",
             ],
         },
     }
@@ -231,6 +237,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = QUORUM_REVIEW_MAX_UPLOAD_BYTES + 1_000_000
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out sign-in
+    "django.contrib.auth.backends.ModelBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -256,6 +266,40 @@ USE_TZ = True
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+
+# Content-Security-Policy on every response (django-csp). Scripts only from our own origin or
+# carrying the request's nonce, no inline style, no plugins, no framing. 'self' in connect-src
+# also covers ws:/wss: of the same host (CSP Level 3; tests/test_security_browser.py checks
+# the run page's WebSocket in Chromium). The page has no inline script; htmx is told not to run
+# scripts that arrive in swapped fragments (allowScriptTags: false in base.html).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# Sign-in throttling (django-axes): after QUORUM_LOGIN_ATTEMPTS failed sign-ins for one username,
+# or from one IP address, every sign-in for it is refused (HTTP 429, the same page whether or not
+# the account exists, even with the right password) for QUORUM_LOGIN_LOCKOUT_MINUTES. Attempts
+# are counted in the database, so Daphne processes and workers share them. Behind a reverse
+# proxy run Daphne with --proxy-headers, or every visitor has the proxy's address.
+AXES_FAILURE_LIMIT = env.int("QUORUM_LOGIN_ATTEMPTS", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("QUORUM_LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+
 if not DEBUG:
     SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)

@@ -48,11 +48,25 @@ _RETRYABLE = (
     litellm.APIConnectionError,
     litellm.Timeout,
 )
-_SECRET = re.compile(r"(sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|(?i:bearer)\s+[A-Za-z0-9._-]{12,})")
+# Key shapes of the providers and services a prompt or an error is likely to quote.
+_SECRET = re.compile(
+    r"(sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|(?i:bearer)\s+[A-Za-z0-9._-]{12,}"
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bxox[abprs]-[A-Za-z0-9-]{10,})")
+# A value assigned to a secret-sounding name (``AWS_SECRET_ACCESS_KEY="…"``, ``token: …``).
+_ASSIGNED = re.compile(
+    r"(?i)((?:secret|passw(?:or)?d|token|api[_-]?key|access[_-]?key|private[_-]?key)"
+    r"[A-Za-z0-9_]*[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]{6,}")
+# This server's own secrets, whatever their shape (a self-hosted server's key, say).
+_SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_PASSWORD)$")
 
 
 def redact(text: str) -> str:
-    """Blank anything that looks like an API key before it is stored, shown or logged."""
+    """Blank anything that looks like a key or secret before it is stored, shown or logged."""
+    for name, value in os.environ.items():
+        if len(value) >= 8 and _SECRET_ENV.search(name):
+            text = text.replace(value, "[redacted]")
+    text = _ASSIGNED.sub(r"\1[redacted]", text)
     return _SECRET.sub("[redacted]", text)
 
 
@@ -325,6 +339,8 @@ def _describe(exc: Exception) -> str:
     message = str(exc).replace("litellm.", "").strip()
     while message.startswith(f"{name}: "):  # LiteLLM nests the class name once per layer
         message = message[len(name) + 2:]
+    # The first line says what happened; LiteLLM may append a whole traceback to it.
+    message = message.split("\n", 1)[0].strip()
     return f"{name}: {message[:800]}"
 
 

@@ -1,0 +1,180 @@
+"""CSRF on every state-changing request. The URL patterns of both apps are enumerated the way
+the access matrix does (its helpers and its set of runs are reused), so a new view is covered
+the day it is added: a POST without a token is refused with 403 and changes nothing in any
+table; the same POST with the token, sent as htmx sends it (the ``X-CSRFToken`` header from
+``hx-headers`` on <body>), is carried out. Sign-in and sign-out are covered too."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.apps import apps
+from django.test import Client
+from django.urls import get_resolver, reverse
+
+from agents_app.models import Run
+from reviews_app.models import Finding, Review
+from tests.conftest import PASSWORD
+from tests.review_corpus import GOOD
+from tests.test_access_matrix import CASES, app_url_names, runs, url_for  # noqa: F401
+from tests.test_change_views import TASK, repo  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def fingerprint() -> dict:
+    """Every row of every table of the two apps: a refused request leaves all of them as
+    they were."""
+    out = {}
+    for model in [*apps.get_app_config("agents_app").get_models(),
+                  *apps.get_app_config("reviews_app").get_models()]:
+        out[model._meta.label] = list(model.objects.order_by("pk").values())
+    return out
+
+
+def htmx_token(client: Client, url: str) -> str:
+    """The token exactly as htmx gets it: from ``hx-headers`` on the page's <body>."""
+    html = client.get(url).content.decode()
+    match = re.search(r"<body hx-headers='([^']*)'", html)
+    assert match, f"no hx-headers on <body> of {url}"
+    token = json.loads(match.group(1))["X-CSRFToken"]
+    assert len(token) >= 32
+    return token
+
+
+def form_token(html: str) -> str:
+    match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+    assert match, "no {% csrf_token %} in the form"
+    return match.group(1)
+
+
+def payload(name: str, runs) -> dict:  # noqa: F811
+    """A valid body for each state-changing view, so that with the token it really acts."""
+    plan, react, change, review = runs["plan"], runs["react"], runs["change"], runs["review"]
+    for r in (plan, react, change, review):
+        r.refresh_from_db()
+    sec1 = Finding.objects.get(review__run=review, key="SEC-1")
+    return {
+        "accept_all": {"severity": sec1.severity},
+        "finding_decision": {"decision": "rejected", "comment": "not a problem"},
+        "verdict_decision": {"action": "accept", "seq": review.stage_seq, "reason": "ok"},
+        "plan_decision": {"action": "approve", "seq": plan.stage_seq,
+                          "steps": (plan.state.get("plan") or {}).get("steps") or ["Do it"]},
+        "tool_decision": {"action": "approve", "seq": react.stage_seq},
+        "change_decision": {"action": "discard", "seq": change.stage_seq, "feedback": "no"},
+        "cancel_run": {},
+        "start_run": {"pattern": "plan_execute", "task": "Plan a picnic, then a walk"},
+        "start_review": {"source": "paste", "diff": GOOD},
+        "change_new": {"repo": (change.options or {}).get("repo", ""), "base": "main",
+                       "task": TASK},
+    }.get(name, {"seq": 0})
+
+
+# Decisions first, cancel after them (it ends the plan run), starts last.
+ORDER = ["accept_all", "finding_decision", "verdict_decision", "plan_decision", "tool_decision",
+         "change_decision", "cancel_run", "start_run", "start_review", "change_new"]
+
+
+def app_url(name: str, runs) -> str:  # noqa: F811
+    if name in CASES:
+        return url_for(name, runs)[0]
+    return reverse(name)  # a URL the access matrix does not know yet fails there, not here
+
+
+def test_no_view_is_csrf_exempt():
+    names = []
+
+    def walk(patterns):
+        for p in patterns:
+            if hasattr(p, "url_patterns"):
+                walk(p.url_patterns)
+            else:
+                names.append(p.name)
+                assert not getattr(p.callback, "csrf_exempt", False), p.name
+
+    walk(get_resolver().url_patterns)
+    assert app_url_names() <= set(names) and {"login", "logout"} <= set(names)
+
+
+def test_posts_without_a_token_are_refused_and_change_nothing(alice, runs):  # noqa: F811
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    token = htmx_token(client, "/")
+    before = fingerprint()
+    runs_before = list(Run.objects.values_list("pk", "status", "stage_seq", "cancel_requested"))
+    for name in sorted(app_url_names()):
+        url = app_url(name, runs)
+        body = payload(name, runs)
+        # No token at all, a forged token, and a valid token from another origin.
+        for extra in ({}, {"HTTP_X_CSRFTOKEN": "x" * 64},
+                      {"HTTP_X_CSRFTOKEN": token, "HTTP_ORIGIN": "https://evil.example"}):
+            response = client.post(url, body, **HTMX, **extra)
+            assert response.status_code == 403, (name, extra, response.status_code)
+        response = client.post(url, body)  # a plain form post without the hidden field
+        assert response.status_code == 403, name
+    assert list(Run.objects.values_list("pk", "status", "stage_seq", "cancel_requested")) \
+        == runs_before
+    assert fingerprint() == before
+
+
+def test_posts_with_the_htmx_token_are_carried_out(alice, runs):  # noqa: F811
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    token = htmx_token(client, reverse("run_detail", args=[runs["plan"].pk]))
+    accepting = set()
+    names = app_url_names()
+    for name in [n for n in ORDER if n in names] + sorted(names - set(ORDER)):
+        url = app_url(name, runs)
+        before = fingerprint()
+        response = client.post(url, payload(name, runs), HTTP_X_CSRFTOKEN=token, **HTMX)
+        assert response.status_code != 403, (name, response.content[:300])
+        if name not in ORDER:  # a page: 405, or (change_detail) the page again, read-only
+            assert response.status_code in (200, 405), (name, response.status_code)
+            assert fingerprint() == before, name
+            continue
+        accepting.add(name)
+        assert response.status_code in (200, 204), (name, response.status_code,
+                                                      response.content[:500])
+        assert fingerprint() != before, f"{name}: the POST with its token changed nothing"
+    # Every view the access matrix lists as a POST was carried out (and change_new's POST).
+    assert {n for n, c in CASES.items() if c[2] == "POST"} | {"change_new"} == accepting
+    assert Run.objects.get(pk=runs["plan"].pk).status == "cancelled"
+    assert Review.objects.count() == 2
+
+
+def test_plain_form_posts_carry_the_hidden_token(alice, runs):  # noqa: F811
+    """Without htmx (no JavaScript), the form's own {% csrf_token %} field is the token."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    page = client.get(reverse("run_detail", args=[runs["plan"].pk])).content.decode()
+    token = form_token(page)
+    response = client.post(reverse("cancel_run", args=[runs["plan"].pk]),
+                           {"csrfmiddlewaretoken": token})
+    assert response.status_code == 302
+    assert Run.objects.get(pk=runs["plan"].pk).status == "cancelled"
+
+
+def test_sign_in_needs_the_token(alice):
+    client = Client(enforce_csrf_checks=True)
+    credentials = {"username": "alice", "password": PASSWORD}
+    assert client.post("/accounts/login/", credentials).status_code == 403
+    assert "_auth_user_id" not in client.session
+    token = form_token(client.get("/accounts/login/").content.decode())
+    response = client.post("/accounts/login/", {**credentials, "csrfmiddlewaretoken": token})
+    assert response.status_code == 302 and response.url == "/"
+    assert client.session["_auth_user_id"] == str(alice.pk)
+
+
+def test_sign_out_needs_the_token(alice):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    assert client.post("/accounts/logout/").status_code == 403
+    assert client.get("/").status_code == 200  # still signed in
+    token = form_token(client.get("/").content.decode())  # the sign-out form in the top bar
+    response = client.post("/accounts/logout/", {"csrfmiddlewaretoken": token})
+    assert response.status_code == 302
+    assert client.get("/").status_code == 302  # signed out: back to sign-in
