@@ -4,7 +4,10 @@ order and keeps its own cursor, so a reconnect or a reload never loses or repeat
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
+from collections import OrderedDict
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -47,6 +50,26 @@ _PANELS_BY_KIND = {
 }
 BATCH = 200
 
+# Messages rendered in this process. A message depends only on the run and the events after the
+# cursor (no user, no request), and every watcher of a run usually has the same cursor, so one
+# render serves them all: ``_RENDERED`` by (run, cursor, the run's last_event_seq) for the
+# database path, ``_LATEST`` by (run, cursor) → the newest render, for announcements it already
+# covers (answered without a database round trip). A run is (id, created_at), so an id used
+# again (a database flushed with its sequences reset) never meets another run's message.
+_RENDERED: OrderedDict[tuple, tuple[str, int | None, bool]] = OrderedDict()
+_LATEST: OrderedDict[tuple, tuple[str, int, bool]] = OrderedDict()
+_CACHE_MAX = 256
+_cache_lock = threading.Lock()
+_INFLIGHT: dict[tuple, asyncio.Future] = {}  # renders under way, by (run, cursor)
+
+
+def _remember(cache: OrderedDict, key, value) -> None:
+    with _cache_lock:
+        cache[key] = value
+        cache.move_to_end(key)
+        while len(cache) > _CACHE_MAX:
+            cache.popitem(last=False)
+
 
 class RunConsumer(AsyncWebsocketConsumer):
     async def connect(self):
@@ -55,9 +78,11 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self.close(code=4401)
             return
         self.run_id = int(self.scope["url_route"]["kwargs"]["pk"])
-        if not await self._owns(user):
+        created_at = await self._owns(user)
+        if created_at is None:
             await self.close(code=4404)
             return
+        self.run_key = (self.run_id, created_at)
         self.cursor: int | None = None
         self.group = group_name(self.run_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -76,20 +101,54 @@ class RunConsumer(AsyncWebsocketConsumer):
         await self._flush()
 
     async def run_event(self, message):
-        if self.cursor is not None and message.get("seq", 0) > self.cursor:
-            await self._flush()
+        seq = message.get("seq", 0)
+        if self.cursor is not None and seq > self.cursor:
+            await self._flush(seq)
 
-    async def _flush(self):
+    async def _flush(self, seq: int = 0):
+        """Send every event after the cursor. ``seq`` is an event known to exist (announced
+        after its commit): a render of this run and cursor that another watcher made, or is
+        making, serves if it reaches ``seq``; otherwise this watcher renders."""
         while True:
-            html, newest = await self._render_after(self.cursor)
+            html, newest, complete = await self._shared_render(self.cursor, seq)
             if newest is None:
                 return
             self.cursor = newest
             await self.send(text_data=html)
+            if complete:  # up to the run's last event: later ones are announced when written
+                return
+
+    async def _shared_render(self, cursor: int, seq: int):
+        key = (self.run_key, cursor)
+        if seq:
+            latest = _LATEST.get(key)
+            if latest is not None and latest[1] >= seq:
+                return latest
+            pending = _INFLIGHT.get(key)
+            if pending is not None:
+                await asyncio.wait([pending])
+                if not pending.cancelled():
+                    result = pending.result()
+                    if result[1] is not None and result[1] >= seq:
+                        return result
+        future = asyncio.get_running_loop().create_future()
+        _INFLIGHT[key] = future
+        try:
+            result = await self._render_after(cursor)
+        except BaseException:
+            future.cancel()
+            raise
+        finally:
+            if _INFLIGHT.get(key) is future:
+                del _INFLIGHT[key]
+        future.set_result(result)
+        return result
 
     @database_sync_to_async
-    def _owns(self, user) -> bool:
-        return Run.objects.filter(pk=self.run_id, owner=user).exists()
+    def _owns(self, user):
+        """The run's created_at if ``user`` owns it, else None."""
+        return Run.objects.filter(pk=self.run_id, owner=user).values_list(
+            "created_at", flat=True).first()
 
     @database_sync_to_async
     def _render_after(self, cursor: int):
@@ -97,11 +156,19 @@ class RunConsumer(AsyncWebsocketConsumer):
         # transaction as the state the header and panels show, so a message never shows a
         # newer status ("Completed") beside panels chosen for older events.
         run = Run.objects.get(pk=self.run_id)
+        key = (self.run_key, cursor, run.last_event_seq)
+        cached = _RENDERED.get(key)
+        if cached is not None:
+            return cached
         events = list(Event.objects.filter(run_id=self.run_id, seq__gt=cursor,
                                            seq__lte=run.last_event_seq).order_by("seq")[:BATCH])
         if not events:
-            return "", None
+            return "", None, True
         panels = {"header"}
         for e in events:
             panels |= _PANELS_BY_KIND.get(e.kind, set())
-        return render_live(run, events, panels), events[-1].seq
+        newest = events[-1].seq
+        result = render_live(run, events, panels), newest, newest >= run.last_event_seq
+        _remember(_RENDERED, key, result)
+        _remember(_LATEST, (self.run_key, cursor), result)
+        return result
