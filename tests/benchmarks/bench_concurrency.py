@@ -63,46 +63,54 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per model call")
     parser.add_argument("--n", type=int, nargs="+", default=[1, 50, 200])
-    parser.add_argument("--concurrency", type=int, default=250, help="worker threads")
+    parser.add_argument("--concurrency", type=int, default=250, help="threads per worker")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes")
+    parser.add_argument("--database-url", default="",
+                        help="e.g. a Postgres URL (an empty database); default: a temporary SQLite")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="quorum-bench-") as tmp:
         var = Path(tmp)
         from tests.stack import free_port
 
-        setup_django(var, free_port())
+        db = {"DATABASE_URL": args.database_url} if args.database_url else {}
+        setup_django(var, free_port(), **db)
         from django.contrib.auth import get_user_model
 
         from tests.stack import start_redis, start_worker
 
         owner = get_user_model().objects.create_user("bench")
         redis = start_redis(var)
-        worker = start_worker(var, node="bench", concurrency=args.concurrency,
-                              QUORUM_OFFLINE_LATENCY=args.latency, QUORUM_LOG_LEVEL="WARNING",
-                              QUORUM_VAR_DIR=var)
+        workers = [start_worker(var, node=f"bench{i}", concurrency=args.concurrency,
+                                QUORUM_OFFLINE_LATENCY=args.latency, QUORUM_LOG_LEVEL="WARNING",
+                                QUORUM_VAR_DIR=var, **db) for i in range(args.workers)]
+        pids = [w.popen.pid for w in workers]
         try:
             run_batch(1, owner)  # warm-up: imports, connections
             rows = []
             base = None
             for n in args.n:
-                cpu_before = cpu_seconds(worker.popen.pid)
+                cpu_before = sum(cpu_seconds(pid) for pid in pids)
                 makespan = run_batch(n, owner)
-                cpu = cpu_seconds(worker.popen.pid) - cpu_before
+                cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before
                 base = base or makespan
-                rows.append((n, makespan, makespan / base, cpu, peak_rss_mb(worker.popen.pid)))
+                rows.append((n, makespan, makespan / base, cpu,
+                             sum(peak_rss_mb(pid) for pid in pids)))
         finally:
-            worker.stop()
+            for w in workers:
+                w.stop()
             redis.stop()
 
     print(f"# Concurrency benchmark — {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"# model latency {args.latency} s/call, 5 calls/run; worker: threads x{args.concurrency}; "
-          "SQLite; embedded Redis")
+    print(f"# model latency {args.latency} s/call, 5 calls/run; {args.workers} worker "
+          f"process(es) x {args.concurrency} threads; "
+          f"{'Postgres' if args.database_url else 'SQLite'}; embedded Redis")
     print(f"{'N runs':>7} {'makespan s':>11} {'vs 1 run':>9} {'one by one':>11} "
-          f"{'worker CPU s':>13} {'CPU ms/run':>11} {'worker peak RSS MB':>19}")
+          f"{'worker CPU s':>13} {'CPU ms/run':>11} {'workers peak RSS MB':>20}")
     for n, makespan, ratio, cpu, rss in rows:
         print(f"{n:>7} {makespan:>11.2f} {ratio:>8.2f}x {n * base:>10.0f}s {cpu:>13.1f} "
-              f"{1000 * cpu / n:>11.0f} {rss:>19.0f}")
+              f"{1000 * cpu / n:>11.0f} {rss:>20.0f}")
 
 
 if __name__ == "__main__":
