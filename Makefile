@@ -41,7 +41,7 @@ bench: install
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) tests/benchmarks/$$b.py || exit 1; done
 
 # Fault injection, each script with a pass/fail summary; docs/RELIABILITY.md has the results.
-FAULTS := sigkill redis_restart model_faults db_locked
+FAULTS := sigkill redis_restart model_faults db_locked pg_restart
 
 faults: install
 	@for f in $(FAULTS); do echo "== $$f"; $(PY) tests/faults/$$f.py || exit 1; done
