@@ -27,7 +27,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -59,7 +59,10 @@ def set_worker_identity(node: str) -> None:
 
 
 def _lease_token() -> str:
-    return f"{_identity['node']}|{_identity['boot']}|{threading.get_ident()}"
+    """Unique per claim: helper threads left over from an abandoned attempt of a stage find
+    the lease not theirs, even when the same worker thread claims the run again."""
+    return f"{_identity['node']}|{_identity['boot']}|{threading.get_ident()}|" \
+           f"{uuid.uuid4().hex[:8]}"
 
 
 def _lease_until():
@@ -70,18 +73,75 @@ class LeaseLost(StageAbandoned):
     """Another worker owns this run now; drop the stage's result."""
 
 
+# The database could not be used for a while (SQLite locked past its busy timeout, a Postgres
+# connection lost): a transient condition, so the stage is run again, never failed or half
+# written (tests/faults/db_locked.py).
+DB_UNAVAILABLE = (OperationalError, InterfaceError)
+
+
+class StageInterrupted(StageAbandoned):
+    """The stage could not read or write the database; it runs again later. A pattern that
+    catches exceptions broadly re-raises it, like every ``StageAbandoned``, so a locked
+    database is never mistaken for a failed reviewer or model."""
+
+
 class StaleDecision(Exception):
     """The run is no longer at the gate the person saw."""
 
 
 # --- scheduling ------------------------------------------------------------------------------
-def schedule(run_id: int) -> None:
+def schedule(run_id: int, countdown: float | None = None) -> None:
     from .tasks import advance_run
 
     try:
-        advance_run.delay(run_id)
-    except Exception as exc:  # broker away: the sweeper picks the run up later
-        log.warning("could not enqueue run %s: %s", run_id, exc)
+        advance_run.apply_async((run_id,), countdown=countdown)
+    except Exception as exc:  # broker away: sent again from here once it is back
+        log.warning("could not enqueue run %s (sent again when the broker is back): %s",
+                    run_id, exc)
+        _send_later(run_id)
+
+
+# A continuation that could not be enqueued (Redis restarting while a stage committed, or
+# while a person decided at a gate) is sent again from this process as soon as the broker
+# takes it, instead of waiting for the beat's sweep (minutes) or forever where no beat runs.
+# If this process dies first, the sweeper still finds the run (tests/faults/redis_restart.py).
+_unsent: set[int] = set()
+_unsent_lock = threading.Lock()
+_resender: threading.Thread | None = None
+
+
+def _send_later(run_id: int) -> None:
+    global _resender
+    with _unsent_lock:
+        _unsent.add(run_id)
+        if _resender is None or not _resender.is_alive():
+            _resender = threading.Thread(target=_resend, name="quorum-resend", daemon=True)
+            _resender.start()
+
+
+def _resend() -> None:
+    global _resender
+    from .tasks import advance_run
+
+    delay = 1.0
+    while True:
+        time.sleep(delay)
+        with _unsent_lock:
+            pending = sorted(_unsent)
+            if not pending:
+                _resender = None
+                return
+        for run_id in pending:
+            try:
+                advance_run.delay(run_id)
+            except Exception:  # still away: back off, up to half a minute
+                delay = min(delay * 2, 30.0)
+                break
+            with _unsent_lock:
+                _unsent.discard(run_id)
+            log.info("enqueued run %s after the broker came back", run_id)
+        else:
+            delay = 1.0
 
 
 def _schedule_on_commit(run_id: int, enqueue: bool) -> None:
@@ -189,6 +249,10 @@ class DbJournal:
     def before_call(self, key: str, role: str, model: str) -> None:
         try:
             self._check_and_extend(role)
+        except DB_UNAVAILABLE as exc:
+            self._release()
+            raise StageInterrupted(f"the database could not be read before the {role} call: "
+                                   f"{exc}") from exc
         except BaseException:
             self._release()
             raise
@@ -229,11 +293,19 @@ class DbJournal:
     def record(self, key: str, o: CallOutcome) -> None:
         try:
             self._record(key, o)
+        except DB_UNAVAILABLE as exc:
+            raise StageInterrupted(f"the database could not record the {o.role} call: "
+                                   f"{exc}") from exc
         finally:
             self._release()
 
     def _record(self, key: str, o: CallOutcome) -> None:
         with transaction.atomic():
+            # A call that returns after its attempt was abandoned and the run claimed again
+            # is not this attempt's to record: the new attempt makes (and records) it.
+            if Run.objects.filter(pk=self.run_id).exclude(lease_owner="").exclude(
+                    lease_owner=self.token).exists():
+                raise LeaseLost()
             ModelCall.objects.create(
                 run_id=self.run_id, stage=self.stage, key=key, role=o.role, model=o.model,
                 messages=o.messages, response=o.response, prompt_tokens=o.prompt_tokens,
@@ -267,21 +339,35 @@ def advance(run_id: int, *, enqueue: bool = True) -> bool:
     """Run the run's current stage if it can be claimed. True if another stage is ready."""
     token = _lease_token()
     # One write transaction claims the run, marks the stage running and logs its start.
-    with transaction.atomic():
-        if not _claim(run_id, token):
-            return False
-        run = Run.objects.get(pk=run_id)
-        pattern = get_pattern(run.pattern)
-        stage, seq = run.stage, run.stage_seq
-        if not run.cancel_requested:
-            Run.objects.filter(pk=run_id).update(status=pattern.status_for(stage))
-            if run.stage_attempt > 1:
-                msg = (f"Resuming stage {stage} (attempt {run.stage_attempt}) after an "
-                       "interruption.")
-                append_events(run_id, [Event("stage_resumed", msg, {"stage": stage})])
-            else:
-                text = pattern.describe_stage(stage) or describe_stage(stage)
-                append_events(run_id, [Event("stage_started", text, {"stage": stage})])
+    try:
+        with transaction.atomic():
+            if not _claim(run_id, token):
+                return False
+            run = Run.objects.get(pk=run_id)
+            pattern = get_pattern(run.pattern)
+            stage, seq = run.stage, run.stage_seq
+            if not run.cancel_requested:
+                Run.objects.filter(pk=run_id).update(status=pattern.status_for(stage))
+                if run.stage_attempt > 1:
+                    msg = (f"Resuming stage {stage} (attempt {run.stage_attempt}) after an "
+                           "interruption.")
+                    append_events(run_id, [Event("stage_resumed", msg, {"stage": stage})])
+                else:
+                    text = pattern.describe_stage(stage) or describe_stage(stage)
+                    append_events(run_id, [Event("stage_started", text, {"stage": stage})])
+    except DB_UNAVAILABLE as exc:  # the claim (most likely) did not happen
+        return _interrupted(run_id, token, "", exc, enqueue)
+    try:
+        return _run_stage(run, pattern, stage, seq, token, enqueue)
+    except DB_UNAVAILABLE as exc:  # the stage's commit (or its end) could not be written
+        return _interrupted(run_id, token, stage, exc, enqueue)
+
+
+RETRY_AFTER_DB_ERROR = 5.0
+
+
+def _run_stage(run: Run, pattern, stage: str, seq: int, token: str, enqueue: bool) -> bool:
+    run_id = run.pk
     if run.cancel_requested:
         return _stop(run_id, token, seq, Cancelled("Cancelled on request."))
     started = time.monotonic()
@@ -291,15 +377,66 @@ def advance(run_id: int, *, enqueue: bool = True) -> bool:
     except LeaseLost:
         log.warning("run %s: lease lost during stage %s; result dropped", run_id, stage)
         return False
+    except StageInterrupted as exc:
+        return _interrupted(run_id, token, stage, exc, enqueue)
     except RunStopped as stop:
         return _stop(run_id, token, seq, stop, elapsed=time.monotonic() - started)
     except ModelError as exc:
-        result = StageResult(state=run.state, outcome="failed", error=f"Stage {stage}: {exc}")
+        result = StageResult(state=run.state, outcome="failed",
+                             error=model_failure(run_id, stage, exc))
     except Exception as exc:  # a bug must fail the run with a reason, not kill the worker
         log.exception("run %s: stage %s crashed", run_id, stage)
         result = StageResult(state=run.state, outcome="failed",
                              error=f"Internal error in stage {stage}: {type(exc).__name__}: {exc}")
     return _commit(run_id, token, seq, result, time.monotonic() - started, enqueue)
+
+
+def _interrupted(run_id: int, token: str, stage: str, exc: Exception, enqueue: bool,
+                 patience: float = 60.0) -> bool:
+    """The database failed the claim or the stage (``stage`` empty: the claim): drop the
+    stage's result (its model calls stay journaled), give the run back as soon as the database
+    takes a write, and go on: queued again, or at once by a caller advancing in place (True).
+    A write whose answer was lost may still have reached the database (a server that crashed
+    after committing it), so a run found waiting for a worker goes on too. After ``patience``
+    seconds without the database: queued again for later, or the error raised to a caller
+    advancing in place (``advance_run`` queues the run again)."""
+    what = f"stage {stage}" if stage else "the claim"
+    log.warning("run %s: %s interrupted, the database is unavailable (%s); it runs again",
+                run_id, what, exc)
+    deadline, pause = time.monotonic() + patience, 1.0
+    while True:
+        try:
+            connection.close_if_unusable_or_obsolete()  # a server restarted: connect again
+            released = Run.objects.filter(pk=run_id, lease_owner=token).update(
+                lease_owner="", lease_expires_at=None)
+            ready = bool(released) or Run.objects.filter(
+                pk=run_id, status__in=RUNNABLE, lease_owner="").exists()
+        except DB_UNAVAILABLE:  # a locked SQLite waits out its busy timeout on each try
+            if time.monotonic() + pause > deadline:
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 10.0)
+            continue
+        if ready and enqueue:
+            schedule(run_id, countdown=1.0)
+            return False
+        return ready
+    log.warning("run %s: the database is still unavailable after %.0f s", run_id, patience)
+    if not enqueue:
+        raise exc
+    schedule(run_id, countdown=RETRY_AFTER_DB_ERROR)
+    return False
+
+
+def model_failure(run_id: int, stage: str, exc: ModelError) -> str:
+    """Why a run failed on a model call, for a person: the stage, and when the journal has the
+    failed call, which role's model it was and after how many attempts."""
+    call = (ModelCall.objects.filter(run_id=run_id, stage=stage).exclude(error="")
+            .order_by("-id").first())
+    if call is None or call.error != redact(str(exc)):
+        return f"Stage {stage}: {exc}"
+    return (f"Stage {stage}: the {call.role} model ({call.model}) failed after "
+            f"{call.attempts} attempt(s): {exc}")
 
 
 def describe_stage(stage: str) -> str:

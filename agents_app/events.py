@@ -9,6 +9,7 @@ import atexit
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterable
 
 from asgiref.sync import async_to_sync
@@ -33,7 +34,9 @@ def append_events(run_id: int, specs: Iterable[EventSpec], **run_updates) -> lis
         if run_updates:
             Run.objects.filter(pk=run_id).update(**run_updates)
         return []
-    with transaction.atomic():
+    # No savepoint: inside a stage's transaction a failure here fails that whole transaction
+    # anyway, and a savepoint would cost two more statements for every event written.
+    with transaction.atomic(savepoint=False):
         last = (Run.objects.select_for_update().filter(pk=run_id)
                 .values_list("last_event_seq", flat=True).get())
         rows = [Event(run_id=run_id, seq=last + i, kind=s.kind, message=s.message[:4000],
@@ -60,7 +63,7 @@ def _message(run_id: int, seq: int):
     return group_name(run_id), {"type": "run.event", "seq": seq}
 
 
-def _send(fn, run_id: int, seq: int) -> None:
+def _send(fn, run_id: int, seq: int) -> bool:
     try:
         fn()
     except Exception as exc:  # Redis away: the events are safe in the database
@@ -68,6 +71,8 @@ def _send(fn, run_id: int, seq: int) -> None:
         log.log(level, "could not announce event %s of run %s (live pages catch up when the "
                 "channel layer is back): %s", seq, run_id, exc)
         _warned.add(True)
+        return False
+    return True
 
 
 _warned: set[bool] = set()
@@ -81,7 +86,18 @@ class _Announcer:
     (docs/BENCHMARKS.md). Here one daemon thread keeps a loop (so the layer keeps its
     connection), and pending announcements coalesce per run: watchers read the event rows
     from the database, so only the newest sequence number of a run needs to be sent.
+
+    Once a send fails (Redis restarting), announcements are repeated every ``REPEAT_EVERY``
+    seconds, the failed ones and every one made since, until ``REPEAT_FOR`` seconds pass
+    without a failure. Sending again once Redis is back is not enough: a page's server
+    subscribes to the run's group again only some seconds later (its reconnection backs
+    off), and what is published before that reaches nobody, so a run whose last events fell
+    in that window would leave its open pages behind for good (tests/faults/redis_restart.py).
+    A watcher sends from its own cursor, so a repeat shows nothing twice.
     """
+
+    REPEAT_EVERY = 2.0
+    REPEAT_FOR = 60.0
 
     def __init__(self) -> None:
         self._pending: dict[int, int] = {}
@@ -90,6 +106,9 @@ class _Announcer:
         self._idle = threading.Event()
         self._thread: threading.Thread | None = None
         self._pid = 0
+        self._recent: dict[int, int] = {}  # announced since the last failure (serve thread)
+        self._failed_at: float | None = None
+        self._repeated_at = 0.0
 
     def announce(self, run_id: int, seq: int) -> None:
         with self._lock:
@@ -112,13 +131,27 @@ class _Announcer:
         loop = asyncio.new_event_loop()
         layer = get_channel_layer()
         while True:
-            self._wake.wait()
+            self._wake.wait(self.REPEAT_EVERY if self._failed_at is not None else None)
             self._wake.clear()
             with self._lock:
                 batch, self._pending = self._pending, {}
+            now = time.monotonic()
+            if self._failed_at is not None and now - self._failed_at > self.REPEAT_FOR:
+                self._failed_at, self._recent = None, {}
+            if self._failed_at is not None:
+                for run_id, seq in batch.items():
+                    self._recent[run_id] = max(seq, self._recent.get(run_id, 0))
+                if now - self._repeated_at >= self.REPEAT_EVERY:
+                    batch, self._repeated_at = dict(self._recent), now
+            failed = {}
             for run_id, seq in batch.items():
-                _send(lambda r=run_id, s=seq: loop.run_until_complete(
-                    layer.group_send(*_message(r, s))), run_id, seq)
+                if not _send(lambda r=run_id, s=seq: loop.run_until_complete(
+                        layer.group_send(*_message(r, s))), run_id, seq):
+                    failed[run_id] = seq
+            if failed:
+                if self._failed_at is None:
+                    self._recent = dict(batch)
+                self._failed_at = time.monotonic()
             with self._lock:
                 if not self._pending:
                     self._idle.set()

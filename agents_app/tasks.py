@@ -14,6 +14,41 @@ from . import engine
 log = logging.getLogger("quorum.tasks")
 
 
+def _survive_broker_loss() -> None:
+    """Keep the worker alive when Redis goes away (seen with celery 5.7.0 and kombu 5.7.0;
+    tests/faults/redis_restart.py, tests/test_faults_redis.py).
+
+    On losing the broker, Celery's consumer first *collects* its connection, which detaches
+    the transport from its connection info, and then closes it. Closing the default channel
+    puts the unacknowledged messages (the stages running now, ``acks_late``) back through
+    that transport and fails with ``AttributeError: 'NoneType' object has no attribute
+    'hostname'``, which Celery treats as unrecoverable: the worker shuts down once its
+    running stages end, and no run advances until someone restarts it. The same happens to
+    those stages' acknowledgements. A Redis channel therefore remembers the connection info
+    it was made with and gives it back to its transport when it needs a client again: the
+    restore then fails as a connection error (ignored, Redis is down; the messages stay in
+    Redis's unacked set) and later acknowledgements reach the restarted Redis."""
+    from kombu.transport import redis as kombu_redis
+
+    original = kombu_redis.Channel._connparams
+    if getattr(original, "quorum_patched", False):
+        return
+
+    def _connparams(self, asynchronous=False):
+        transport = self.connection
+        if transport.client is None and "_quorum_conninfo" in self.__dict__:
+            transport.client = self.__dict__["_quorum_conninfo"]
+        elif transport.client is not None:
+            self.__dict__["_quorum_conninfo"] = transport.client
+        return original(self, asynchronous=asynchronous)
+
+    _connparams.quorum_patched = True
+    kombu_redis.Channel._connparams = _connparams
+
+
+_survive_broker_loss()
+
+
 # A task keeps advancing its run in place, stage after stage, for up to this long, then
 # hands the run back to the queue: no queue hop per stage (tens of milliseconds each), while a
 # long run still leaves the queue regularly. Every stage is still claimed and committed on its
@@ -24,10 +59,15 @@ CONTINUE_IN_PLACE_SECONDS = 120.0
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def advance_run(run_id: int) -> None:
     deadline = time.monotonic() + CONTINUE_IN_PLACE_SECONDS
-    while engine.advance(run_id, enqueue=False):
-        if time.monotonic() > deadline:
-            engine.schedule(run_id)
-            return
+    try:
+        while engine.advance(run_id, enqueue=False):
+            if time.monotonic() > deadline:
+                engine.schedule(run_id)
+                return
+    except (*engine.DB_UNAVAILABLE, engine.StageInterrupted) as exc:  # down for a minute
+        log.warning("run %s: the database is unavailable (%s); trying again in %s s", run_id,
+                    exc, engine.RETRY_AFTER_DB_ERROR)
+        engine.schedule(run_id, countdown=engine.RETRY_AFTER_DB_ERROR)
 
 
 @shared_task(ignore_result=True)

@@ -123,8 +123,9 @@ class Debate(Pattern):
                                     f"answer ({out.error[:200]}).", {"round": n}))
         state = {**state, "arguments": state["arguments"] + new}
         if all(a["error"] for a in new):
+            reasons = "; ".join(f"{a['position']}: {a['error'][:200]}" for a in new)
             return StageResult(state=state, outcome="failed", records=records, events=events,
-                               error=f"Round {n}: no position answered.")
+                               error=f"Round {n}: no position answered ({reasons}).")
         events.append(Event("round_finished", f"Round {n} of {opts['max_rounds']}: "
                             f"{sum(not a['error'] for a in new)} of {len(new)} positions "
                             "argued.", {"round": n}))

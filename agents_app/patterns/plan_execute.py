@@ -250,7 +250,7 @@ class PlanExecute(Pattern):
             report: StepReport = client.complete("executor", messages, schema=StepReport).data  # type: ignore[assignment]
             succeeded, output, problem = report.succeeded, report.output, report.problem
         except ModelError as exc:
-            succeeded, output, problem = False, "", f"model call failed: {exc}"
+            succeeded, output, problem = False, "", f"the executor's model failed: {exc}"
         if succeeded:
             record = StepRecorded(version, index, description, "done", output=output)
             results = state["results"] + [{"index": index, "description": description,
@@ -270,7 +270,7 @@ class PlanExecute(Pattern):
             return StageResult(state=state, next_stage=f"plan:{version + 1}", records=[record],
                                events=[failed, Event("replanning", f"Replanning the remaining steps "
                                        f"({state['replans']} of {state['options']['max_replans']}).")])
-        error = (f"Step {index + 1} ({description}) failed: {problem}. "
+        error = (f"Step {index + 1} ({description}) failed: {problem.rstrip('.')}. "
                  f"No replans left (max {state['options']['max_replans']}).")
         return StageResult(state=state, outcome="failed", error=error, records=[record],
                            events=[failed])

@@ -613,6 +613,12 @@ class PlanExecuteReview(Pattern):
         message = (f"Merge {opts['branch']}: {subject(plan['goal'], 50)}\n\n"
                    f"Approved in Quorum after {state['round']} round(s) of execution and review.")
         try:
+            if state.get("head") and gitops.branch_sha(opts["repo"], opts["branch"]) is None:
+                # An earlier attempt of this stage merged and removed the branch, and the worker
+                # died before the run recorded it. Put the branch back at the approved commit:
+                # the merge then finds it already contained instead of "no such branch".
+                gitops.create_worktree(opts["repo"], opts["worktree"], opts["branch"],
+                                       state["head"])
             outcome = gitops.merge_into_base(opts["repo"], opts["base"], opts["branch"], message)
         except gitops.GitError as exc:
             outcome = {"merged": False, "conflicts": [], "message": str(exc)}

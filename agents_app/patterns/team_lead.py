@@ -208,12 +208,20 @@ class TeamLead(Pattern):
                     s.update(status="failed", error=str(exc))
         state = {**state, "subtasks": subtasks}
         done = sum(s["status"] == "done" for s in pending)
-        events = [Event("work_done", f"Batch {batch}: {done} of {len(pending)} subtask(s) "
-                        "done.", {"batch": batch})]
+        failed = [s for s in pending if s["status"] == "failed"]
+        # A failed subtask is said, with its reason: the lead answers without its result.
+        events = [Event("subtask_failed", f"{s['id']} ({s['assignee']}) failed: "
+                        f"{s['error'][:300]}", {"batch": batch, "subtask": s["id"]})
+                  for s in failed]
+        events.append(Event("work_done", f"Batch {batch}: {done} of {len(pending)} subtask(s) "
+                            "done.", {"batch": batch}))
         records = [self._record(s) for s in pending]
         if not any(s["status"] == "done" for s in subtasks):
+            reasons = "; ".join(f"{s['id']} ({s['assignee']}): {s['error'][:200]}"
+                                for s in failed)
             return StageResult(state=state, outcome="failed", records=records, events=events,
-                               error="No subtask could be done.")
+                               error="No subtask could be done"
+                                     + (f": {reasons}" if reasons else "."))
         nxt = f"review:{batch}" if opts["strategy"] == "dynamic" else "synthesize"
         return StageResult(state=state, next_stage=nxt, records=records, events=events)
 
