@@ -1,35 +1,27 @@
-"""Fault: the database unavailable for a while under a real Celery worker: SQLite locked by
-another connection, and (where PostgreSQL is installed) a Postgres server restarted.
+"""Fault: SQLite locked by another connection while runs progress in a real Celery worker.
 
-SQLite (the default database). Another process holds ``BEGIN EXCLUSIVE`` (every writer
-waits; in WAL mode readers go on) for a while, then rolls back. Quorum's connections wait up
-to the busy timeout of config/settings.py (``OPTIONS["timeout"]``, 30 s). Phases, each with
-fresh runs of every pattern:
+Another process holds ``BEGIN EXCLUSIVE`` (every writer waits; in WAL mode readers go on) for
+a while, then rolls back. Quorum's connections wait up to the busy timeout of
+config/settings.py (``OPTIONS["timeout"]``, 30 s). Phases, each with fresh runs of every
+pattern:
 
 * ``short``: held ``--short`` s (default 5), well under the busy timeout: writers wait, the
   runs go on as if nothing happened.
 * ``long``: held ``--long`` s (default 35), longer than the busy timeout: writes fail with
   "database is locked".
 
-PostgreSQL (``--database postgres``, which the default run adds by itself when tests/pg.py
-finds the server binaries): a throwaway cluster; the worker's and this script's connections
-are cut by
+What must hold: a run that cannot be claimed waits for the database and goes on; a stage that
+cannot read or write is dropped (its journaled calls kept), its run given back as soon as the
+database takes a write, and the stage run again; never a run failed for it, never a
+half-written stage, never a failed model or reviewer reported instead. Afterwards every run
+has ended by itself, without a sweeper (``--sweep`` adds the stand-in for the beat process:
+every 2 s, runs idle 6 s); the runs match a clean run of their kind (nothing duplicated or
+missing, the audit of ``sigkill.py``); ``PRAGMA integrity_check`` is ``ok``.
 
-* ``restart``: ``pg_ctl stop -m fast`` (clients disconnected, checkpoint), ``--down`` s, start;
-* ``crash``: ``pg_ctl stop -m immediate`` (no checkpoint: the start replays the WAL, as after
-  a crash), ``--down`` s, start.
-
-What must hold, for both: a run that cannot be claimed is tried again a few seconds later; a
-stage that cannot read or write is dropped (its journaled calls kept), its run given back as
-soon as the database takes a write, and the stage run again; never a run failed for it,
-never a half-written stage, never a failed model or reviewer reported instead. Afterwards
-every run has ended by itself, without a sweeper (``--sweep`` adds the stand-in for the beat
-process: every 2 s, runs idle 6 s); the runs match a clean run of their kind (nothing
-duplicated or missing, the audit of ``sigkill.py``); the database checks clean (SQLite
-``PRAGMA integrity_check``, Postgres ``pg_amcheck`` on every table and index).
+PostgreSQL restarted (fast, immediate, every connection terminated) is
+``tests/faults/pg_restart.py``.
 
     .venv/bin/python tests/faults/db_locked.py [--runs 3] [--short 5] [--long 35]
-    .venv/bin/python tests/faults/db_locked.py --database postgres [--down 3]
 
 Exit status 0 when every check holds, 1 otherwise.
 """
@@ -38,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
-import subprocess
 import sys
 import threading
 import time
@@ -71,25 +62,6 @@ class Locker:
     def start(self) -> Locker:
         threading.Thread(target=self._hold, daemon=True).start()
         self.held.wait(60)
-        return self
-
-
-class Restart:
-    """Stop the Postgres server (``mode``) and start it again after ``down`` seconds."""
-
-    def __init__(self, pg, mode: str, down: float):
-        self.pg, self.mode, self.down = pg, mode, down
-        self.over = threading.Event()
-        self.unavailable = 0.0
-
-    def _run(self) -> None:
-        try:
-            self.unavailable = self.pg.restart(self.mode, down=self.down)
-        finally:
-            self.over.set()
-
-    def start(self) -> Restart:
-        threading.Thread(target=self._run, daemon=True).start()
         return self
 
 
@@ -163,22 +135,13 @@ def phase(name: str, fault, expected: dict, args, workers) -> dict:
     }
 
 
-def run_backend(args) -> tuple[list[dict], list[str], str]:
+def run_phases(args) -> tuple[list[dict], list[str], str]:
     from django.conf import settings
     from django.db import connection
 
-    pg = None
-    database_url = ""
-    if args.database == "postgres":
-        from tests.pg import PgCluster
-
-        pg = PgCluster(prefix="quorum-faults-pg-").start()
-        database_url = pg.url
-    stack = common.Stack(f"db-{args.database}", keep=args.keep, database_url=database_url)
+    stack = common.Stack("db-locked", keep=args.keep)
     results = []
     try:
-        if pg is not None:
-            stack.own(pg)
         expected = {}
         for p in args.patterns:
             for v in common.VARIANTS[p]:
@@ -187,37 +150,16 @@ def run_backend(args) -> tuple[list[dict], list[str], str]:
         workers = stack.own(common.Workers(stack.dir, node="dbfault", concurrency=40,
                                            QUORUM_OFFLINE_LATENCY=args.latency))
         workers.start()
-        if pg is None:
-            db = connection.settings_dict["NAME"]
-            busy = settings.DATABASES["default"]["OPTIONS"].get("timeout")
-            setting = f"SQLite, busy timeout {busy} s (config/settings.py)"
-            plan = [(name, args.short if name == "short" else args.long)
-                    for name in args.phases if name in ("short", "long")]
-            for name, hold in plan:
-                row = phase(name, lambda h=hold: Locker(db, h), expected, args, workers)
-                row["fault"] = f"BEGIN EXCLUSIVE held {hold:g} s"
-                row["integrity"] = integrity(db)
-                results.append(row)
-                print(f"  {name}: {row['fault']}, {row['wall']:.0f} s", flush=True)
-        else:
-            version = pg.psql("SHOW server_version")[0][0]
-            setting = f"PostgreSQL {version}"
-            for name, mode in (("restart", "fast"), ("crash", "immediate")):
-                if name not in args.phases:
-                    continue
-                holder = {}
-
-                def fault(mode=mode):
-                    holder["r"] = Restart(pg, mode, args.down)
-                    return holder["r"]
-
-                row = phase(name, fault, expected, args, workers)
-                row["fault"] = (f"pg_ctl stop -m {mode}, start after {args.down:g} s "
-                                f"(unavailable {holder['r'].unavailable:.1f} s)")
-                ok, out = pg.amcheck()
-                row["integrity"] = "ok" if ok else out[:300]
-                results.append(row)
-                print(f"  {name}: {row['fault']}, {row['wall']:.0f} s", flush=True)
+        db = connection.settings_dict["NAME"]
+        busy = settings.DATABASES["default"]["OPTIONS"].get("timeout")
+        setting = f"SQLite (WAL), busy timeout {busy} s (config/settings.py)"
+        for name in args.phases:
+            hold = args.short if name == "short" else args.long
+            row = phase(name, lambda h=hold: Locker(db, h), expected, args, workers)
+            row["fault"] = f"BEGIN EXCLUSIVE held {hold:g} s"
+            row["integrity"] = integrity(db)
+            results.append(row)
+            print(f"  {name}: {row['fault']}, {row['wall']:.0f} s", flush=True)
         worker_alive = workers.pid is not None
     finally:
         stack.close()
@@ -232,45 +174,40 @@ def run_backend(args) -> tuple[list[dict], list[str], str]:
             checks.append(f"{r['phase']}: run {run_id} is left with a live lease")
         if r["resumable"]:
             checks.append(f"{r['phase']}: runs not finished {args.timeout:.0f} s after the "
-                          f"fault: {r['resumable'][:10]}")
+                          f"lock: {r['resumable'][:10]}")
         for run_id, error in r["failed"]:
-            checks.append(f"{r['phase']}: run {run_id} failed (a database fault must only "
-                          f"delay runs): {error[:300]}")
+            checks.append(f"{r['phase']}: run {run_id} failed (a lock must only delay runs): "
+                          f"{error[:300]}")
     return results, checks, setting
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--no-postgres", action="store_true",
-                        help="with SQLite: do not run the Postgres phases afterwards")
     parser.add_argument("--runs", type=int, default=3, help="runs per pattern and phase")
     parser.add_argument("--patterns", nargs="+", default=list(common.PATTERN_NAMES),
                         choices=common.PATTERN_NAMES)
     parser.add_argument("--short", type=float, default=5.0, help="s, under the busy timeout")
     parser.add_argument("--long", type=float, default=35.0, help="s, over the busy timeout")
-    parser.add_argument("--down", type=float, default=3.0, help="s Postgres stays stopped")
-    parser.add_argument("--phases", nargs="+",
-                        default=["short", "long", "restart", "crash"],
-                        choices=["short", "long", "restart", "crash"])
+    parser.add_argument("--phases", nargs="+", default=["short", "long"],
+                        choices=["short", "long"])
     parser.add_argument("--latency", type=float, default=0.3, help="offline model s/call")
-    parser.add_argument("--after", type=float, default=1.5, help="s from start to the fault")
+    parser.add_argument("--after", type=float, default=1.5, help="s from start to the lock")
     parser.add_argument("--timeout", type=float, default=120.0,
-                        help="s allowed after the fault is over")
+                        help="s allowed after the lock is released")
     parser.add_argument("--sweep", action="store_true",
                         help="sweep from this script too (a stand-in for the beat process)")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
 
     total = time.monotonic()
-    results, checks, setting = run_backend(args)
-    print(f"\n# Database unavailable — {time.strftime('%Y-%m-%d %H:%M')}, {common.machine()}")
-    print(f"# {setting}; offline model {args.latency} s/call; the fault {args.after} s after "
-          f"the runs started; sweeper: {'script, every 2 s' if args.sweep else 'none'}\n")
+    results, checks, setting = run_phases(args)
+    print(f"\n# SQLite locked — {time.strftime('%Y-%m-%d %H:%M')}, {common.machine()}")
+    print(f"# {setting}; offline model {args.latency} s/call; the lock taken {args.after} s "
+          f"after the runs started; sweeper: {'script, every 2 s' if args.sweep else 'none'}\n")
     print(common.table(
         ["phase", "fault", "runs", "in flight", "completed", "failed", "waiting",
          "not finished", "stuck lease", "stages run again", "claims retried",
-         "duplicates/missing", "integrity", "wall s"],
+         "duplicates/missing", "integrity_check", "wall s"],
         [[r["phase"], r["fault"], r["runs"], r["in_flight"], r["completed"], len(r["failed"]),
           len(r["waiting"]), len(r["resumable"]), len(r["stuck"]), r["rerun"],
           r["retried_claims"], len(r["bad"]), r["integrity"], f"{r['wall']:.0f}"]
@@ -278,22 +215,7 @@ def main() -> int:
     for c in checks:
         print(c)
     ok = not checks
-    if args.database == "sqlite" and not args.no_postgres:
-        from tests.pg import missing
-
-        reason = missing()
-        if reason:
-            print(f"\nPostgreSQL phases not run: {reason}")
-        else:
-            argv = [sys.executable, __file__, "--database", "postgres", "--runs",
-                    str(args.runs), "--down", str(args.down), "--latency", str(args.latency),
-                    "--timeout", str(args.timeout), "--patterns", *args.patterns]
-            if args.sweep:
-                argv.append("--sweep")
-            print("\n== PostgreSQL", flush=True)
-            ok = subprocess.run(argv, check=False).returncode == 0 and ok
-    print(f"\n{'PASS' if ok else 'FAIL'} ({args.database}): {time.monotonic() - total:.0f} s "
-          "in all.")
+    print(f"\n{'PASS' if ok else 'FAIL'}: {time.monotonic() - total:.0f} s in all.")
     return 0 if ok else 1
 
 

@@ -11,8 +11,9 @@ Scenarios, one after the other on one stack (SQLite, a Celery worker, Daphne):
   messages waiting in it are gone (the worker has fewer threads than there are runs, so some
   wait), and only the sweeper can requeue their runs.
 * ``web``: not Redis but Daphne is stopped and started again: the pages' WebSockets close
-  and htmx reconnects them (with backoff); each page then sends the last event it has and
-  the server must send what it missed.
+  and htmx reconnects them (with its "full-jitter" backoff: a random delay of up to 64 s
+  after several failed tries, so pages get 75 s here); each page then sends the last event
+  it has and the server must send what it missed.
 
 During a Redis outage the worker keeps running the stages it holds; it cannot enqueue the
 next stage or announce events. Gates are answered like a person meanwhile. Afterwards every
@@ -198,7 +199,10 @@ def scenario(name: str, stack: common.Stack, web: Web, browser: Browser, expecte
         time.sleep(0.1)
     finished = time.monotonic() - back
     audits = [common.audit(i, expected[kinds[i].label], decided) for i in ids]
-    pages = {r: page_problem(browser, r, args.page_timeout) for r in watched}
+    # After Daphne restarts, htmx's WebSocket extension reconnects with "full-jitter"
+    # backoff: a random delay up to 2^min(retries, 6) s, so a page may wait up to 64 s.
+    wait = max(args.page_timeout, 75.0) if name == "web" else args.page_timeout
+    pages = {r: page_problem(browser, r, wait) for r in watched}
     statuses = list(Run.objects.filter(pk__in=ids).values_list("status", flat=True))
     return {
         "scenario": name, "runs": len(ids), "in_flight": in_flight,
