@@ -57,13 +57,10 @@ def make_user(username: str = "bench"):
 
 
 def wait_for(predicate, timeout: float = 120.0, interval: float = 0.005, what: str = "it"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
+    """tests/stack.py's wait, polling faster by default (imported late: it needs settings)."""
+    from tests.stack import wait_until
+
+    return wait_until(predicate, timeout, interval, what)
 
 
 def signed_in_client(base_url: str, username: str = "bench"):
