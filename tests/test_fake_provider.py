@@ -63,6 +63,7 @@ def test_every_fault_is_a_readable_retryable_error(fake, fault):
     assert caught.value.retryable, fault
     message = str(caught.value)
     assert message and "Traceback" not in message
+    assert "<APIResponse" not in message and "Error_str" not in message, message
     kind = message.split(":")[0]
     assert message.count(f"{kind}:") == 1, message  # the class name once, not once per layer
     expected = {"429": "Rate limit", "500": "server had an error", "timeout": "timed out"}

@@ -341,6 +341,9 @@ def _describe(exc: Exception) -> str:
         message = message[len(name) + 2:]
     # The first line says what happened; LiteLLM may append a whole traceback to it.
     message = message.split("\n", 1)[0].strip()
+    # LiteLLM may append the raw response object or a repeat of the error: not for a person.
+    message = re.sub(r",?\s*Received response - <.*$", "", message)
+    message = re.sub(r"\s*Error_str: .*$", "", message)
     return f"{name}: {message[:800]}"
 
 
