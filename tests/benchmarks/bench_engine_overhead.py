@@ -59,43 +59,45 @@ def main() -> None:
         models = fake_models("planner", "executor", "synthesizer")
         direct, inline, queued = [], [], []
         try:
-            def calls_of(pk: int) -> int:
-                return sum(ModelCall.objects.filter(run_id=pk).values_list("attempts", flat=True))
+            def new_run(i: int) -> int:
+                return engine.create_run(owner, "plan_execute", TASK.format(i=i),
+                                         options={"auto_approve": True}, models=models,
+                                         enqueue=False).pk
+
+            def per_call(wall: float, pk: int | None = None, n: int = 5) -> float:
+                """ms per call beyond the provider's latency; a run's calls from its journal."""
+                if pk is not None:
+                    n = sum(ModelCall.objects.filter(run_id=pk).values_list("attempts",
+                                                                            flat=True))
+                return 1000 * (wall - n * L) / n
 
             for i in range(args.warmup + args.repeat):
-                n = 5
+                measured = i >= args.warmup
                 started = time.perf_counter()
-                for _ in range(n):
+                for _ in range(5):
                     litellm.completion(model="openai/fake-executor", api_base=fake.url,
                                        messages=[{"role": "user", "content": TASK.format(i=i)}],
                                        timeout=30, num_retries=0)
                 wall = time.perf_counter() - started
-                if i >= args.warmup:
-                    direct.append(1000 * (wall - n * L) / n)
+                if measured:
+                    direct.append(per_call(wall))
 
-                run = engine.create_run(owner, "plan_execute", TASK.format(i=i),
-                                        options={"auto_approve": True}, models=models,
-                                        enqueue=False)
+                pk = new_run(i)
                 started = time.perf_counter()
-                run = engine.run_inline(run.pk)
+                run = engine.run_inline(pk)
                 wall = time.perf_counter() - started
                 assert run.status == "completed", run.error
-                n = calls_of(run.pk)
-                if i >= args.warmup:
-                    inline.append(1000 * (wall - n * L) / n)
+                if measured:
+                    inline.append(per_call(wall, pk))
 
-                run = engine.create_run(owner, "plan_execute", TASK.format(i=i),
-                                        options={"auto_approve": True}, models=models,
-                                        enqueue=False)
+                pk = new_run(i)
                 started = time.time()
-                engine.schedule(run.pk)
-                finished = wait_for(lambda pk=run.pk: Run.objects.filter(
+                engine.schedule(pk)
+                finished = wait_for(lambda pk=pk: Run.objects.filter(
                     pk=pk, status__in=TERMINAL).values_list("finished_at", flat=True).first(),
                     interval=0.05, what="the run to finish")
-                wall = finished.timestamp() - started  # the worker's own clock of the end
-                n = calls_of(run.pk)
-                if i >= args.warmup:
-                    queued.append(1000 * (wall - n * L) / n)
+                if measured:  # the worker's own clock of the end
+                    queued.append(per_call(finished.timestamp() - started, pk))
         finally:
             worker.stop()
             redis.stop()

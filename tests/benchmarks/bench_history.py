@@ -36,6 +36,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.benchmarks import common  # noqa: E402
+from tests.benchmarks.common import pct  # noqa: E402
+
 SEARCH_COMMON = "postgres"     # in about 5% of tasks: the first page fills quickly
 SEARCH_RARE = "zetaquartz"     # in about 0.05% of tasks: most of the rows are read
 SEARCH_ABSENT = "nosuchthing"  # in no row: every run of the user is read
@@ -76,21 +79,7 @@ WORDS = ("latency throughput budget rollout migration schema index cache queue w
 
 
 def setup_django(var_dir: Path, redis_port: int) -> None:
-    os.environ.update({
-        "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "true",
-        "SECRET_KEY": "bench", "QUORUM_VAR_DIR": str(var_dir),
-        "DATABASE_URL": f"sqlite:///{var_dir / 'bench.sqlite3'}",
-        "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
-        "QUORUM_TEST_REDIS_PORT": str(redis_port),
-        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-        "QUORUM_ALLOW_MODEL_REQUESTS": "false", "QUORUM_LOG_LEVEL": "WARNING",
-    })
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+    common.setup_django(var_dir, redis_port, ALLOWED_HOSTS="127.0.0.1,localhost,testserver")
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -282,16 +271,6 @@ def verify_search(owner, terms, max_pages: int = 8) -> list[str]:
 
 
 HTMX = {"HX-Request": "true", "HX-Target": "history"}
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    if not values:
-        return float("nan")
-    k = (len(values) - 1) * p / 100
-    lo = int(k)
-    hi = min(lo + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
 
 
 def server_times(owner, ids: list[int], n: int, budget_s: float) -> list[tuple]:

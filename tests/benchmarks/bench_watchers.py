@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.benchmarks.common import cpu_seconds, pct  # noqa: E402
+
 TASK = ("Collect the logs, then parse them, then group the errors, then rank them, then find "
         "the root cause, then write a fix, then test the fix, and finally write a report.")
 OPTIONS = {"auto_approve": True, "max_steps": 10}
@@ -148,21 +150,6 @@ def latencies(watchers: list[Watcher], created: dict[int, float], skip_first: bo
     return out
 
 
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    if not values:
-        return float("nan")
-    k = (len(values) - 1) * p / 100
-    lo = int(k)
-    hi = min(lo + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (k - lo)
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def one_round(base: str, cookie: str, owner, web_pid: int, clients: int, late: int,
               timeout: float) -> dict:
     from agents_app import engine
@@ -209,7 +196,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="quorum-bench-watchers-") as tmp:
         var = Path(tmp)
-        from tests.benchmarks.bench_history import setup_django
+        from tests.benchmarks.common import setup_django
         from tests.stack import free_port
 
         setup_django(var, free_port())

@@ -44,10 +44,26 @@ def machine() -> str:
 
 
 def pct(values: list[float], p: float) -> float:
-    """The p-th percentile (0–100), by the inclusive method; the single value for one."""
+    """The p-th percentile (0–100), by the inclusive method; the single value for one, NaN for
+    none."""
+    if not values:
+        return float("nan")
     if len(values) == 1:
         return values[0]
     return statistics.quantiles(values, n=100, method="inclusive")[int(p) - 1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def make_user(username: str = "bench"):
