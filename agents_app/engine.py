@@ -229,7 +229,7 @@ class DbJournal:
             run_id=run.pk, stage=stage)} if run.stage_attempt > 1 else {}
         self.thread = threading.get_ident()
         self.lock = threading.Lock()
-        self.extended_at = float("-inf")
+        self.extended_at = time.monotonic()  # the claim has just set a fresh lease
 
     def _release(self) -> None:
         """Parallel stages call from helper threads, each with its own Django connection:
@@ -347,14 +347,14 @@ def advance(run_id: int, *, enqueue: bool = True) -> bool:
             pattern = get_pattern(run.pattern)
             stage, seq = run.stage, run.stage_seq
             if not run.cancel_requested:
-                Run.objects.filter(pk=run_id).update(status=pattern.status_for(stage))
                 if run.stage_attempt > 1:
-                    msg = (f"Resuming stage {stage} (attempt {run.stage_attempt}) after an "
-                           "interruption.")
-                    append_events(run_id, [Event("stage_resumed", msg, {"stage": stage})])
+                    event = Event("stage_resumed", f"Resuming stage {stage} (attempt "
+                                  f"{run.stage_attempt}) after an interruption.", {"stage": stage})
                 else:
-                    text = pattern.describe_stage(stage) or describe_stage(stage)
-                    append_events(run_id, [Event("stage_started", text, {"stage": stage})])
+                    event = Event("stage_started", pattern.describe_stage(stage)
+                                  or describe_stage(stage), {"stage": stage})
+                # The status goes into the same UPDATE that numbers the event.
+                append_events(run_id, [event], status=pattern.status_for(stage))
     except DB_UNAVAILABLE as exc:  # the claim (most likely) did not happen
         return _interrupted(run_id, token, "", exc, enqueue)
     try:

@@ -63,6 +63,8 @@ _SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_PASSWORD)$")
 
 def redact(text: str) -> str:
     """Blank anything that looks like a key or secret before it is stored, shown or logged."""
+    if not text:  # every call's (usually empty) error passes through here
+        return text
     for name, value in os.environ.items():
         if len(value) >= 8 and _SECRET_ENV.search(name):
             text = text.replace(value, "[redacted]")
