@@ -4,8 +4,6 @@ A worker killed after a stage's side effects but before the stage's commit runs 
 again: the side effects must be found done, not reported as a failure.
 """
 
-import subprocess
-
 import pytest
 
 from agents_app import engine
@@ -13,26 +11,16 @@ from agents_app.changes import start_change
 from agents_app.models import Approval, Event, MergeRequest
 from agents_app.patterns import get_pattern
 from agents_app.patterns.base import Decision
+from tests.faults.common import git, make_repo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 OFFLINE = {role: "offline/default" for role in ("planner", "executor", "reviewer")}
 
 
-def git(repo, *args) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
 @pytest.fixture
 def repo(tmp_path, settings):
-    path = tmp_path / "repos" / "proj"
-    path.mkdir(parents=True)
-    git(path, "init", "-q", "-b", "main")
-    (path / "README.md").write_text("Helo world.\n")
-    git(path, "add", "-A")
-    git(path, "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-qm",
-        "initial")
+    path = make_repo(tmp_path / "repos" / "proj")
     settings.QUORUM_REPO_ROOTS = [str(tmp_path / "repos")]
     settings.QUORUM_WORKTREE_ROOT = str(tmp_path / "worktrees")
     return path
