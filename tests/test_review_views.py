@@ -342,7 +342,8 @@ def test_git_range_under_the_configured_root(alice_client, settings, tmp_path):
 
 # --- daily limit and history ---------------------------------------------------------------------
 @pytest.mark.django_db
-def test_daily_limit_refuses_new_reviews_and_shows_the_count(alice_client, alice, settings):
+def test_opt_in_daily_count_refuses_new_reviews_and_says_how_to_raise_it(alice_client, alice,
+                                                                         settings):
     settings.QUORUM_REVIEW_DAILY_LIMIT = 2
     start(alice)
     start(alice, JS)
@@ -350,10 +351,52 @@ def test_daily_limit_refuses_new_reviews_and_shows_the_count(alice_client, alice
     assert "Today: 2 of 2 reviews" in page and "daily limit is reached" in page
     response = alice_client.post(reverse("start_review"), {"source": "paste", "diff": GOOD})
     assert response.status_code == 400
-    assert "daily limit of 2 reviews is reached" in response.content.decode()
+    text = response.content.decode()
+    assert "daily limit of 2 reviews is reached" in text
+    assert "raise QUORUM_REVIEW_DAILY_LIMIT (0 turns this count limit off)" in text
     assert Review.objects.count() == 2
     dash = alice_client.get(reverse("dashboard")).content.decode()
     assert "2 of 2 reviews today" in dash
+
+
+@pytest.mark.django_db
+def test_many_offline_reviews_a_day_are_not_refused_by_default(alice_client, alice):
+    # The count limit is opt-in: offline and CI use costs nothing and is never stopped.
+    for _ in range(30):
+        start(alice)
+    assert services.daily_usage()["limit"] is None
+    page = alice_client.get(reverse("review_list")).content.decode()
+    assert "Today: 30 reviews" in page and "limit is reached" not in page
+    assert "Start review</button>" in page and "disabled>Start review" not in page
+    response = alice_client.post(reverse("start_review"), {"source": "paste", "diff": GOOD})
+    assert response.status_code == 302, response.content.decode()[:1000]
+    assert Review.objects.count() == 31
+
+
+@pytest.mark.django_db
+def test_daily_cost_cap_refuses_priced_reviews_but_not_offline_ones(alice_client, alice,
+                                                                   settings, monkeypatch):
+    monkeypatch.setenv("QUORUM_API_BASE", "http://127.0.0.1:9")  # the priced model is routable
+    settings.QUORUM_REVIEW_DAILY_MAX_COST_USD = 1.0
+    Run.objects.filter(pk=start(alice).pk).update(cost_usd="1.25")
+    page = alice_client.get(reverse("review_list")).content.decode()
+    assert "$1.25 spent of the $1.00 daily cap" in page and "cost cap is reached" in page
+    priced = {"source": "paste", "diff": GOOD, "model_security": "openai/gpt-4o-mini"}
+    response = alice_client.post(reverse("start_review"), priced)
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert "$1.25 today" in text and "raise QUORUM_REVIEW_DAILY_MAX_COST_USD" in text
+    assert Review.objects.count() == 1
+    with pytest.raises(services.DailyLimitReached):
+        start(alice, models={"style": "openai/gpt-4o-mini"})
+    # The offline model costs nothing: it still starts, from the form and from the service.
+    response = alice_client.post(reverse("start_review"), {"source": "paste", "diff": GOOD})
+    assert response.status_code == 302, response.content.decode()[:1000]
+    start(alice)
+    assert Review.objects.count() == 3
+    # Under the cap, priced reviews start again.
+    settings.QUORUM_REVIEW_DAILY_MAX_COST_USD = 5.0
+    assert alice_client.post(reverse("start_review"), priced).status_code == 302
 
 
 @pytest.mark.django_db
