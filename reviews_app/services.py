@@ -282,15 +282,39 @@ def cost_breakdown(run: Run) -> dict:
                          order.get(k, 9), k))}}
 
 
-def _finding_dict(f: Finding) -> dict:
+def _reported_rules(run: Run) -> dict:
+    """(file, rule) and rule -> the analyzer result of the run's analysis that reported it."""
+    reported: dict = {}
+    for e in ((run.state or {}).get("analysis") or {}).get("evidence") or ():
+        if isinstance(e, dict) and e.get("rule"):
+            reported.setdefault((e.get("file"), e["rule"]), e)
+            reported.setdefault(e["rule"], e)
+    return reported
+
+
+def _evidence(f: Finding, reported: dict) -> list[dict]:
+    """The rules a finding rests on, with the analyzer that reported each and its help page.
+    A rule no analyzer reported in this run was named by a model: tool "model". Analyzer
+    messages are left out (they can quote the code, secrets included)."""
+    out = []
+    for rule in f.rules:
+        e = reported.get((f.file, rule)) or reported.get(rule)
+        out.append({"tool": e.get("tool") or "analyzer", "rule": rule, "url": e.get("url") or ""}
+                   if e else {"tool": "model", "rule": rule, "url": ""})
+    return out
+
+
+def _finding_dict(f: Finding, reported: dict) -> dict:
     return {"key": f.key, "category": f.category, "severity": f.severity, "file": f.file,
             "line": f.line, "end_line": f.end_line, "title": f.title,
             "description": f.description, "suggestion": f.suggestion,
             "confidence": f.confidence, "reviewers": f.reviewers or [f.reviewer],
-            "evidence": [{"tool": "analyzer", "rule": r} for r in f.rules],
+            "evidence": _evidence(f, reported),
             "decision": f.decision,
             "decided_by": f.decided_by.get_username() if f.decided_by else None,
-            "comment": f.comment, "drop_reason": f.drop_reason}
+            "decided_at": f.decided_at.isoformat() if f.decided_at else None,
+            "comment": f.comment, "history": list(f.history or []),
+            "drop_reason": f.drop_reason, "duplicate_of": f.duplicate_of}
 
 
 def export_dict(review: Review) -> dict:
@@ -298,6 +322,7 @@ def export_dict(review: Review) -> dict:
     run = review.run
     findings = list(review.findings.select_related("decided_by"))
     costs = cost_breakdown(run)["by_role"]
+    reported = _reported_rules(run)
     reviewers = {}
     for name, r in (review.reviewers or {}).items():
         c = costs.get(name, {})
@@ -306,7 +331,7 @@ def export_dict(review: Review) -> dict:
                            "tokens": c.get("tokens", 0), "cost_usd": float(c.get("cost_usd", 0))}
     return {
         "id": run.pk, "title": review.source_label,
-        "tool_version": f"Quorum {reviews_app.__version__}",
+        "tool_version": reviews_app.__version__,
         "source": {"kind": review.source_kind, "label": review.source_label},
         "created_at": review.created_at.isoformat(), "status": run.status,
         "offline": run.offline,
@@ -314,10 +339,11 @@ def export_dict(review: Review) -> dict:
                     "final": review.final_verdict or None,
                     "decided_by": (review.verdict_decided_by.get_username()
                                    if review.verdict_decided_by else None),
-                    "override_reason": review.verdict_reason or ""},
-        "summary": review.summary,
-        "findings": [_finding_dict(f) for f in findings if f.kept],
-        "dropped": [_finding_dict(f) for f in findings if not f.kept],
+                    "override_reason": review.verdict_reason or "",
+                    "by_rules": review.rule_verdict or None},
+        "summary": review.summary, "notes": list(review.notes or []),
+        "findings": [_finding_dict(f, reported) for f in findings if f.kept],
+        "dropped": [_finding_dict(f, reported) for f in findings if not f.kept],
         "coverage": review.coverage,
         "reviewers": reviewers,
         "totals": {"tokens": run.total_tokens, "cost_usd": float(run.cost_usd)},
