@@ -7,6 +7,7 @@ Reviews that must reach the triage gate run through the real engine with the off
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -197,6 +198,43 @@ def test_exports_in_every_format_and_scope(alice_client, triage_run):
     assert md["Content-Type"].startswith("text/markdown")
     assert accepted.key in MarkdownIt("commonmark").render(md.content.decode())
     assert alice_client.get(url, {"format": "exe"}).status_code == 400
+
+
+def test_exports_agree_on_findings_verdict_and_rules(alice_client, triage_run):
+    import jsonschema
+
+    from reviews_app import __version__
+    from tests.test_review_export import SARIF_SCHEMA_PATH, assert_valid_sarif, rule_of
+
+    url = reverse("export_review", args=[triage_run.pk])
+    data = json.loads(alice_client.get(url, {"format": "json"}).content)
+    sarif = json.loads(alice_client.get(url, {"format": "sarif"}).content)
+    md = alice_client.get(url, {"format": "markdown"}).content.decode()
+    assert_valid_sarif(jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA_PATH.read_text())),
+                       sarif)
+    run = sarif["runs"][0]
+    # The same findings in every format, in the same order.
+    keys = [f["key"] for f in data["findings"]]
+    assert keys and keys == [r["properties"]["key"] for r in run["results"]]
+    rendered = MarkdownIt("commonmark").render(md)
+    assert keys == [h.split(" · ")[0] for h in re.findall(r"<h4>(.*?)</h4>", rendered)]
+    assert run["properties"]["droppedFindings"] == len(data["dropped"])
+    for dropped in data["dropped"]:
+        assert f"<li>{dropped['key']} · " in rendered
+    # The same verdict.
+    assert run["properties"]["verdict"] == data["review"]["verdict"]
+    assert data["review"]["verdict"]["proposed"] == "request_changes"
+    assert "<strong>Proposed verdict:</strong> Request changes" in rendered
+    assert data["review"]["tool_version"] == run["tool"]["driver"]["version"] == __version__
+    # Analyzer findings carry the analyzer's rule, reported by that analyzer in this run.
+    tools = {"bandit", "ruff", "bandit+ruff"}
+    for finding, result in zip(data["findings"], run["results"], strict=True):
+        assert finding["evidence"], finding
+        first = finding["evidence"][0]
+        assert first["tool"] in tools and first["url"].startswith("https://")
+        assert result["ruleId"] == first["rule"] == rule_of(sarif, result)["id"]
+        assert result["rule"]["toolComponent"]["name"] == first["tool"].split("+")[0]
+        assert result["properties"]["category"] == finding["category"]
 
 
 # --- starting reviews: the form ------------------------------------------------------------------
