@@ -336,6 +336,24 @@ def test_sarif_rule_ids_are_analyzer_rules_or_stable_model_ids(sarif_validator):
     assert {r["ruleId"] for r in results_of(again)} == {"quorum/security/sql-injection", "F401"}
 
 
+@pytest.mark.parametrize(("category", "title", "rule_id"), [
+    ("security", "Hard-coded AWS access key in settings", "quorum/security/hard-coded-secret"),
+    ("security", "Missing CSRF token check on delete", "quorum/security/access-control"),
+    ("security", "User input passed to subprocess with shell=True",
+     "quorum/security/command-injection"),
+    ("security", "innerHTML set from location.hash", "quorum/security/cross-site-scripting"),
+    ("architecture", "Bare except hides database errors", "quorum/architecture/error-handling"),
+    ("architecture", "Hard-coded URL of the billing service", "quorum/architecture/general"),
+    ("style", "Unused variable `tmp`", "quorum/style/unused-code"),
+])
+def test_sarif_model_rule_ids_name_the_kind_of_problem(sarif_validator, category, title,
+                                                        rule_id):
+    finding = make_finding(category=category, title=title, evidence=[])
+    log = to_sarif(make_review([finding]))
+    assert_valid_sarif(sarif_validator, log)
+    assert results_of(log)[0]["ruleId"] == rule_id
+
+
 def test_sarif_validates_every_result_shape(sarif_validator):
     findings = [
         make_finding("L1", line=3, end_line=9),

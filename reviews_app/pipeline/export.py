@@ -286,7 +286,7 @@ def _message_text(finding: dict) -> str:
 
 # Analyzer rule ids as ruff and bandit print them (F401, B602, UP031, E999). Anything else a
 # model wrote in a finding's rules is kept in the properties but never becomes a rule id.
-_ANALYZER_RULE = re.compile(r"[A-Z]{1,4}[0-9]{1,4}")
+_ANALYZER_RULE = re.compile(r"[A-Z]{1,6}[0-9]{1,4}")
 _BANDIT_RULE = re.compile(r"B[1-7][0-9]{2}")  # flake8-bugbear, in ruff, uses B0xx and B9xx
 _ANALYZERS = ("ruff", "bandit")
 
@@ -299,7 +299,8 @@ _MODEL_KINDS = (
      r"command injection|shell injection|shell\s*=\s*true|os\.system|subprocess"),
     ("code-injection", "Untrusted input evaluated as code", r"\beval\b|\bexec\b|code injection"),
     ("hard-coded-secret", "Secret written into the code",
-     r"secret|api[ _-]?key|password|private key|credential|\btoken\b"),
+     r"hard-?coded (secret|password|key|token|credential)|secret|api[ _-]?key|access key|"
+     r"password|private key|credential"),
     ("cross-site-scripting", "Untrusted input written into a page",
      r"\bxss\b|cross[ -]site scripting|innerhtml|unescaped|mark_safe"),
     ("path-traversal", "File path built from untrusted input", r"path traversal|directory traversal"),
@@ -310,7 +311,7 @@ _MODEL_KINDS = (
     ("tls-verification", "Certificate checks turned off", r"verify\s*=\s*false|certificate|\btls\b"),
     ("access-control", "Missing or wrong access check",
      r"authori[sz]|authenti|access control|permission|csrf"),
-    ("error-handling", "Errors swallowed or mishandled", r"except|exception|error handling"),
+    ("error-handling", "Errors swallowed or mishandled", r"\bexcept|error handling"),
     ("unused-code", "Unused import, variable or code", r"\bunused\b|dead code|unreachable"),
     ("complexity", "Code harder to follow than it needs to be",
      r"complex|too long|too many|nested|duplicat"),
