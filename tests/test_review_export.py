@@ -387,6 +387,9 @@ def test_sarif_validates_every_result_shape(sarif_validator):
     assert "\u2066" not in by_key["L6"]["suppressions"][0]["justification"]
     s608 = rule_of(log, by_key["L7"])
     assert s608["id"] == "S608" and "helpUri" not in s608  # only http(s) links
+    failed = make_review([], reviewers={"sec\u202e": {"status": "failed", "error": "boom\x07"}})
+    note = to_sarif(failed)["runs"][0]["invocations"][0]["toolExecutionNotifications"][0]
+    assert note["message"]["text"] == "Reviewer sec\ufffd failed: boom\ufffd"
 
 
 # --------------------------------------------------------------------------- JSON

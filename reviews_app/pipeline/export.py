@@ -409,9 +409,9 @@ def _invocation(review: dict) -> dict:
         status = info.get("status") or ""
         if status in ("ok", ""):
             continue
-        text = f"Reviewer {name} {status}"
+        text = _plain(f"Reviewer {name} {status}")
         if info.get("error"):
-            text += f": {info['error']}"
+            text += f": {_plain(info['error'])}"
         notifications.append(
             {
                 "level": "note" if status == "skipped" else "error",
