@@ -405,6 +405,8 @@ def test_many_offline_reviews_a_day_are_not_refused_by_default(alice_client, ali
     assert services.daily_usage()["limit"] is None
     page = alice_client.get(reverse("review_list")).content.decode()
     assert "Today: 30 reviews" in page and "limit is reached" not in page
+    dash = alice_client.get(reverse("dashboard")).content.decode()
+    assert "30 reviews today, $0.0000 spent of the $20.00 daily cap." in dash
     assert "Start review</button>" in page and "disabled>Start review" not in page
     response = alice_client.post(reverse("start_review"), {"source": "paste", "diff": GOOD})
     assert response.status_code == 302, response.content.decode()[:1000]
