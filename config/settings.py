@@ -225,7 +225,13 @@ QUORUM_REVIEW_MAX_BYTES = env.int("QUORUM_REVIEW_MAX_BYTES", default=1_000_000)
 QUORUM_REVIEW_MAX_FILES = env.int("QUORUM_REVIEW_MAX_FILES", default=300)
 QUORUM_REVIEW_MAX_LINES_PER_FILE = env.int("QUORUM_REVIEW_MAX_LINES_PER_FILE", default=2000)
 QUORUM_REVIEW_HEAVY_MAX_LINES = env.int("QUORUM_REVIEW_HEAVY_MAX_LINES", default=1500)
-QUORUM_REVIEW_DAILY_LIMIT = env.int("QUORUM_REVIEW_DAILY_LIMIT", default=20)
+# The daily kill switch is about money: once reviews have spent this much today (all users),
+# reviews that call a priced model are refused; the offline model costs nothing and is never
+# refused (CI and offline use keep working). 0 turns the cap off.
+QUORUM_REVIEW_DAILY_MAX_COST_USD = env.float("QUORUM_REVIEW_DAILY_MAX_COST_USD", default=20.0)
+# An optional cap on the number of reviews started per day, offline ones included: off (0)
+# unless set.
+QUORUM_REVIEW_DAILY_LIMIT = env.int("QUORUM_REVIEW_DAILY_LIMIT", default=0)
 QUORUM_REVIEW_MIN_CONFIDENCE = env.float("QUORUM_REVIEW_MIN_CONFIDENCE", default=0.5)
 QUORUM_REVIEW_TIMEOUT = env.float("QUORUM_REVIEW_TIMEOUT", default=180.0)
 QUORUM_REVIEW_MAX_COST_USD = env.float("QUORUM_REVIEW_MAX_COST_USD", default=2.0)

@@ -1,7 +1,7 @@
 """Starting code reviews and reading them back: the Django side of ``reviews_app.pipeline``.
 
 The web form and ``manage.py review`` share all of it: loading an input (paste, upload, git
-range, GitHub pull request), parsing it within the configured limits, the daily limit, and
+range, GitHub pull request), parsing it within the configured limits, the daily caps, and
 creating the run and its review in one transaction, so a refused input saves nothing.
 """
 
@@ -18,6 +18,7 @@ from django.utils import timezone
 
 import reviews_app
 from agents_app import engine
+from agents_app.llm.gateway import is_offline
 from agents_app.models import ModelCall, Run
 
 from . import sources
@@ -165,20 +166,44 @@ def prepare(inp: ReviewInput) -> diffs.Prepared:
     return prepared
 
 
-# --- the daily limit ----------------------------------------------------------------------------
+# --- the daily limits ---------------------------------------------------------------------------
 def _today_start() -> dt.datetime:
     now = timezone.localtime()
     return now.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
 def daily_usage() -> dict:
-    """Reviews started today (all users: the limit guards the installation's spend)."""
+    """Reviews started today and their spend, all users together (the caps guard the
+    installation's money). ``limit`` and ``cost_cap`` are None when that cap is off."""
     today = Review.objects.filter(created_at__gte=_today_start())
     agg = Run.objects.filter(review__in=today).aggregate(spend=Sum("cost_usd"), n=Count("id"))
-    limit = settings.QUORUM_REVIEW_DAILY_LIMIT
-    count = agg["n"] or 0
-    return {"count": count, "limit": limit, "spend": agg["spend"] or Decimal(0),
-            "remaining": max(0, limit - count), "reached": count >= limit}
+    limit = settings.QUORUM_REVIEW_DAILY_LIMIT if settings.QUORUM_REVIEW_DAILY_LIMIT > 0 else None
+    cap = settings.QUORUM_REVIEW_DAILY_MAX_COST_USD
+    cost_cap = Decimal(str(cap)) if cap > 0 else None
+    count, spend = agg["n"] or 0, agg["spend"] or Decimal(0)
+    return {"count": count, "limit": limit, "spend": spend, "cost_cap": cost_cap,
+            "remaining": None if limit is None else max(0, limit - count),
+            "reached": limit is not None and count >= limit,
+            "cost_reached": cost_cap is not None and spend >= cost_cap}
+
+
+def is_priced(models: dict[str, str]) -> bool:
+    """Whether a review with these models can cost money (only the offline model is free)."""
+    return not all(is_offline(m) for m in models.values())
+
+
+def check_daily_limits(models: dict[str, str]) -> None:
+    """Raise DailyLimitReached when today's caps refuse a review with these models."""
+    usage = daily_usage()
+    if usage["reached"]:
+        raise DailyLimitReached(
+            f"The daily limit of {usage['limit']} reviews is reached. New reviews can start "
+            "tomorrow, or raise QUORUM_REVIEW_DAILY_LIMIT (0 turns this count limit off).")
+    if usage["cost_reached"] and is_priced(models):
+        raise DailyLimitReached(
+            f"Reviews have spent ${usage['spend']:.2f} today, which reaches the daily cap of "
+            f"${usage['cost_cap']:.2f}. Reviews with the offline model can still start; priced "
+            "ones can start tomorrow, or raise QUORUM_REVIEW_DAILY_MAX_COST_USD.")
 
 
 def default_models() -> dict[str, str]:
@@ -189,7 +214,7 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
                  models: dict[str, str] | None = None, min_confidence: float | None = None,
                  max_cost_usd: Decimal | None = None, options: dict | None = None,
                  enqueue: bool = True) -> Run:
-    """Create the run and its review together, or nothing (limit reached, or an error).
+    """Create the run and its review together, or nothing (a daily cap reached, or an error).
     ``options`` may set other pattern options (``pipeline.pattern.DEFAULTS``)."""
     models = {**default_models(), **(models or {})}
     files_for_page = [{k: v for k, v in f.items() if k != "content"} for f in prepared.files]
@@ -202,12 +227,7 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
         **(options or {}),
     }
     with transaction.atomic():
-        usage = daily_usage()
-        if usage["reached"]:
-            raise DailyLimitReached(
-                f"The daily limit of {usage['limit']} reviews is reached (spent today: "
-                f"${usage['spend']:.2f}). New reviews can start tomorrow, or raise "
-                "QUORUM_REVIEW_DAILY_LIMIT.")
+        check_daily_limits(models)
         run = engine.create_run(
             user, PATTERN, inp.label, options=options, models=models,
             max_cost_usd=max_cost_usd or Decimal(str(settings.QUORUM_REVIEW_MAX_COST_USD)),
@@ -262,15 +282,39 @@ def cost_breakdown(run: Run) -> dict:
                          order.get(k, 9), k))}}
 
 
-def _finding_dict(f: Finding) -> dict:
+def _reported_rules(run: Run) -> dict:
+    """(file, rule) and rule -> the analyzer result of the run's analysis that reported it."""
+    reported: dict = {}
+    for e in ((run.state or {}).get("analysis") or {}).get("evidence") or ():
+        if isinstance(e, dict) and e.get("rule"):
+            reported.setdefault((e.get("file"), e["rule"]), e)
+            reported.setdefault(e["rule"], e)
+    return reported
+
+
+def _evidence(f: Finding, reported: dict) -> list[dict]:
+    """The rules a finding rests on, with the analyzer that reported each and its help page.
+    A rule no analyzer reported in this run was named by a model: tool "model". Analyzer
+    messages are left out (they can quote the code, secrets included)."""
+    out = []
+    for rule in f.rules:
+        e = reported.get((f.file, rule)) or reported.get(rule)
+        out.append({"tool": e.get("tool") or "analyzer", "rule": rule, "url": e.get("url") or ""}
+                   if e else {"tool": "model", "rule": rule, "url": ""})
+    return out
+
+
+def _finding_dict(f: Finding, reported: dict) -> dict:
     return {"key": f.key, "category": f.category, "severity": f.severity, "file": f.file,
             "line": f.line, "end_line": f.end_line, "title": f.title,
             "description": f.description, "suggestion": f.suggestion,
             "confidence": f.confidence, "reviewers": f.reviewers or [f.reviewer],
-            "evidence": [{"tool": "analyzer", "rule": r} for r in f.rules],
+            "evidence": _evidence(f, reported),
             "decision": f.decision,
             "decided_by": f.decided_by.get_username() if f.decided_by else None,
-            "comment": f.comment, "drop_reason": f.drop_reason}
+            "decided_at": f.decided_at.isoformat() if f.decided_at else None,
+            "comment": f.comment, "history": list(f.history or []),
+            "drop_reason": f.drop_reason, "duplicate_of": f.duplicate_of}
 
 
 def export_dict(review: Review) -> dict:
@@ -278,6 +322,7 @@ def export_dict(review: Review) -> dict:
     run = review.run
     findings = list(review.findings.select_related("decided_by"))
     costs = cost_breakdown(run)["by_role"]
+    reported = _reported_rules(run)
     reviewers = {}
     for name, r in (review.reviewers or {}).items():
         c = costs.get(name, {})
@@ -286,7 +331,7 @@ def export_dict(review: Review) -> dict:
                            "tokens": c.get("tokens", 0), "cost_usd": float(c.get("cost_usd", 0))}
     return {
         "id": run.pk, "title": review.source_label,
-        "tool_version": f"Quorum {reviews_app.__version__}",
+        "tool_version": reviews_app.__version__,
         "source": {"kind": review.source_kind, "label": review.source_label},
         "created_at": review.created_at.isoformat(), "status": run.status,
         "offline": run.offline,
@@ -294,10 +339,11 @@ def export_dict(review: Review) -> dict:
                     "final": review.final_verdict or None,
                     "decided_by": (review.verdict_decided_by.get_username()
                                    if review.verdict_decided_by else None),
-                    "override_reason": review.verdict_reason or ""},
-        "summary": review.summary,
-        "findings": [_finding_dict(f) for f in findings if f.kept],
-        "dropped": [_finding_dict(f) for f in findings if not f.kept],
+                    "override_reason": review.verdict_reason or "",
+                    "by_rules": review.rule_verdict or None},
+        "summary": review.summary, "notes": list(review.notes or []),
+        "findings": [_finding_dict(f, reported) for f in findings if f.kept],
+        "dropped": [_finding_dict(f, reported) for f in findings if not f.kept],
         "coverage": review.coverage,
         "reviewers": reviewers,
         "totals": {"tokens": run.total_tokens, "cost_usd": float(run.cost_usd)},

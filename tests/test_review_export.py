@@ -26,11 +26,12 @@ SARIF_SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-2.1.0-rtm.5.json"
 
 FINDING_KEYS = {
     "key", "category", "severity", "file", "line", "end_line", "title", "description",
-    "suggestion", "confidence", "reviewers", "evidence", "decision", "decided_by", "comment",
+    "suggestion", "confidence", "reviewers", "evidence", "decision", "decided_by", "decided_at",
+    "comment", "history", "duplicate_of",
 }
 REVIEW_KEYS = {
     "id", "title", "tool_version", "source", "created_at", "status", "offline", "verdict",
-    "summary",
+    "summary", "notes",
 }
 TOP_KEYS = {
     "schema_version", "only_accepted", "review", "counts", "findings", "dropped", "coverage",
@@ -122,9 +123,37 @@ def sarif_validator():
 
 
 def assert_valid_sarif(validator, log):
+    """Valid against the schema, and what the schema cannot check: every result's rule is
+    defined, once, where its ruleIndex (and toolComponent) say; every defined rule is used."""
     errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
               for e in validator.iter_errors(log)]
     assert errors == []
+    for run in log["runs"]:
+        used = set()
+        for result in run["results"]:
+            rule = rule_of(log, result, run)
+            assert rule["id"] == result["ruleId"]
+            component = result.get("rule", {}).get("toolComponent", {}).get("name", "driver")
+            used.add((component, rule["id"]))
+        components = [("driver", run["tool"]["driver"])] + [
+            (ext["name"], ext) for ext in run["tool"].get("extensions", [])]
+        assert len({name for name, _ in components}) == len(components)
+        defined = [(name, rule["id"]) for name, c in components for rule in c.get("rules", [])]
+        assert len(defined) == len(set(defined)), "a rule is defined twice"
+        assert set(defined) == used, "a rule is defined but never used"
+
+
+def rule_of(log, result, run=None):
+    """The reportingDescriptor a result refers to (SARIF 3.27.6/3.27.7)."""
+    run = run or log["runs"][0]
+    ref = result.get("rule")
+    if ref and "toolComponent" in ref:
+        component = run["tool"]["extensions"][ref["toolComponent"]["index"]]
+        assert component["name"] == ref["toolComponent"]["name"]
+        assert ref["index"] == result["ruleIndex"] and ref["id"] == result["ruleId"]
+    else:
+        component = run["tool"]["driver"]
+    return component["rules"][result["ruleIndex"]]
 
 
 def results_of(log):
@@ -158,10 +187,10 @@ def test_sarif_full_review_is_valid(sarif_validator):
         f["key"] for f in select_findings(review, False)]
     assert "D1" not in {r["properties"]["key"] for r in results}
 
-    rules = log["runs"][0]["tool"]["driver"]["rules"]
-    for result in results:
-        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
-        assert result["ruleId"] == f"quorum/{result['properties']['category']}"
+    for result in results:  # every factory finding rests on bandit's B101
+        assert rule_of(log, result)["id"] == result["ruleId"] == "B101"
+        assert result["properties"]["category"] in CATEGORIES
+    assert log["runs"][0]["properties"]["droppedFindings"] == 1
 
     by_key = {r["properties"]["key"]: r for r in results}
     for finding in findings:
@@ -265,6 +294,104 @@ def test_sarif_regions_ignore_bad_lines(sarif_validator):
                        "F": {"startLine": 7, "endLine": 7}}
 
 
+def test_sarif_rule_ids_are_analyzer_rules_or_stable_model_ids(sarif_validator):
+    findings = [
+        make_finding("A1", severity="critical", evidence=[{"tool": "bandit+ruff", "rule": "B602",
+                     "url": "https://bandit.readthedocs.io/b602.html"}]),
+        make_finding("A2", category="style", severity="low", file="src/a.py", line=1,
+                     evidence=[{"tool": "ruff", "rule": "F401"}]),
+        make_finding("A3", category="style", severity="low", file="src/a.py", line=2,
+                     evidence=[{"tool": "ruff", "rule": "F401"}]),
+        # Older exports did not name the analyzer: B1xx-B7xx are bandit's, the rest ruff's.
+        make_finding("A4", category="style", severity="info", file="src/b.py", line=3,
+                     evidence=[{"tool": "analyzer", "rule": "W191"}]),
+        make_finding("M1", severity="high", file="src/db.py", line=4, evidence=[],
+                     title="SQL injection in get_user"),
+        make_finding("M2", severity="high", file="src/db.py", line=9, title="Raw SQL built "
+                     "with an f-string", evidence=[{"tool": "model", "rule": "SQLI-1"}]),
+        make_finding("M3", category="architecture", severity="medium", file="src/c.py", line=5,
+                     evidence=[{"tool": "model", "rule": "B602"}], title="God object"),
+    ]
+    log = to_sarif(make_review(findings))
+    assert_valid_sarif(sarif_validator, log)
+    by_key = {r["properties"]["key"]: r for r in results_of(log)}
+    assert {k: r["ruleId"] for k, r in by_key.items()} == {
+        "A1": "B602", "A2": "F401", "A3": "F401", "A4": "W191",
+        "M1": "quorum/security/sql-injection", "M2": "quorum/security/sql-injection",
+        # A rule no analyzer reported (tool "model") does not make a model finding B602.
+        "M3": "quorum/architecture/general"}
+    for result in by_key.values():  # the category is a property, not the rule id
+        assert result["properties"]["category"] in CATEGORIES
+    tool = log["runs"][0]["tool"]
+    assert [r["id"] for r in tool["driver"]["rules"]] == [
+        "quorum/security/sql-injection", "quorum/architecture/general"]
+    assert {e["name"]: [r["id"] for r in e["rules"]] for e in tool["extensions"]} == {
+        "bandit": ["B602"], "ruff": ["F401", "W191"]}
+    bandit = tool["extensions"][0]["rules"][0]
+    assert bandit["helpUri"] == "https://bandit.readthedocs.io/b602.html"
+    assert bandit["properties"]["category"] == "security"
+    # Stable: the same kinds of finding, in another run and order, get the same rule ids.
+    again = to_sarif(make_review([dict(findings[4], key="X9", title="Possible SQL injection"),
+                                  dict(findings[1], key="X8", line=40)]))
+    assert {r["ruleId"] for r in results_of(again)} == {"quorum/security/sql-injection", "F401"}
+
+
+@pytest.mark.parametrize(("category", "title", "rule_id"), [
+    ("security", "Hard-coded AWS access key in settings", "quorum/security/hard-coded-secret"),
+    ("security", "Missing CSRF token check on delete", "quorum/security/access-control"),
+    ("security", "User input passed to subprocess with shell=True",
+     "quorum/security/command-injection"),
+    ("security", "innerHTML set from location.hash", "quorum/security/cross-site-scripting"),
+    ("architecture", "Bare except hides database errors", "quorum/architecture/error-handling"),
+    ("architecture", "Hard-coded URL of the billing service", "quorum/architecture/general"),
+    ("style", "Unused variable `tmp`", "quorum/style/unused-code"),
+])
+def test_sarif_model_rule_ids_name_the_kind_of_problem(sarif_validator, category, title,
+                                                        rule_id):
+    finding = make_finding(category=category, title=title, evidence=[])
+    log = to_sarif(make_review([finding]))
+    assert_valid_sarif(sarif_validator, log)
+    assert results_of(log)[0]["ruleId"] == rule_id
+
+
+def test_sarif_validates_every_result_shape(sarif_validator):
+    findings = [
+        make_finding("L1", line=3, end_line=9),
+        make_finding("L2", line=None, severity="medium"),  # file-level finding
+        make_finding("L3", file="", line=4, severity="low"),  # no file at all
+        make_finding("L4", file="..\\..\\etc/pass wd\u202e.py", line=1, severity="info",
+                     title="<script>alert(1)</script>\u202egnp.exe\x00", evidence=[],
+                     description="`|` back\nticks\r\nand | pipes", suggestion="a\x1bb"),
+        make_finding("L5", category="made-up category!", severity="weird", evidence=[]),
+        make_finding("L6", decision="rejected", comment="false positive\u2066"),
+        make_finding("L7", evidence=[{"tool": "ruff", "rule": "S608",
+                                      "url": "javascript:alert(1)"}]),
+    ]
+    dropped = [make_finding("D1", drop_reason="duplicate of L1", duplicate_of="L1")]
+    review = make_review(findings, dropped=dropped)
+    for only_accepted in (False, True):
+        assert_valid_sarif(sarif_validator, to_sarif(review, only_accepted=only_accepted))
+    log = to_sarif(review)
+    by_key = {r["properties"]["key"]: r for r in results_of(log)}
+    assert set(by_key) == {f["key"] for f in findings}  # dropped findings are not results
+    assert "region" not in by_key["L2"]["locations"][0]["physicalLocation"]
+    assert "locations" not in by_key["L3"]
+    hostile = by_key["L4"]
+    assert hostile["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == \
+        "etc/pass%20wd%E2%80%AE.py"
+    assert hostile["message"]["text"].startswith("<script>alert(1)</script>\ufffdgnp.exe\ufffd")
+    assert "a\ufffdb" in hostile["message"]["text"] and "\r" not in hostile["message"]["text"]
+    assert hostile["ruleId"] == "quorum/security/general"
+    assert by_key["L5"]["ruleId"] == "quorum/made-up-category/general"
+    assert by_key["L5"]["level"] == "warning"
+    assert "\u2066" not in by_key["L6"]["suppressions"][0]["justification"]
+    s608 = rule_of(log, by_key["L7"])
+    assert s608["id"] == "S608" and "helpUri" not in s608  # only http(s) links
+    failed = make_review([], reviewers={"sec\u202e": {"status": "failed", "error": "boom\x07"}})
+    note = to_sarif(failed)["runs"][0]["invocations"][0]["toolExecutionNotifications"][0]
+    assert note["message"]["text"] == "Reviewer sec\ufffd failed: boom\ufffd"
+
+
 # --------------------------------------------------------------------------- JSON
 
 
@@ -277,7 +404,7 @@ def test_json_has_every_documented_key():
     assert set(data["review"]) == REVIEW_KEYS
     assert set(data["review"]["source"]) == {"kind", "label"}
     assert set(data["review"]["verdict"]) == {"proposed", "final", "decided_by",
-                                              "override_reason"}
+                                              "override_reason", "by_rules"}
     assert set(data["counts"]) == set(SEVERITIES)
     assert data["counts"] == dict.fromkeys(SEVERITIES, len(CATEGORIES))
     assert len(data["findings"]) == len(review["findings"])
@@ -355,7 +482,8 @@ def test_json_round_trip():
     assert json.loads(json.dumps(data)) == data
     by_key = {f["key"]: f for f in data["findings"]}
     for finding in review["findings"]:
-        expected = {k: finding[k] for k in FINDING_KEYS}
+        expected = {k: finding.get(k) for k in FINDING_KEYS}
+        expected.update(history=[], duplicate_of="")  # absent list / text fields export empty
         if expected["decision"] is None:  # unknown text fields export as ""
             expected["decision"] = ""
         assert by_key[finding["key"]] == expected
@@ -409,6 +537,13 @@ def render_html(md):
     return MarkdownIt("commonmark").render(md)
 
 
+def inline_code(md):
+    """The contents of the inline code spans a CommonMark parser finds in ``md``."""
+    return [child.content for token in MarkdownIt("commonmark").parse(md)
+            if token.type == "inline" for child in token.children or ()
+            if child.type == "code_inline"]
+
+
 FENCE = re.compile(r"^(`{3,})text\n(.*?)\n\1$", re.MULTILINE | re.DOTALL)
 
 
@@ -420,9 +555,18 @@ def test_markdown_raw_output_has_no_html_or_javascript_links():
     assert [body for _, body in fences] == [SUGGESTION]
     md = FENCE.sub("", md)
     assert "alert" in md  # the hostile text is there, only escaped
-    assert not re.search(r"<\s*(script|img)", md, re.IGNORECASE)
-    assert not re.search(r"\]\(\s*<?\s*javascript:", md, re.IGNORECASE)
-    assert not re.search(r"<javascript:", md, re.IGNORECASE)
+    # Raw tags only inside inline code spans (file names, shown as written, never as HTML).
+    tag = re.compile(r"<\s*(script|img)", re.IGNORECASE)
+    in_code = [c for c in inline_code(md) if tag.search(c)]
+    assert in_code == ["<img src=x onerror=alert(1)>.py", "<script>.py", "<script>p</script>"]
+    assert len(tag.findall(md)) == sum(len(tag.findall(c)) for c in in_code)
+    outside_code = md
+    for code in inline_code(md):
+        outside_code = outside_code.replace(f"`{code}`", "")
+    assert not tag.search(outside_code)
+    # Link syntax only with its brackets escaped (a backslash before "]").
+    assert not re.search(r"(?<!\\)\]\(\s*<?\s*javascript:", outside_code, re.IGNORECASE)
+    assert not re.search(r"<javascript:", outside_code, re.IGNORECASE)
 
 
 def test_markdown_rendered_html_is_inert():
@@ -436,8 +580,13 @@ def test_markdown_rendered_html_is_inert():
     assert "<table" not in lowered
     assert "<blockquote" not in lowered
     assert "<em>" not in lowered
-    # Code only in the one fenced suggestion block; no inline code, no indented code.
-    assert lowered.count("<code") == lowered.count("<pre><code") == 1
+    # One fenced block (the suggestion), no indented code; inline code only for file names,
+    # rule ids and the text's own `code` pairs, each exactly as written.
+    assert lowered.count("<pre><code") == 1
+    inline = [html.unescape(c) for c in re.findall(r"<code>(.*?)</code>", rendered)]
+    assert set(inline) == {"code", "<img src=x onerror=alert(1)>.py", "[x](javascript:1)",
+                           "| table |/[a](javascript:alert(1)).py", "B101", "<script>.py",
+                           "<script>p</script>"}
     # Only the report's own headings exist.
     assert len(re.findall(r"<h1>", rendered)) == 1
     assert re.findall(r"<h2>(.*?)</h2>", rendered) == EXPECTED_H2
@@ -486,7 +635,7 @@ def test_markdown_content_and_only_accepted():
     assert re.findall(r"<h3>(.*?)</h3>", rendered) == [f"{s.title()} (3)" for s in SEVERITIES]
     assert "Dropped findings" in md and "D1" in md
     assert "<strong>Total:</strong> 15" in rendered
-    assert "src/security/m1\\.py:3–5" in md  # F1: line 3, end line 5
+    assert "`src/security/m1.py`:3–5" in md  # F1: line 3, end line 5
 
     accepted = to_markdown(review, only_accepted=True)
     assert "Dropped findings" not in accepted and "D1" not in accepted
@@ -595,3 +744,78 @@ def test_rejected_findings_carry_a_sarif_suppression(sarif_validator):
     assert suppressed[0]["properties"]["key"] == review["findings"][0]["key"]
     assert "alice" in suppressed[0]["suppressions"][0]["justification"]
     assert "false alarm" in suppressed[0]["suppressions"][0]["justification"]
+
+
+# --------------------------------------------------------------------------- Markdown as written
+
+
+def plain_text(rendered):
+    return html.unescape(re.sub(r"<[^>]+>", "", rendered))
+
+
+def test_markdown_reads_as_written_raw_and_rendered():
+    finding = make_finding(
+        "F1", file="src/my_file.py", line=6, title="F401: `os` imported but unused in my_file.py",
+        description="Call __init__() with a_b and 2 * 3 = 6 (see docs).\n"
+                    "Use C:\\Users\\me\\app.py; 50% of #12 & more - ok.",
+        suggestion="Remove `import os` (line 1).",
+        evidence=[{"tool": "ruff", "rule": "F401"}])
+    review = make_review([finding], title="feature/my_branch: fix (part 1) - v2.0",
+                         summary="First line.\nSecond: x = a-b + c.", tool_version="0.1.0",
+                         coverage=[{"path": "docs/read_me.md", "reason": "generated",
+                                    "detail": "", "reviewed": False}])
+    md = to_markdown(review)
+    # Raw: nothing escaped that needs no escaping.
+    assert md.startswith("# feature/my_branch: fix (part 1) - v2.0\n")
+    assert "\n#### F1 · F401: `os` imported but unused in my_file.py\n" in md
+    assert "- **Location:** `src/my_file.py`:6\n" in md
+    assert "- **Quorum version:** 0.1.0\n" in md
+    assert "- **Created:** 2025-01-02T03:04:05+00:00\n" in md
+    assert "- **Evidence:** `F401` (ruff)\n" in md
+    assert "- `docs/read_me.md`: not reviewed, generated\n" in md
+    assert "**Suggestion:** Remove `import os` (line 1).\n" in md
+    # Rendered: the intended text, code as code, no stray backslashes.
+    rendered = render_html(md)
+    assert re.findall(r"<h1>(.*?)</h1>", rendered) == ["feature/my_branch: fix (part 1) - v2.0"]
+    assert re.findall(r"<h4>(.*?)</h4>", rendered) == [
+        "F1 · F401: <code>os</code> imported but unused in my_file.py"]
+    assert "<strong>Location:</strong> <code>src/my_file.py</code>:6" in rendered
+    assert "<li><code>docs/read_me.md</code>: not reviewed, generated</li>" in rendered
+    assert "<strong>Evidence:</strong> <code>F401</code> (ruff)" in rendered
+    assert "<code>import os</code>" in rendered
+    text = plain_text(rendered)
+    assert "Call __init__() with a_b and 2 * 3 = 6 (see docs).\n" in text
+    assert "Use C:\\Users\\me\\app.py; 50% of #12 & more - ok." in text
+    assert "First line.\nSecond: x = a-b + c." in text
+    assert text.count("\\") == 3  # the Windows path's own backslashes, nothing else
+
+
+@pytest.mark.parametrize("text", [
+    "a | b |\n|---|---|\n| c | d |",  # a GFM table
+    "`` `| x |` ``\n|-|-|",
+    "~~gone~~ and ~tilde~",
+    "<script>alert(1)</script>\n\n<div onclick=x>",
+    "1. one\n2) two\n- item\n+ item\n> quote\n===\n---\n***",
+    "```\nfence\n```\n~~~",
+    "&lt;script&gt; &#60;b&#62; &amp;",
+    "trailing backslash \\\nhard break?  \nnext",
+    "[ref]: javascript:alert(1)\n[ref] ![img](x.png) <http://x.y> www.example.com",
+])
+def test_markdown_untrusted_text_cannot_make_structure(text):
+    finding = make_finding("F1", title=text, description=text, comment=text,
+                           file=f"src/{text}.py", suggestion=text.replace("\n", " "))
+    review = make_review([finding], summary=text, title=text,
+                         coverage=[{"path": text, "reason": text, "detail": text,
+                                    "reviewed": False}])
+    md = to_markdown(review)
+    rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(md)
+    for tag in ("<table", "<s>", "<del", "<script", "<div", "<a ", "<img", "<blockquote",
+                "<ol", "<hr", "<pre", "<h5", "<h6", "<em"):
+        assert tag not in rendered, (tag, md)
+    # The report's own structure is intact: headings, and one list per section.
+    assert len(re.findall(r"<h1>", rendered)) == len(re.findall(r"<h4>", rendered)) == 1
+    assert re.findall(r"<h2>(.*?)</h2>", rendered) == [
+        "Summary", "Findings by severity", "Findings", "Coverage", "Reviewers", "Totals"]
+    # Entities in the text are shown as typed, not decoded into markup.
+    if "&lt;" in text:
+        assert "&amp;lt;script&amp;gt;" in rendered and "&amp;#60;b&amp;#62;" in rendered

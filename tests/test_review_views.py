@@ -7,6 +7,7 @@ Reviews that must reach the triage gate run through the real engine with the off
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -199,6 +200,43 @@ def test_exports_in_every_format_and_scope(alice_client, triage_run):
     assert alice_client.get(url, {"format": "exe"}).status_code == 400
 
 
+def test_exports_agree_on_findings_verdict_and_rules(alice_client, triage_run):
+    import jsonschema
+
+    from reviews_app import __version__
+    from tests.test_review_export import SARIF_SCHEMA_PATH, assert_valid_sarif, rule_of
+
+    url = reverse("export_review", args=[triage_run.pk])
+    data = json.loads(alice_client.get(url, {"format": "json"}).content)
+    sarif = json.loads(alice_client.get(url, {"format": "sarif"}).content)
+    md = alice_client.get(url, {"format": "markdown"}).content.decode()
+    assert_valid_sarif(jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA_PATH.read_text())),
+                       sarif)
+    run = sarif["runs"][0]
+    # The same findings in every format, in the same order.
+    keys = [f["key"] for f in data["findings"]]
+    assert keys and keys == [r["properties"]["key"] for r in run["results"]]
+    rendered = MarkdownIt("commonmark").render(md)
+    assert keys == [h.split(" · ")[0] for h in re.findall(r"<h4>(.*?)</h4>", rendered)]
+    assert run["properties"]["droppedFindings"] == len(data["dropped"])
+    for dropped in data["dropped"]:
+        assert f"<li>{dropped['key']} · " in rendered
+    # The same verdict.
+    assert run["properties"]["verdict"] == data["review"]["verdict"]
+    assert data["review"]["verdict"]["proposed"] == "request_changes"
+    assert "<strong>Proposed verdict:</strong> Request changes" in rendered
+    assert data["review"]["tool_version"] == run["tool"]["driver"]["version"] == __version__
+    # Analyzer findings carry the analyzer's rule, reported by that analyzer in this run.
+    tools = {"bandit", "ruff", "bandit+ruff"}
+    for finding, result in zip(data["findings"], run["results"], strict=True):
+        assert finding["evidence"], finding
+        first = finding["evidence"][0]
+        assert first["tool"] in tools and first["url"].startswith("https://")
+        assert result["ruleId"] == first["rule"] == rule_of(sarif, result)["id"]
+        assert result["rule"]["toolComponent"]["name"] == first["tool"].split("+")[0]
+        assert result["properties"]["category"] == finding["category"]
+
+
 # --- starting reviews: the form ------------------------------------------------------------------
 @pytest.mark.django_db
 def test_the_form_starts_a_review_and_redirects(alice_client):
@@ -342,7 +380,8 @@ def test_git_range_under_the_configured_root(alice_client, settings, tmp_path):
 
 # --- daily limit and history ---------------------------------------------------------------------
 @pytest.mark.django_db
-def test_daily_limit_refuses_new_reviews_and_shows_the_count(alice_client, alice, settings):
+def test_opt_in_daily_count_refuses_new_reviews_and_says_how_to_raise_it(alice_client, alice,
+                                                                         settings):
     settings.QUORUM_REVIEW_DAILY_LIMIT = 2
     start(alice)
     start(alice, JS)
@@ -350,10 +389,54 @@ def test_daily_limit_refuses_new_reviews_and_shows_the_count(alice_client, alice
     assert "Today: 2 of 2 reviews" in page and "daily limit is reached" in page
     response = alice_client.post(reverse("start_review"), {"source": "paste", "diff": GOOD})
     assert response.status_code == 400
-    assert "daily limit of 2 reviews is reached" in response.content.decode()
+    text = response.content.decode()
+    assert "daily limit of 2 reviews is reached" in text
+    assert "raise QUORUM_REVIEW_DAILY_LIMIT (0 turns this count limit off)" in text
     assert Review.objects.count() == 2
     dash = alice_client.get(reverse("dashboard")).content.decode()
     assert "2 of 2 reviews today" in dash
+
+
+@pytest.mark.django_db
+def test_many_offline_reviews_a_day_are_not_refused_by_default(alice_client, alice):
+    # The count limit is opt-in: offline and CI use costs nothing and is never stopped.
+    for _ in range(30):
+        start(alice)
+    assert services.daily_usage()["limit"] is None
+    page = alice_client.get(reverse("review_list")).content.decode()
+    assert "Today: 30 reviews" in page and "limit is reached" not in page
+    dash = alice_client.get(reverse("dashboard")).content.decode()
+    assert "30 reviews today, $0.0000 spent of the $20.00 daily cap." in dash
+    assert "Start review</button>" in page and "disabled>Start review" not in page
+    response = alice_client.post(reverse("start_review"), {"source": "paste", "diff": GOOD})
+    assert response.status_code == 302, response.content.decode()[:1000]
+    assert Review.objects.count() == 31
+
+
+@pytest.mark.django_db
+def test_daily_cost_cap_refuses_priced_reviews_but_not_offline_ones(alice_client, alice,
+                                                                   settings, monkeypatch):
+    monkeypatch.setenv("QUORUM_API_BASE", "http://127.0.0.1:9")  # the priced model is routable
+    settings.QUORUM_REVIEW_DAILY_MAX_COST_USD = 1.0
+    Run.objects.filter(pk=start(alice).pk).update(cost_usd="1.25")
+    page = alice_client.get(reverse("review_list")).content.decode()
+    assert "$1.25 spent of the $1.00 daily cap" in page and "cost cap is reached" in page
+    priced = {"source": "paste", "diff": GOOD, "model_security": "openai/gpt-4o-mini"}
+    response = alice_client.post(reverse("start_review"), priced)
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert "$1.25 today" in text and "raise QUORUM_REVIEW_DAILY_MAX_COST_USD" in text
+    assert Review.objects.count() == 1
+    with pytest.raises(services.DailyLimitReached):
+        start(alice, models={"style": "openai/gpt-4o-mini"})
+    # The offline model costs nothing: it still starts, from the form and from the service.
+    response = alice_client.post(reverse("start_review"), {"source": "paste", "diff": GOOD})
+    assert response.status_code == 302, response.content.decode()[:1000]
+    start(alice)
+    assert Review.objects.count() == 3
+    # Under the cap, priced reviews start again.
+    settings.QUORUM_REVIEW_DAILY_MAX_COST_USD = 5.0
+    assert alice_client.post(reverse("start_review"), priced).status_code == 302
 
 
 @pytest.mark.django_db

@@ -5,12 +5,14 @@ and touches neither Django nor the database.
 
 Trust: titles, descriptions, suggestions, the summary, file names and reviewer errors come from
 a model or from the reviewed diff, so they are treated as hostile. The Markdown export escapes
-them so that they can neither open HTML tags nor create Markdown structure (links, headings,
-lists, tables, emphasis, code); multi-line suggestions go into fenced blocks whose fence is
-longer than any backtick run they contain, at the top level of the document so that no
-container can be closed early. The SARIF export percent-encodes file names into relative URI
-references, treating ``\\`` like ``/`` and dropping ``.``/``..`` segments, so that a path can
-never climb out of the checkout (not even for a consumer on Windows).
+only the characters that could open HTML tags or create Markdown structure (links, headings,
+lists, tables, emphasis, code blocks), so text reads as written; file names and rule ids are
+inline code spans fenced by their content; multi-line suggestions go into fenced blocks whose
+fence is longer than any backtick run they contain, at the top level of the document so that
+no container can be closed early. The SARIF export percent-encodes file names into relative
+URI references, treating ``\\`` like ``/`` and dropping ``.``/``..`` segments, so that a path
+can never climb out of the checkout (not even for a consumer on Windows), and replaces
+characters that hide or reorder text in messages.
 
 JSON export structure (``schema_version`` 1)::
 
@@ -19,7 +21,7 @@ JSON export structure (``schema_version`` 1)::
       "only_accepted": bool,                # True: only findings marked "accepted"
       "review": {"id", "title", "tool_version", "source": {"kind", "label"}, "created_at",
                  "status", "offline", "verdict": {"proposed", "final", "decided_by",
-                 "override_reason"}, "summary"},
+                 "override_reason", "by_rules"}, "summary", "notes": [str, ...]},
       "counts": {"critical": n, "high": n, "medium": n, "low": n, "info": n},
       "findings": [FINDING, ...],           # strongest severity first, then file, then line
       "dropped": [FINDING + "drop_reason"], # absent when only_accepted
@@ -30,7 +32,11 @@ JSON export structure (``schema_version`` 1)::
 
     FINDING = {"key", "category", "severity", "file", "line", "end_line", "title",
                "description", "suggestion", "confidence", "reviewers", "evidence",
-               "decision", "decided_by", "comment"}
+               "decision", "decided_by", "decided_at", "comment", "history", "duplicate_of"}
+    evidence item = {"tool", "rule", "url"}  # tool "ruff"/"bandit"/"bandit+ruff"; "model"
+                                             # when no analyzer reported the rule in this run
+    history: how reflection changed the finding; duplicate_of: the key a dropped duplicate
+    repeats ("" otherwise)
 
 Every key listed is always present (``None``, ``""``, ``[]`` or ``{}`` when unknown).
 """
@@ -38,11 +44,12 @@ Every key listed is always present (``None``, ``""``, ``[]`` or ``{}`` when unkn
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Iterable
 from urllib.parse import quote
 
-from .schema import CATEGORIES, SEVERITIES, SEVERITY_RANK
+from .schema import SEVERITIES, SEVERITY_RANK
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -80,10 +87,13 @@ FINDING_FIELDS = (
     "evidence",
     "decision",
     "decided_by",
+    "decided_at",
     "comment",
+    "history",
+    "duplicate_of",
 )
-_LIST_FIELDS = frozenset({"reviewers", "evidence"})
-_NULL_FIELDS = frozenset({"line", "end_line", "confidence", "decided_by"})
+_LIST_FIELDS = frozenset({"reviewers", "evidence", "history"})
+_NULL_FIELDS = frozenset({"line", "end_line", "confidence", "decided_by", "decided_at"})
 
 _SARIF_LEVELS = {
     "critical": "error",
@@ -91,11 +101,6 @@ _SARIF_LEVELS = {
     "medium": "warning",
     "low": "note",
     "info": "note",
-}
-_RULE_DESCRIPTIONS = {
-    "security": "Security problem found by the Quorum security reviewer.",
-    "architecture": "Design or architecture problem found by the Quorum architecture reviewer.",
-    "style": "Style or readability problem found by the Quorum style reviewer.",
 }
 _VERDICT_LABELS = {
     "approve": "Approve",
@@ -175,6 +180,7 @@ def _verdict(review: dict) -> dict:
         "final": verdict.get("final"),
         "decided_by": verdict.get("decided_by"),
         "override_reason": verdict.get("override_reason") or "",
+        "by_rules": verdict.get("by_rules"),
     }
 
 
@@ -198,6 +204,7 @@ def _export_dict(review: dict, only_accepted: bool) -> dict:
             "offline": bool(review.get("offline")),
             "verdict": _verdict(review),
             "summary": review.get("summary") or "",
+            "notes": [str(n) for n in review.get("notes") or ()],
         },
         "counts": _counts(findings),
         "findings": [_finding_record(f) for f in findings],
@@ -259,25 +266,139 @@ def _region(finding: dict) -> dict | None:
     return region
 
 
+def _plain(value) -> str:
+    """Untrusted text for a plain-text field: characters that hide or reorder text, and
+    control characters other than line breaks and tabs, become U+FFFD."""
+    text = str(value if value is not None else "").replace("\r\n", "\n").strip()
+    return "".join("\ufffd" if _hidden(c) and c not in "\n\t" else c for c in text)
+
+
 def _message_text(finding: dict) -> str:
-    parts = [str(finding.get("title") or "").strip() or "Untitled finding"]
-    description = str(finding.get("description") or "").strip()
+    parts = [_plain(finding.get("title")) or "Untitled finding"]
+    description = _plain(finding.get("description"))
     if description:
         parts.append(description)
-    suggestion = str(finding.get("suggestion") or "").strip()
+    suggestion = _plain(finding.get("suggestion"))
     if suggestion:
         parts.append(f"Suggestion: {suggestion}")
     return "\n\n".join(parts)
 
 
-def _rule(category: str) -> dict:
-    text = _RULE_DESCRIPTIONS.get(category, f"Problem in category {category!r} found by Quorum.")
-    return {
-        "id": f"quorum/{category}",
-        "name": category.title().replace("_", ""),
-        "shortDescription": {"text": text},
-        "properties": {"tags": [category]},
-    }
+# Analyzer rule ids as ruff and bandit print them (F401, B602, UP031, E999). Anything else a
+# model wrote in a finding's rules is kept in the properties but never becomes a rule id.
+_ANALYZER_RULE = re.compile(r"[A-Z]{1,6}[0-9]{1,4}")
+_BANDIT_RULE = re.compile(r"B[1-7][0-9]{2}")  # flake8-bugbear, in ruff, uses B0xx and B9xx
+_ANALYZERS = ("ruff", "bandit")
+
+# Model findings get a rule id per kind of problem, from their title, so that the same kind
+# of finding keeps its id from run to run (code scanning tracks alerts by rule id). First
+# match wins; a finding that matches none is "<category>/general".
+_MODEL_KINDS = (
+    ("sql-injection", "SQL built from untrusted input", r"\bsql\b|\bsqli\b"),
+    ("command-injection", "Shell command built from untrusted input",
+     r"command injection|shell injection|shell\s*=\s*true|os\.system|subprocess"),
+    ("code-injection", "Untrusted input evaluated as code", r"\beval\b|\bexec\b|code injection"),
+    ("hard-coded-secret", "Secret written into the code",
+     r"hard-?coded (secret|password|key|token|credential)|secret|api[ _-]?key|access key|"
+     r"password|private key|credential"),
+    ("cross-site-scripting", "Untrusted input written into a page",
+     r"\bxss\b|cross[ -]site scripting|innerhtml|unescaped|mark_safe"),
+    ("path-traversal", "File path built from untrusted input", r"path traversal|directory traversal"),
+    ("unsafe-deserialization", "Untrusted data deserialized",
+     r"pickle|deserializ|yaml\.load|marshal"),
+    ("weak-cryptography", "Weak hash, cipher or randomness",
+     r"\bmd5\b|\bsha-?1\b|weak (hash|cipher|crypto)|insecure random|\brandom\b"),
+    ("tls-verification", "Certificate checks turned off", r"verify\s*=\s*false|certificate|\btls\b"),
+    ("access-control", "Missing or wrong access check",
+     r"authori[sz]|authenti|access control|permission|csrf"),
+    ("error-handling", "Errors swallowed or mishandled", r"\bexcept|error handling"),
+    ("unused-code", "Unused import, variable or code", r"\bunused\b|dead code|unreachable"),
+    ("complexity", "Code harder to follow than it needs to be",
+     r"complex|too long|too many|nested|duplicat"),
+    ("naming", "Unclear or misleading name", r"\bnam(e|es|ing)\b"),
+)
+_CATEGORY_TEXT = {
+    "security": "Security problem found by the Quorum security reviewer.",
+    "architecture": "Design or architecture problem found by the Quorum architecture reviewer.",
+    "style": "Style or readability problem found by the Quorum style reviewer.",
+}
+
+
+def _slug(value) -> str:
+    text = re.sub(r"[^a-z0-9]+", "-", str(value or "").lower()).strip("-")
+    return text[:40] or "unknown"
+
+
+def _model_rule(finding: dict, category: str) -> tuple[str, str]:
+    """A model finding's rule id and its description."""
+    title = str(finding.get("title") or "").lower()
+    for kind, text, pattern in _MODEL_KINDS:
+        if re.search(pattern, title):
+            return f"quorum/{category}/{kind}", text
+    fallback = _CATEGORY_TEXT.get(category, f"Problem in category {category} found by Quorum.")
+    return f"quorum/{category}/general", fallback
+
+
+def _analyzer_of(item: dict) -> tuple[str, str] | None:
+    """(analyzer, rule id) for an evidence item naming an analyzer rule, else None. An item
+    the analyzers did not report (tool "model") is not one; tool "analyzer" means unknown."""
+    rule = str(item.get("rule") or "")
+    if not _ANALYZER_RULE.fullmatch(rule):
+        return None
+    tool = str(item.get("tool") or "").split("+")[0]  # "bandit+ruff": bandit's id and text
+    if tool in _ANALYZERS:
+        return tool, rule
+    if tool in ("", "analyzer"):
+        return ("bandit" if _BANDIT_RULE.fullmatch(rule) else "ruff"), rule
+    return None
+
+
+def _help_uri(item: dict) -> str | None:
+    url = str(item.get("url") or "")
+    return url if re.fullmatch(r"https?://[^\s\\<>\"]+", url) else None
+
+
+class _Rules:
+    """The rules a SARIF log uses, each once: the driver's (model findings) and one tool
+    extension per analyzer; ``ref`` gives a result its ruleId, ruleIndex and rule reference."""
+
+    def __init__(self):
+        self.driver: dict[str, dict] = {}
+        self.tools: dict[str, dict[str, dict]] = {}
+
+    def ref(self, finding: dict, category: str) -> dict:
+        for item in finding.get("evidence") or ():
+            if isinstance(item, dict) and (found := _analyzer_of(item)):
+                return self._analyzer_ref(*found, item, category)
+        rule_id, text = _model_rule(finding, category)
+        if rule_id not in self.driver:
+            kind = rule_id.rsplit("/", 1)[1]
+            self.driver[rule_id] = {
+                "id": rule_id, "name": "".join(w.title() for w in kind.split("-")),
+                "shortDescription": {"text": text},
+                "properties": {"category": category, "tags": [category]}}
+        return {"ruleId": rule_id, "ruleIndex": list(self.driver).index(rule_id)}
+
+    def _analyzer_ref(self, tool: str, rule_id: str, item: dict, category: str) -> dict:
+        rules = self.tools.setdefault(tool, {})
+        if rule_id not in rules:
+            message = _plain(item.get("message")) or f"{tool} rule {rule_id}"
+            descriptor = {"id": rule_id, "shortDescription": {"text": message},
+                          "properties": {"category": category, "tags": [category]}}
+            if help_uri := _help_uri(item):
+                descriptor["helpUri"] = help_uri
+            rules[rule_id] = descriptor
+        index = list(rules).index(rule_id)
+        component = list(self.tools).index(tool)
+        return {"ruleId": rule_id, "ruleIndex": index,
+                "rule": {"id": rule_id, "index": index,
+                         "toolComponent": {"name": tool, "index": component}}}
+
+    def driver_rules(self) -> list[dict]:
+        return list(self.driver.values())
+
+    def extensions(self) -> list[dict]:
+        return [{"name": tool, "rules": list(rules.values())} for tool, rules in self.tools.items()]
 
 
 def _invocation(review: dict) -> dict:
@@ -288,9 +409,9 @@ def _invocation(review: dict) -> dict:
         status = info.get("status") or ""
         if status in ("ok", ""):
             continue
-        text = f"Reviewer {name} {status}"
+        text = _plain(f"Reviewer {name} {status}")
         if info.get("error"):
-            text += f": {info['error']}"
+            text += f": {_plain(info['error'])}"
         notifications.append(
             {
                 "level": "note" if status == "skipped" else "error",
@@ -307,24 +428,20 @@ def _invocation(review: dict) -> dict:
 def to_sarif(review: dict, *, only_accepted: bool = False) -> dict:
     """The review as a SARIF 2.1.0 log (a dict ready for ``json.dumps``).
 
-    Dropped findings are never included. One rule per category; results are ordered like
-    ``select_findings``.
+    A finding that rests on an analyzer result has the analyzer's rule id (F401, B602), the
+    rule defined once in a ``tool.extensions`` entry for that analyzer; a model's finding has
+    a ``quorum/<category>/<kind>`` rule defined in ``tool.driver.rules``. The category is in
+    each result's properties. Dropped findings are not results (the run's properties count
+    them); results are ordered like ``select_findings``.
     """
     findings = select_findings(review, only_accepted)
-    categories = list(CATEGORIES)
-    for finding in findings:
-        category = str(finding.get("category") or "unknown")
-        if category not in categories:
-            categories.append(category)
-    rule_index = {category: i for i, category in enumerate(categories)}
-
+    rules = _Rules()
     results = []
     for finding in findings:
-        category = str(finding.get("category") or "unknown")
+        category = _slug(finding.get("category"))
         severity = finding.get("severity")
         result = {
-            "ruleId": f"quorum/{category}",
-            "ruleIndex": rule_index[category],
+            **rules.ref(finding, category),
             "level": _SARIF_LEVELS.get(_severity(finding), "warning"),
             "message": {"text": _message_text(finding)},
         }
@@ -346,19 +463,21 @@ def to_sarif(review: dict, *, only_accepted: bool = False) -> dict:
         }
         if finding.get("decision") == "rejected":
             # A person rejected it: tools that honour suppressions (code scanning) hide it.
-            by = finding.get("decided_by") or "a reviewer"
-            why = finding.get("comment") or "no comment"
+            by = _plain(finding.get("decided_by")) or "a reviewer"
+            why = _plain(finding.get("comment")) or "no comment"
             result["suppressions"] = [{"kind": "external", "status": "accepted",
                                        "justification": f"Rejected by {by} in Quorum: {why}"}]
         results.append(result)
 
-    driver = {"name": TOOL_NAME}
+    driver = {"name": TOOL_NAME, "rules": rules.driver_rules()}
     if review.get("tool_version"):
         driver["version"] = str(review["tool_version"])
-    driver["rules"] = [_rule(category) for category in categories]
+    tool = {"driver": driver}
+    if extensions := rules.extensions():
+        tool["extensions"] = extensions
 
     run = {
-        "tool": {"driver": driver},
+        "tool": tool,
         "invocations": [_invocation(review)],
         "results": results,
         "properties": {
@@ -370,6 +489,7 @@ def to_sarif(review: dict, *, only_accepted: bool = False) -> dict:
             "offline": bool(review.get("offline")),
             "verdict": _verdict(review),
             "onlyAccepted": bool(only_accepted),
+            "droppedFindings": 0 if only_accepted else len(_ordered(review.get("dropped"))),
             "totals": dict(review.get("totals") or {}),
         },
     }
@@ -378,32 +498,96 @@ def to_sarif(review: dict, *, only_accepted: bool = False) -> dict:
 
 # --------------------------------------------------------------------------- Markdown
 
-# Backslash-escaped wherever they appear in untrusted inline text. CommonMark lets any ASCII
-# punctuation be escaped; these are the ones that can start or delimit structure in CommonMark
-# or in common extensions (GFM tables and strikethrough, math, footnotes, highlights).
-_MD_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~=$^:")
-_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Untrusted text is escaped only where a character could make structure, so that the report
+# reads as written both raw and rendered (a path like src/my_file.py stays as it is):
+# - anywhere: "\\" (before punctuation or at the end), unpaired backticks, "*", "[", "]", "~"
+#   (GFM strikethrough), "|" (GFM tables), "$" (GitHub math), "<" (HTML, autolinks), "&" when it
+#   would start a character reference, "_" unless inside a word, "#" after a space (headings'
+#   closing sequence);
+# - at the start of a line or list item: what would open a block (">", "-", "+", "=", "1.").
+# Pairs of backtick runs become code spans of their own, so a tool's "`os` imported but
+# unused" shows `os` as code; the span is re-fenced by its content and cannot reach past it.
+# Bare http(s) addresses stay text; renderers that auto-link them (GitHub) link them as shown.
+_ALWAYS = frozenset("`*[]~|$")
+_ASCII_PUNCT = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_BLOCK_START = re.compile(r"[>\-+=]|\d{1,9}[.)]")
+_ENTITY = re.compile(r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_BACKTICKS = re.compile(r"`+")
 # Invisible characters that reorder or hide text (bidi controls, zero-width joiners...).
 _HIDDEN = frozenset("\u061c\u200b\u200c\u200d\u200e\u200f\u2060\ufeff") | frozenset(
     chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
 )
 
 
-def _escape_char(char: str) -> str:
-    if char in _HTML_ENTITIES:
-        return _HTML_ENTITIES[char]
-    if char in _MD_SPECIAL:
-        return "\\" + char
-    if char in _HIDDEN or (unicodedata.category(char) == "Cc" and char != "\t"):
-        return "\ufffd"
-    return char
+def _hidden(char: str) -> bool:
+    return char in _HIDDEN or unicodedata.category(char) == "Cc"
 
 
-def md_inline(value) -> str:
-    """Untrusted text as one line of inert Markdown: line breaks become spaces, HTML and
-    Markdown control characters are escaped."""
+def _one_line(value) -> str:
     text = " ".join(str(value if value is not None else "").split())
-    return "".join(_escape_char(c) for c in text)
+    return "".join("\ufffd" if _hidden(c) else c for c in text)
+
+
+def _escape_text(text: str, *, at_start: bool) -> str:
+    out = []
+    for i, char in enumerate(text):
+        before = text[i - 1] if i else ""
+        after = text[i + 1] if i + 1 < len(text) else ""
+        if char in _ALWAYS:
+            out.append("\\" + char)
+        elif char == "\\":
+            out.append("\\\\" if not after or after in _ASCII_PUNCT else char)
+        elif char == "_":
+            out.append(char if before.isalnum() and after.isalnum() else "\\_")
+        elif char == "<":
+            out.append("&lt;")
+        elif char == "&":
+            out.append("&amp;" if _ENTITY.match(text, i) else char)
+        elif char == "#" and (not before or before.isspace()):
+            out.append("\\#")
+        else:
+            out.append(char)
+    escaped = "".join(out)
+    if at_start and (m := _BLOCK_START.match(escaped)):
+        escaped = escaped[: m.end() - 1] + "\\" + escaped[m.end() - 1:]
+    return escaped
+
+
+def md_code(value, *, at_start: bool = False) -> str:
+    """Untrusted text as an inline code span (one line). Text with a run of two or more
+    backticks is escaped text instead: its fence would be three backticks, which opens a code
+    block at the start of a line. ``at_start``: the text begins a line or list item."""
+    text = _one_line(value)
+    if not text:
+        return ""
+    longest = max((len(m.group()) for m in _BACKTICKS.finditer(text)), default=0)
+    if longest >= 2:
+        return _escape_text(text, at_start=at_start)
+    fence = "`" * (longest + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_inline(value, *, at_start: bool = False) -> str:
+    """Untrusted text as one line of inert Markdown: line breaks become spaces, characters
+    that could make HTML or Markdown structure are escaped, paired backticks are code.
+    ``at_start``: the text begins a line or list item, where more characters open blocks."""
+    text = _one_line(value)
+    out, pos = [], 0
+    runs = list(_BACKTICKS.finditer(text))
+    i = 0
+    while i < len(runs):
+        opening = runs[i]
+        closing = next((j for j in range(i + 1, len(runs))
+                        if len(runs[j].group()) == len(opening.group())), None)
+        if closing is None or not text[opening.end():runs[closing].start()].strip():
+            i += 1
+            continue
+        out.append(_escape_text(text[pos:opening.start()], at_start=at_start and pos == 0))
+        out.append(md_code(text[opening.end():runs[closing].start()]))
+        pos, i = runs[closing].end(), closing + 1
+    out.append(_escape_text(text[pos:], at_start=at_start and pos == 0))
+    return "".join(out)
 
 
 def _md_lines(text: str) -> list[str]:
@@ -415,7 +599,7 @@ def md_block(value) -> str:
     breaks, blank lines separate paragraphs."""
     paragraphs, current = [], []
     for line in _md_lines(value):
-        escaped = md_inline(line)
+        escaped = md_inline(line, at_start=True)
         if escaped:
             current.append(escaped)
         elif current:
@@ -441,7 +625,7 @@ def md_fence(value) -> str:
 
 
 def _location(finding: dict) -> str:
-    place = md_inline(finding.get("file")) or "(no file)"
+    place = md_code(finding.get("file")) or "(no file)"
     line = _as_line(finding.get("line"))
     if line is not None and line >= 1:
         place += f":{line}"
@@ -521,7 +705,8 @@ def _md_finding(finding: dict) -> list[str]:
     evidence = []
     for item in finding.get("evidence") or ():
         if isinstance(item, dict):
-            evidence.append(" ".join(md_inline(item.get(k)) for k in ("tool", "rule") if item.get(k)))
+            rule, tool = md_code(item.get("rule")), md_inline(item.get("tool"))
+            evidence.append(f"{rule} ({tool})" if rule and tool else rule or tool)
     if any(evidence):
         out.append(f"- **Evidence:** {', '.join(e for e in evidence if e)}")
     out.append("")
@@ -540,8 +725,8 @@ def _md_finding(finding: dict) -> list[str]:
 def _md_dropped(dropped: list[dict]) -> list[str]:
     out = ["## Dropped findings", ""]
     for finding in dropped:
-        key = md_inline(finding.get("key"))
-        title = md_inline(finding.get("title")) or "Untitled finding"
+        key = md_inline(finding.get("key"), at_start=True)
+        title = md_inline(finding.get("title"), at_start=not key) or "Untitled finding"
         line = f"- {key + ' · ' if key else ''}{title} ({_location(finding)})"
         if finding.get("drop_reason"):
             line += f": {md_inline(finding['drop_reason'])}"
@@ -555,7 +740,7 @@ def _md_coverage(coverage: list[dict]) -> list[str]:
         return out + ["Every file in the change was reviewed in full.", ""]
     for item in coverage:
         state = "reviewed in part" if item.get("reviewed") else "not reviewed"
-        line = f"- {md_inline(item.get('path')) or '(unnamed file)'}: {state}"
+        line = f"- {md_code(item.get('path'), at_start=True) or '(unnamed file)'}: {state}"
         if item.get("reason"):
             line += f", {md_inline(item['reason'])}"
         if item.get("detail"):
@@ -597,6 +782,10 @@ def to_markdown(review: dict, *, only_accepted: bool = False) -> str:
 
     summary = md_block(review.get("summary"))
     out += ["## Summary", "", summary or "No summary.", ""]
+    out += [f"- {md_inline(note, at_start=True)}" for note in review.get("notes") or ()
+            if str(note).strip()]
+    if review.get("notes"):
+        out.append("")
 
     counts = _counts(findings)
     out += ["## Findings by severity", ""]
