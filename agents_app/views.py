@@ -17,10 +17,11 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from . import engine
 from .forms import HistoryFilterForm, PlanDecisionForm, StartRunForm, ToolDecisionForm
-from .models import Run
+from .models import ModelCall, Run
 from .patterns import PATTERNS
 from .patterns.base import Decision, InvalidDecision
 from .rendering import step_diff
+from .trace import call_io
 
 PAGE_SIZE = 25
 
@@ -255,6 +256,19 @@ def run_detail(request, pk: int):
     if run.get_absolute_url() != request.path:  # a pattern with a page of its own
         return redirect(run)
     return render(request, "agents_app/run_detail.html", run_context(run))
+
+
+@login_required
+@require_GET
+def model_call(request, pk: int, call: int):
+    """One model call of the trace: its prompt messages and reply (secrets blanked). The run
+    page loads it when a person opens the call, so the page and its live updates stay small."""
+    run = owned_run(request, pk)
+    c = get_object_or_404(ModelCall, pk=call, run=run)
+    ctx = {"run": run, "call": c, **call_io(c)}
+    if request.htmx:
+        return render(request, "agents_app/model_call.html#call-io", ctx)
+    return render(request, "agents_app/model_call.html", ctx)
 
 
 def render_panel(request, page: str, panel: str, ctx: dict, status: int = 200):
