@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from . import engine
@@ -155,8 +155,10 @@ def dashboard(request):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def start_run(request):
+    if request.method == "GET":  # the form on a page of its own (a bookmark, a reload)
+        return render(request, "agents_app/run_new.html", {"form": StartRunForm()})
     form = StartRunForm(request.POST)
     if not form.is_valid():
         ctx = {"form": form, **_history(request)}

@@ -99,7 +99,6 @@ def stage_label(stage: str, pattern: str) -> str:
 @register.filter
 def pattern_label(name: str) -> str:
     """``{{ run.pattern|pattern_label }}``: a pattern's name in words, never its key."""
-    from ..patterns import PATTERNS
+    from ..patterns import pattern_label as label
 
-    pattern = PATTERNS.get(name or "")
-    return pattern.label if pattern and pattern.label else (name or "").replace("_", " ")
+    return label(name)
