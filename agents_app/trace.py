@@ -78,5 +78,5 @@ def call_io(call) -> dict:
         messages.append({"role": str(m.get("role") or "message"), "text": text,
                          "json": is_json, "fold": len(text) > FOLD_CHARS})
     reply, reply_json = readable(call.response)
-    return {"messages": messages, "reply": reply, "reply_json": reply_json,
+    return {"prompt": messages, "reply": reply, "reply_json": reply_json,
             "reply_fold": len(reply) > FOLD_CHARS * 4, "error": redact(call.error)}

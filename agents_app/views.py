@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Callable
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.db.models import Q
@@ -348,6 +349,7 @@ def cancel_run(request, pk: int):
     run.refresh_from_db()
     if request.htmx:
         return render(request, "agents_app/run_detail.html#header", run_context(run, notice=message))
+    messages.info(request, message)  # the run page says it (and reads it out) after the redirect
     return redirect(run)
 
 

@@ -148,3 +148,8 @@ def test_gateway_hands_the_journal_redacted_messages(scripted):
     assert scripted.calls[0].messages[0]["content"] == f"use {KEY} please"  # the model sees it
     stored = journal.rows[0].messages[0]["content"]
     assert KEY not in stored and stored.startswith("use ")
+
+
+def test_the_full_page_lists_no_prompt_as_a_site_message(alice_client, done_run):
+    html = alice_client.get(call_url(done_run.model_calls.first())).content.decode()
+    assert 'class="messages"' not in html
