@@ -150,3 +150,29 @@ def test_command_line_names_the_pattern_in_words(alice):
                  "--model", "agent=offline/default", stdout=out)
     first = out.getvalue().splitlines()[0]
     assert first.startswith(f"Run {Run.objects.get().pk} (ReAct (think, act, observe)): "), first
+
+
+# --- the status after an action, for screen readers --------------------------------------
+def test_every_page_has_the_live_status_region(alice_client):
+    for url in (reverse("dashboard"), reverse("start_run"), reverse("review_list")):
+        page = alice_client.get(url).content.decode()
+        assert '<div id="live-status" class="visually-hidden" role="status" aria-live="polite"' \
+            in page, url
+
+
+def test_a_plain_form_cancel_says_so_on_the_page_it_returns_to(alice_client, alice):
+    run = engine.create_run(alice, "plan_execute", "A task", options={}, enqueue=False,
+                            models={"planner": "offline/default"})
+    response = alice_client.post(reverse("cancel_run", args=[run.pk]), follow=True)
+    page = response.content.decode()
+    assert '<ul class="messages" data-announce><li class="info">Run cancelled.</li>' in page
+    assert f'data-live-status="Run {run.pk}: Cancelled."' in page
+
+
+def test_an_htmx_cancel_marks_its_notice_for_reading_out(alice_client, alice):
+    run = engine.create_run(alice, "plan_execute", "A task", options={}, enqueue=False,
+                            models={"planner": "offline/default"})
+    page = alice_client.post(reverse("cancel_run", args=[run.pk]),
+                             HTTP_HX_REQUEST="true").content.decode()
+    assert '<p class="notice" data-announce>Run cancelled.</p>' in page
+    assert page.lstrip().startswith('<section class="card run-header" id="run-header"')
