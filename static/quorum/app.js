@@ -165,8 +165,8 @@
     var target = ev.detail.target;
     pending = verb.toLowerCase() !== "get" && target && target.id ? target.id : null;
   });
-  document.addEventListener("htmx:afterSettle", function () {
-    if (pending) {
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    if (pending && ev.detail && ev.detail.xhr) { // the answer to the action, not a live update
       var region = document.getElementById(pending);
       pending = null;
       if (region) {
