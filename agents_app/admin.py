@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from .models import Approval, Event, ModelCall, PlanVersion, Run, StepResult
+from .patterns import PATTERNS, pattern_label
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -30,14 +31,32 @@ class ApprovalInline(ReadOnlyInline):
     readonly_fields = fields
 
 
+class PatternFilter(admin.SimpleListFilter):
+    """Patterns by name in words, not by key."""
+
+    title = "pattern"
+    parameter_name = "pattern"
+
+    def lookups(self, request, model_admin):
+        return [(name, p.label or name) for name, p in PATTERNS.items()]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(pattern=self.value()) if self.value() else queryset
+
+
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ("id", "owner", "pattern", "status", "offline", "cost_usd", "calls", "created_at")
-    list_filter = ("status", "pattern", "offline")
+    list_display = ("id", "owner", "pattern_name", "status", "offline", "cost_usd", "calls",
+                    "created_at")
+    list_filter = ("status", PatternFilter, "offline")
     search_fields = ("task", "owner__username")
     readonly_fields = ("stage_seq", "stage_attempt", "lease_owner", "lease_expires_at",
                        "last_event_seq", "created_at", "updated_at", "finished_at")
     inlines = [PlanVersionInline, StepResultInline, ApprovalInline]
+
+    @admin.display(description="Pattern", ordering="pattern")
+    def pattern_name(self, run):
+        return pattern_label(run.pattern)
 
 
 @admin.register(Event)

@@ -7,20 +7,22 @@ import json
 import time
 from collections.abc import Callable
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from . import engine
 from .forms import HistoryFilterForm, PlanDecisionForm, StartRunForm, ToolDecisionForm
-from .models import Run
+from .models import ModelCall, Run
 from .patterns import PATTERNS
 from .patterns.base import Decision, InvalidDecision
 from .rendering import step_diff
+from .trace import call_io
 
 PAGE_SIZE = 25
 
@@ -154,8 +156,10 @@ def dashboard(request):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def start_run(request):
+    if request.method == "GET":  # the form on a page of its own (a bookmark, a reload)
+        return render(request, "agents_app/run_new.html", {"form": StartRunForm()})
     form = StartRunForm(request.POST)
     if not form.is_valid():
         ctx = {"form": form, **_history(request)}
@@ -257,6 +261,19 @@ def run_detail(request, pk: int):
     return render(request, "agents_app/run_detail.html", run_context(run))
 
 
+@login_required
+@require_GET
+def model_call(request, pk: int, call: int):
+    """One model call of the trace: its prompt messages and reply (secrets blanked). The run
+    page loads it when a person opens the call, so the page and its live updates stay small."""
+    run = owned_run(request, pk)
+    c = get_object_or_404(ModelCall, pk=call, run=run)
+    ctx = {"run": run, "call": c, **call_io(c)}
+    if request.htmx:
+        return render(request, "agents_app/model_call.html#call-io", ctx)
+    return render(request, "agents_app/model_call.html", ctx)
+
+
 def render_panel(request, page: str, panel: str, ctx: dict, status: int = 200):
     """The answer to a form on a run page: its panel for htmx, the whole page otherwise."""
     return render(request, f"{page}#{panel}" if request.htmx else page, ctx, status=status)
@@ -332,6 +349,7 @@ def cancel_run(request, pk: int):
     run.refresh_from_db()
     if request.htmx:
         return render(request, "agents_app/run_detail.html#header", run_context(run, notice=message))
+    messages.info(request, message)  # the run page says it (and reads it out) after the redirect
     return redirect(run)
 
 

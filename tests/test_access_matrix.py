@@ -25,6 +25,7 @@ CASES = {
     "plan_decision": ("plan", (), "POST"),
     "cancel_run": ("plan", (), "POST"),
     "tool_decision": ("react", (), "POST"),
+    "model_call": ("plan", (lambda run: run.model_calls.first().pk,), "GET"),
     "change_new": (None, (), "GET"),
     "change_detail": ("change", (), "GET"),
     "change_decision": ("change", (), "POST"),
@@ -80,6 +81,8 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
 
 def url_for(name, runs):
     kind, extra, method = CASES[name]
+    # An extra argument may depend on the run (a callable of it), like one of its model calls.
+    extra = tuple(e(runs[kind]) if callable(e) else e for e in extra)
     args = (runs[kind].pk, *extra) if kind else ()
     return reverse(name, args=args), method, kind
 

@@ -72,6 +72,11 @@ def redact(text: str) -> str:
     return _SECRET.sub("[redacted]", text)
 
 
+def redact_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of a call's messages with every text redacted: what the journal stores."""
+    return [{k: redact(v) if isinstance(v, str) else v for k, v in m.items()} for m in messages]
+
+
 # --- the offline provider ---------------------------------------------------------------------
 class _OfflineProvider(CustomLLM):
     latency = 0.0
@@ -283,6 +288,8 @@ class Gateway:
         if outcome is None:
             self.journal.before_call(key, role, model)
             outcome = self._invoke(role, model, messages, schema, response_format)
+            # The journal is the trace people read: it keeps the prompt with secrets blanked.
+            outcome.messages = redact_messages(outcome.messages)
             self.journal.record(key, outcome)
             log.info("model call key=%s role=%s model=%s tokens=%d+%d cost=$%.6f latency=%dms "
                      "attempts=%d%s", key, role, model, outcome.prompt_tokens,

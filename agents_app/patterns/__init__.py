@@ -21,3 +21,10 @@ def register_pattern(pattern: Pattern) -> None:
 
 def get_pattern(name: str) -> Pattern:
     return PATTERNS[name]
+
+
+def pattern_label(name: str) -> str:
+    """A pattern's name in words for people (``plan_execute`` → "Plan and execute"); a key
+    no pattern registers is shown with spaces, never as an error."""
+    pattern = PATTERNS.get(name or "")
+    return pattern.label if pattern and pattern.label else (name or "").replace("_", " ")

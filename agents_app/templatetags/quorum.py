@@ -86,3 +86,19 @@ def markdown_cited(text: str) -> str:
     replacement only ever inserts a fixed tag around a matched id of digits."""
     html = render_markdown(text or "")
     return mark_safe(_CITE.sub(r'<a class="cite" href="#evidence-\1">[\1]</a>', html))  # noqa: S308
+
+
+@register.filter
+def stage_label(stage: str, pattern: str) -> str:
+    """``{{ call.stage|stage_label:run.pattern }}``: a stage key in words."""
+    from ..trace import stage_label as label
+
+    return label(pattern, stage)
+
+
+@register.filter
+def pattern_label(name: str) -> str:
+    """``{{ run.pattern|pattern_label }}``: a pattern's name in words, never its key."""
+    from ..patterns import pattern_label as label
+
+    return label(name)

@@ -108,3 +108,108 @@
   document.addEventListener("DOMContentLoaded", function () { sync(); });
   document.addEventListener("htmx:afterSettle", function () { sync(); });
 })();
+
+// After an action, say what happened and put the person where it happened.
+// One mechanism for every page (templates/base.html holds the #live-status region):
+// - A form sent with htmx (any verb but GET) that swaps a region: focus moves to that region
+//   (to an element marked data-focus inside it, if any), and the status is read out: the text
+//   of the region's [data-announce] element, else its error (role=alert), else its notice.
+// - A live update (WebSocket) moves no focus, but an element with data-live-status whose
+//   value changed (a run's status, say) is read out.
+// - A whole page that carries a [data-announce] element (after a plain form post) reads it
+//   and focuses it on load.
+(function () {
+  "use strict";
+  var pending = null; // the id of the region a person's action will update
+  var heard = {};     // data-live-status values already read, by element id
+
+  function say(text) {
+    var live = document.getElementById("live-status");
+    if (!live || !text) return;
+    // Emptied first, so the same words said twice (cancel, then cancel again) are read again.
+    live.textContent = "";
+    window.setTimeout(function () { live.textContent = text; }, 50);
+  }
+
+  function words(el) {
+    return el ? el.textContent.replace(/\s+/g, " ").trim() : "";
+  }
+
+  function statusOf(region) {
+    var marked = region.querySelector("[data-announce]") ||
+      region.querySelector("[role=alert]") || region.querySelector(".notice");
+    if (marked) return words(marked);
+    var heading = region.querySelector("h1, h2, h3");
+    return heading ? words(heading) + ": updated." : "";
+  }
+
+  function focusIn(region) {
+    var target = region.querySelector("[data-focus]") || region;
+    if (!target.matches("a[href], button, input, select, textarea, [tabindex]")) {
+      target.setAttribute("tabindex", "-1");
+    }
+    target.focus({ preventScroll: false });
+  }
+
+  function liveStatuses(quiet) {
+    document.querySelectorAll("[data-live-status]").forEach(function (el) {
+      var value = el.getAttribute("data-live-status");
+      var key = el.id || "status";
+      if (heard[key] !== value && !quiet && heard[key] !== undefined) say(value);
+      heard[key] = value;
+    });
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (ev) {
+    var verb = (ev.detail.requestConfig && ev.detail.requestConfig.verb) || "get";
+    var target = ev.detail.target;
+    pending = verb.toLowerCase() !== "get" && target && target.id ? target.id : null;
+  });
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    if (pending && ev.detail && ev.detail.xhr) { // the answer to the action, not a live update
+      var region = document.getElementById(pending);
+      pending = null;
+      if (region) {
+        liveStatuses(true); // the action's own words say it; no second announcement
+        focusIn(region);
+        say(statusOf(region));
+        return;
+      }
+    }
+    liveStatuses(false);
+  });
+  document.addEventListener("htmx:responseError", function () {
+    pending = null;
+    say("That did not work: the server could not answer. Reload the page and try again.");
+  });
+  document.addEventListener("htmx:sendError", function () {
+    pending = null;
+    say("That did not work: the server could not be reached. Check the connection and try again.");
+  });
+  // A live update that replaces the region holding the focus (the header after a cancel, say)
+  // would drop the focus to the page's start: it goes back to the same place in the new region.
+  var refocus = null;
+  document.addEventListener("htmx:oobBeforeSwap", function (ev) {
+    var region = ev.detail.target;
+    var active = document.activeElement;
+    if (region && region.id && active && active !== document.body && region.contains(active)) {
+      refocus = { region: region.id, id: active.id };
+    }
+  });
+  document.addEventListener("htmx:oobAfterSwap", function () {
+    if (!refocus) return;
+    var region = document.getElementById(refocus.region);
+    var same = refocus.id && document.getElementById(refocus.id);
+    refocus = null;
+    if (region) focusIn(same && region.contains(same) ? same : region);
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () { liveStatuses(false); });
+  document.addEventListener("DOMContentLoaded", function () {
+    liveStatuses(true);
+    var marked = document.querySelector("main [data-announce]");
+    if (marked) {
+      focusIn(marked);
+      say(words(marked));
+    }
+  });
+})();

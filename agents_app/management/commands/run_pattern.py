@@ -12,7 +12,7 @@ from agents_app import engine
 from agents_app.changes import ChangeError, family_warning, start_change
 from agents_app.cli import command_owner, parse_models
 from agents_app.models import MergeRequest
-from agents_app.patterns import PATTERNS
+from agents_app.patterns import PATTERNS, pattern_label
 from agents_app.patterns.base import InvalidDecision
 from agents_app.patterns.debate import DEFAULT_POSITIONS, parse_positions
 
@@ -174,7 +174,8 @@ class Command(BaseCommand):
         if opts["json"]:
             self.stdout.write(json.dumps(result, indent=2))
         else:
-            self.stdout.write(f"Run {run.pk}: {run.get_status_display()}"
+            self.stdout.write(f"Run {run.pk} ({pattern_label(run.pattern)}): "
+                              f"{run.get_status_display()}"
                               + (" (offline model)" if run.offline else ""))
             self.stdout.write(f"Merge request {mr.branch} → {mr.base_branch}: "
                               f"{mr.get_status_display()}")
@@ -210,7 +211,8 @@ class Command(BaseCommand):
         if as_json:
             self.stdout.write(json.dumps(result, indent=2))
             return
-        self.stdout.write(f"Run {run.pk}: {run.get_status_display()}"
+        self.stdout.write(f"Run {run.pk} ({pattern_label(run.pattern)}): "
+                          f"{run.get_status_display()}"
                           + (" (offline model)" if run.offline else ""))
         if plan:
             self.stdout.write(f"Plan v{plan.version}:")
