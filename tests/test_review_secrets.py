@@ -136,6 +136,7 @@ def test_mask_keeps_a_short_prefix_and_the_length_and_is_idempotent():
     assert mask(mask(text)) == mask(text)
     block = f"x\n-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----\n"
     assert PEM_BODY not in mask(block) and "BEGIN RSA PRIVATE KEY" in mask(block)
+    assert mask(mask(block)) == mask(block)
     masked = mask_lines(["+-----BEGIN RSA PRIVATE KEY-----", f"+{PEM_BODY}",
                          "+-----END RSA PRIVATE KEY-----", "+after"])
     assert masked == ["+-----BEGIN RSA PRIVATE KEY-----", f"+…({len(PEM_BODY)} chars)",

@@ -84,11 +84,34 @@ KEY_FORMATS: tuple[KeyFormat, ...] = (
 POSSIBLE_RULE = "secret-possible"
 
 # A value given to a secret-sounding name: ``password = "…"``, ``API_KEY=…``, ``token: …``.
-_NAME = (r"(?i:[A-Za-z0-9_]*(?:secret|passw(?:or)?d|pwd|token|api[_-]?key|apikey"
+_NAME = (r"(?<![A-Za-z0-9_])(?i:[A-Za-z0-9_]*(?:secret|passw(?:or)?d|pwd|token|api[_-]?key|apikey"
          r"|access[_-]?key|private[_-]?key|credentials?|auth[_-]?key)[A-Za-z0-9_]*)")
 _ASSIGNED = re.compile(
     "(" + _NAME + r")[\"']?\s*(?::=|=>|==|[:=])\s*(?:[bru]?([\"'`])([^\"'`\s]{4,})\2"
     r"|([A-Za-z0-9_+/=@#%^&*!~-]{8,})(?![\w.(\[]))")
+# Cheap tests run first on every line (most lines have no secret): plain substring checks,
+# much faster than the regexes. Words a secret-sounding name contains (lower case), and the
+# literal parts of the key formats.
+_SECRET_WORDS = ("secret", "passw", "pwd", "token", "apikey", "api_key", "api-key",
+                 "accesskey", "access_key", "access-key", "privatekey", "private_key",
+                 "private-key", "credential", "authkey", "auth_key", "auth-key")
+_KEY_HINTS = ("AKIA", "ASIA", "ABIA", "ACCA", "_live_", "ghp_", "gho_", "ghu_", "ghs_",
+              "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glptt-", "xox",
+              "hooks.slack", "AIza", "sk-", "npm_", "SG.", "PRIVATE KEY")
+
+
+def _has_secret_word(text: str) -> bool:
+    low = text.lower()
+    return any(w in low for w in _SECRET_WORDS)
+
+
+def _has_key_hint(text: str) -> bool:
+    if any(h in text for h in _KEY_HINTS):
+        return True
+    low = text.lower()
+    return "aws_secret" in low or "awssecret" in low
+
+
 # Long random-looking runs (base64-like: upper, lower and digits) in free text.
 _RANDOM_RUN = re.compile(r"(?<![A-Za-z0-9/+_-])[A-Za-z0-9/+_-]{32,}={0,2}")
 _PEM_BLOCK = re.compile(r"(-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)(.*?)"
@@ -101,6 +124,7 @@ _PLACEHOLDER = re.compile(
     r"true|false|your[_-].*|<.*>|\$\{?.*\}?|\{\{.*\}\}|%\(.*\)s|.*(?:example|placeholder|"
     r"xxxx|changeme|redacted).*)$")
 _MASKED = re.compile(r"…\(\d+ chars\)")
+_PEM_DONE = re.compile(r"…\(\d+ chars\)…")
 
 
 # --- masking ---------------------------------------------------------------------------------
@@ -139,14 +163,22 @@ def mask(text: str) -> str:
     """``text`` with every secret shortened to a prefix and its length. Idempotent."""
     if not text or not isinstance(text, str):
         return text
-    text = _PEM_BLOCK.sub(lambda m: m.group(1) + (f"…({len(m.group(2))} chars)…"
-                                                  if m.group(2).strip() else m.group(2))
-                          + m.group(3), text)
-    for fmt in KEY_FORMATS[1:]:
-        text = fmt.pattern.sub(_mask_match_tail, text)
-    text = _ASSIGNED.sub(_mask_assigned, text)
+    if "PRIVATE KEY" in text:
+        text = _PEM_BLOCK.sub(_mask_pem, text)
+    if _has_key_hint(text):
+        for fmt in KEY_FORMATS[1:]:
+            text = fmt.pattern.sub(_mask_match_tail, text)
+    if _has_secret_word(text):
+        text = _ASSIGNED.sub(_mask_assigned, text)
     return _RANDOM_RUN.sub(lambda m: _short(m.group(0)) if _random_looking(m.group(0))
                            else m.group(0), text)
+
+
+def _mask_pem(m: re.Match) -> str:
+    body = m.group(2)
+    if body.strip() and not _PEM_DONE.fullmatch(body):
+        body = f"…({len(body)} chars)…"
+    return m.group(1) + body + m.group(3)
 
 
 def _mask_match_tail(m: re.Match) -> str:
@@ -214,6 +246,8 @@ def mask_finding(finding: dict) -> dict:
 # --- scanning --------------------------------------------------------------------------------
 def _possible(text: str) -> tuple[str, str] | None:
     """(name, value) of a non-placeholder value assigned to a secret-sounding name."""
+    if not _has_secret_word(text):
+        return None
     for m in _ASSIGNED.finditer(text):
         value = m.group(3) or m.group(4)
         if _PLACEHOLDER.match(value) or _MASKED.search(value):
@@ -240,7 +274,7 @@ def scan_lines(path: str, lines: Iterable[tuple[int, str]]) -> list[dict]:
     out = []
     for number, text in lines:
         found = None
-        for fmt in KEY_FORMATS:
+        for fmt in KEY_FORMATS if _has_key_hint(text) else ():
             m = fmt.pattern.search(text)
             if m:
                 found = (fmt, m.group(0))
