@@ -57,10 +57,14 @@ def offline_review_of(files: list[dict]):
 TABBED = "def f(x):\n\tif x:\n\t\ty = 1\n\t\treturn y\n\treturn 0\n"
 
 
-def test_a_tab_indented_file_keeps_one_w191_finding_per_line():
+@pytest.mark.parametrize("whole", [True, False], ids=["whole-file", "diff-only"])
+def test_a_tab_indented_file_keeps_one_w191_finding_per_line(whole):
     """Each tab-indented line is its own W191 result; neighbouring lines 1 apart used to
     chain (line 2 ~ 3 ~ 4 ~ 5) into a single finding."""
-    rec, _ = offline_review_of([python_file("app/tabs.py", TABBED)])
+    file = python_file("app/tabs.py", TABBED)
+    if not whole:
+        file.update(content=None, mode="light")
+    rec, _ = offline_review_of([file])
     w191 = [f for f in rec.kept if "W191" in f["rules"]]
     assert sorted(f["line"] for f in w191) == [2, 3, 4, 5]
     assert not [f for f in rec.dropped if "W191" in f["rules"]]
@@ -130,6 +134,36 @@ def test_the_synthesizer_cannot_merge_findings_of_different_rules():
         findings, [{"keep": "SEC-1", "merge": ["SEC-2"], "reason": "same line"}])
     assert kept_keys(findings) == ["SEC-1", "SEC-2"]
     assert any("different analyzer rules" in n for n in notes)
+
+
+MESSY = """import os, sys
+import subprocess
+
+
+def handler(cursor, uid, x, cmd):
+\tsubprocess.call(cmd, shell=True)
+\ty = eval(x)
+\tcursor.execute("select * from t where id = %s" % uid)
+\tpassword = "hunter2"
+\ttry:
+\t\tpass
+\texcept Exception:
+\t\tpass
+\tif x == None:
+\t\treturn y, password, f"done"
+"""
+
+
+def test_a_messy_file_drops_no_finding_as_a_duplicate_of_a_different_rule():
+    rec, _ = offline_review_of([python_file("app/messy.py", MESSY)])
+    kept = {f["key"]: f for f in rec.kept}
+    assert len(rec.kept) >= 12
+    for f in rec.dropped:
+        if f["duplicate_of"]:
+            keeper = kept[f["duplicate_of"]]
+            assert set(f["rules"]) <= set(keeper["rules"]), (f, keeper)
+    lines = sorted(f["line"] for f in rec.kept if "W191" in f["rules"])
+    assert lines == [6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
 
 
 # --- the rule policy ---------------------------------------------------------------------------
