@@ -78,7 +78,7 @@ def leaks(text: str) -> list[str]:
     ("web/pay.ts", 'const k = "rk_live_abcdefghijklmnop0123";', "secret-stripe-live-key",
      {"critical"}),
     (".env", f"AWS_ACCESS_KEY_ID={AWS_KEY_ID}", "secret-aws-access-key-id", {"critical"}),
-    ("deploy.sh", 'export AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"',
+    ("deploy.sh", 'export AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG/bPxRfiCYQuorumTESTK"',
      "secret-aws-secret-access-key", {"critical"}),
     ("ci.yml", f"token: {GITHUB_TOKEN}", "secret-github-token", {"high", "critical"}),
     ("ci.yml", "token: github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
@@ -118,12 +118,13 @@ def test_secret_looking_values_of_no_known_format_are_lower(line, severity):
 
 @pytest.mark.parametrize("line", [
     'password = os.environ["DB_PASSWORD"]', "token = get_token()", "DB_PASSWORD=changeme",
-    'API_KEY = "${API_KEY}"', 'sha = "a3f5c9e1b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2"',
+    'API_KEY = "${API_KEY}"', "aws_access_key_id = AKIAIOSFODNN7EXAMPLE", 'sha = "a3f5c9e1b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2"',
     "const total = price * quantity;",
 ])
 def test_code_and_placeholders_are_not_secrets(line):
     assert scan_lines("x.py", [(1, line)]) == []
-    assert mask(line) == line
+    if "EXAMPLE" not in line:  # a sample key is shortened all the same: it costs nothing
+        assert mask(line) == line
 
 
 def test_mask_keeps_a_short_prefix_and_the_length_and_is_idempotent():

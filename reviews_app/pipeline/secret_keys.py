@@ -276,7 +276,8 @@ def scan_lines(path: str, lines: Iterable[tuple[int, str]]) -> list[dict]:
         found = None
         for fmt in KEY_FORMATS if _has_key_hint(text) else ():
             m = fmt.pattern.search(text)
-            if m:
+            # Documentation's sample keys (AWS's AKIAIOSFODNN7EXAMPLE) are not secrets.
+            if m and "example" not in m.group(0).lower():
                 found = (fmt, m.group(0))
                 break
         if found:
