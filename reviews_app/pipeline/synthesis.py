@@ -188,18 +188,19 @@ def merge_duplicates(findings: list[Finding]) -> int:
     other members: "A is like B and B is like C" must not make A and C one finding (that is
     how one tab-indented file became a single W191 finding)."""
     kept = sorted((f for f in findings if f["status"] == "kept"), key=_strength)
-    groups: list[tuple[Finding, list[Finding], dict[str, str]]] = []
+    groups: dict[str, list[tuple[Finding, list[Finding], dict[str, str]]]] = {}
     for f in kept:
-        for keep, members, why in groups:
+        in_file = groups.setdefault(f["file"], [])
+        for keep, members, why in in_file:
             reason = overlap(keep, f) and same_problem(keep, f)
             if reason:
                 members.append(f)
                 why[f["key"]] = f"{reason} on the same lines"
                 break
         else:
-            groups.append((f, [f], {}))
+            in_file.append((f, [f], {}))
     merged = 0
-    for _, members, why in groups:
+    for _, members, why in (g for in_file in groups.values() for g in in_file):
         if len(members) > 1:
             _merge_group(members, why)
             merged += len(members) - 1
