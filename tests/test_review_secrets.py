@@ -305,3 +305,34 @@ def test_rows_stored_before_masking_are_masked_when_shown_and_exported(alice):
         body = client.get(url).content.decode()
         assert leaks(body) == [], url
     assert "ghp_…(" in client.get(urls[0]).content.decode()
+
+
+TS_LIVE_KEY = f'''diff --git a/web/pay.ts b/web/pay.ts
+new file mode 100644
+--- /dev/null
++++ b/web/pay.ts
+@@ -0,0 +1,2 @@
++const stripe = new Stripe("{STRIPE_KEY}");
++export default stripe;
+'''
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_command_does_not_approve_a_typescript_live_key_and_never_prints_it(tmp_path):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    path = tmp_path / "pay.diff"
+    path.write_text(TS_LIVE_KEY)
+    out, err = StringIO(), StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        call_command("review", str(path), "--format", "sarif", stdout=out, stderr=err)
+    assert exit_.value.code == 1, err.getvalue()
+    assert leaks(out.getvalue() + err.getvalue()) == []
+    results = json.loads(out.getvalue())["runs"][0]["results"]
+    assert any("sk_live_…(" in r["message"]["text"] for r in results)
+    review = Review.objects.get()
+    assert review.proposed_verdict == "request_changes"
+    assert review.findings.filter(kept=True, severity="critical", file="web/pay.ts").exists()
