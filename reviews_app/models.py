@@ -10,6 +10,23 @@ from django.urls import reverse
 from agents_app.models import Run
 
 from .pipeline.schema import CATEGORIES, SEVERITIES, VERDICTS
+from .pipeline.secret_keys import mask_deep
+
+
+class MaskedOnRead:
+    """Secrets are masked where findings are made and stored; masking the texts again as a
+    row is read is the last line of defence, for every page, export and admin view, and for
+    rows stored before masking existed."""
+
+    masked_fields: tuple[str, ...] = ()
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        for name in cls.masked_fields:
+            if name in instance.__dict__:
+                instance.__dict__[name] = mask_deep(instance.__dict__[name])
+        return instance
 
 
 class Verdict(models.TextChoices):
@@ -21,7 +38,9 @@ class Verdict(models.TextChoices):
 assert tuple(Verdict.values) == VERDICTS  # noqa: S101 - one list, two layers
 
 
-class Review(models.Model):
+class Review(MaskedOnRead, models.Model):
+    masked_fields = ("summary", "notes", "verdict_reason")
+
     class Source(models.TextChoices):
         PASTE = "paste", "Pasted diff"
         UPLOAD = "upload", "Uploaded patch"
@@ -68,7 +87,9 @@ class Review(models.Model):
         return self.final_verdict or self.proposed_verdict
 
 
-class Finding(models.Model):
+class Finding(MaskedOnRead, models.Model):
+    masked_fields = ("title", "description", "suggestion", "drop_reason", "history", "comment")
+
     class Decision(models.TextChoices):
         PENDING = "pending", "Pending"
         ACCEPTED = "accepted", "Accepted"

@@ -11,6 +11,7 @@ from agents_app.records import persister
 
 from .models import Finding, Review
 from .pipeline.pattern import ReviewersFinished, ReviewSynthesized, VerdictDecided
+from .pipeline.secret_keys import mask, mask_deep, mask_finding
 from .pipeline.synthesis import severity_counts
 
 
@@ -20,6 +21,7 @@ def _reviewers(run: Run, rec: ReviewersFinished, user) -> None:
 
 
 def _row(review: Review, f: dict, position: int, kept: bool) -> Finding:
+    f = mask_finding(dict(f))  # the pipeline masks secrets already; this is the last check
     return Finding(
         review=review, key=f["key"], position=position, kept=kept,
         drop_reason=f.get("drop_reason", ""), duplicate_of=f.get("duplicate_of", ""),
@@ -37,8 +39,8 @@ def _synthesized(run: Run, rec: ReviewSynthesized, user) -> None:
     rows += [_row(review, f, len(rows) + i, False) for i, f in enumerate(rec.dropped)]
     Finding.objects.bulk_create(rows)
     Review.objects.filter(pk=review.pk).update(
-        proposed_verdict=rec.verdict, rule_verdict=rec.rule_verdict, summary=rec.summary,
-        notes=rec.notes, counts=severity_counts(rec.kept))
+        proposed_verdict=rec.verdict, rule_verdict=rec.rule_verdict, summary=mask(rec.summary),
+        notes=mask_deep(rec.notes), counts=severity_counts(rec.kept))
 
 
 @persister(VerdictDecided)

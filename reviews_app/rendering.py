@@ -17,6 +17,7 @@ from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from .pipeline.schema import SEVERITY_RANK
+from .pipeline.secret_keys import mask_lines
 
 HIGHLIGHT_MAX_LINES = 4000  # per file; beyond it lines are escaped but not coloured
 _FORMATTER = HtmlFormatter(nowrap=True, classprefix="pg-")
@@ -99,7 +100,9 @@ def file_views(files: list[dict], findings, *, only: int | None = None) -> list[
                                   rows=[], findings=[], unanchored=[], lazy=True))
             continue
         lines = [ln for h in f["hunks"] for ln in h["lines"]]
-        coloured = iter(_highlighted([ln["text"] for ln in lines], f.get("lexer") or "text"))
+        # Secrets in the diff are shown as a prefix and a length, as everywhere else.
+        coloured = iter(_highlighted(mask_lines([ln["text"] for ln in lines]),
+                                     f.get("lexer") or "text"))
         at_line: dict[int, list] = {}
         for x in mine:
             if x.line:

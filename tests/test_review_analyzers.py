@@ -129,9 +129,10 @@ def test_suggestions_are_concrete_and_never_empty(bad_report):
     assert "secrets" in suggestion_for({"tool": "bandit", "rule": "B311"})
     assert "sha256" in suggestion_for({"tool": "ruff", "rule": "S324"})
     unknown = suggestion_for({"tool": "ruff", "rule": "ZZZ999", "message": "odd thing"})
-    assert unknown == "Fix ZZZ999: odd thing"
+    assert unknown == "Change the code here so that this no longer holds: odd thing."
     assert suggestion_for({}).strip()
-    assert suggestion_for({"rule": "UP999", "tool_fix": "Rewrite it"}) == "Rewrite it (UP999)."
+    assert suggestion_for({"rule": "UP999", "tool_fix": "Rewrite it", "line": 4}) == \
+        "Rewrite it on line 4."
 
 
 def test_whole_file_syntax_error_is_one_result_and_a_bandit_note():

@@ -45,6 +45,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .secret_keys import mask
+
 __all__ = ["AnalyzerInput", "AnalyzerReport", "for_category", "input_from_file",
            "run_analyzers", "suggestion_for"]
 
@@ -77,26 +79,62 @@ _CRITICAL_BANDIT = frozenset({"B602", "B605", "B307", "B301", "B506", "B102"})
 _BANDIT_SEVERITY = {"HIGH": "high", "MEDIUM": "medium", "LOW": "low"}
 _BANDIT_CONFIDENCE = {"HIGH": 0.9, "MEDIUM": 0.7, "LOW": 0.5}
 
-# ruff flake8-bandit (S) severities; any other S rule is "medium".
-_RUFF_S_SEVERITY = {
-    "S102": "high", "S307": "high", "S602": "high", "S604": "high", "S605": "high",
-    "S301": "high", "S506": "high", "S608": "high",
-    "S105": "medium", "S106": "medium", "S107": "medium",
-    "S101": "info",
-    # bandit rates these LOW: swallowed exceptions, random, subprocess without a shell,
-    # partial executable paths, importing subprocess/pickle-like modules.
-    "S110": "low", "S112": "low", "S311": "low", "S603": "low", "S607": "low",
-    "S403": "low", "S404": "low",
+# Category and severity of each analyzer rule, deliberately: rule or rule prefix ->
+# (category, severity); the longest key that the rule starts with wins (``F541`` before
+# ``F``). The policy:
+# * security (flake8-bandit ``S``): injection and code execution high, the rest medium;
+#   hard-coded passwords (S105-S107) medium, a "possible secret" of no known format (a
+#   provider key of a known format is found, critical or high, by ``secret_keys``);
+#   habits that are only risky in some places (assert, random, subprocess without a
+#   shell, importing subprocess or pickle) low or info.
+# * architecture: likely bugs (pyflakes ``F``, bugbear ``B``) medium; unused names and
+#   broad or verbose exception handling low; a whole file's syntax error high.
+# * style: formatting, naming, simplifications, modern syntax and f-string nits are low.
+#   They never decide a verdict (see ``synthesis.verdict_findings``).
+RUFF_RULES: dict[str, tuple[str, str]] = {
+    "S": ("security", "medium"),
+    "S102": ("security", "high"), "S307": ("security", "high"),
+    "S602": ("security", "high"), "S604": ("security", "high"), "S605": ("security", "high"),
+    "S301": ("security", "high"), "S506": ("security", "high"), "S608": ("security", "high"),
+    "S105": ("security", "medium"), "S106": ("security", "medium"),
+    "S107": ("security", "medium"),
+    "S101": ("security", "info"),
+    "S110": ("security", "low"), "S112": ("security", "low"), "S311": ("security", "low"),
+    "S603": ("security", "low"), "S607": ("security", "low"), "S403": ("security", "low"),
+    "S404": ("security", "low"),
+    "B": ("architecture", "medium"),
+    "BLE": ("architecture", "low"), "TRY": ("architecture", "low"),
+    "C90": ("architecture", "low"),
+    "F": ("architecture", "medium"),
+    "F401": ("architecture", "low"), "F811": ("architecture", "low"),
+    "F841": ("architecture", "low"),
+    "F5": ("style", "low"),  # %-format and str.format nits; F541: f-string without fields
+    "E999": ("architecture", "high"), "E9": ("architecture", "high"),
+    "E": ("style", "low"), "W": ("style", "low"), "N": ("style", "low"),
+    "SIM": ("style", "low"), "UP": ("style", "low"),
 }
-_RUFF_LOW = frozenset({"E711", "E712", "E721", "E722", "E731", "W605", "F401", "F811",
-                       "F841"})
+# Rules of F5 that are real bugs rather than nits (a format string and its arguments that
+# do not match raise at run time).
+RUFF_RULES.update(dict.fromkeys(("F501", "F502", "F503", "F504", "F505", "F506", "F507",
+                                 "F508", "F509", "F521", "F522", "F523", "F524", "F525"),
+                                ("architecture", "medium")))
 
-_CATEGORY_BY_PREFIX = {
-    "S": "security",
-    "B": "architecture", "BLE": "architecture", "TRY": "architecture", "C": "architecture",
-    "F": "architecture",
-    "E": "style", "W": "style", "N": "style", "SIM": "style", "UP": "style",
+# Bandit's own severity stands, except where the policy above says otherwise.
+BANDIT_RULES: dict[str, tuple[str, str]] = {
+    "B105": ("security", "medium"), "B106": ("security", "medium"),
+    "B107": ("security", "medium"),
+    "B101": ("security", "info"),
+    "B403": ("security", "low"), "B404": ("security", "low"),
 }
+
+
+def rule_policy(table: dict[str, tuple[str, str]], rule: str) -> tuple[str, str] | None:
+    """(category, severity) of the longest key in ``table`` that ``rule`` starts with."""
+    for n in range(len(rule), 0, -1):
+        if rule[:n] in table:
+            return table[rule[:n]]
+    return None
+
 
 _RULE_RE = re.compile(r"^([A-Z]+)(\d+)$")
 _NAME_RE = re.compile(r"^f(\d+)(?:_(\d+))?\.py$")
@@ -419,26 +457,10 @@ def _is_bugbear(rule: str) -> bool:
     return prefix == "B" and bool(num) and not 100 <= int(num) < 900
 
 
-def _ruff_category(rule: str) -> str:
+def _ruff_policy(rule: str) -> tuple[str, str]:
     if rule == _SYNTAX_RULE:
-        return "architecture"
-    prefix, _ = _rule_parts(rule)
-    return _CATEGORY_BY_PREFIX.get(prefix, "style")
-
-
-def _ruff_severity(rule: str) -> str:
-    if rule == _SYNTAX_RULE:
-        return "high"
-    prefix, _ = _rule_parts(rule)
-    if prefix == "S":
-        return _RUFF_S_SEVERITY.get(rule, "medium")
-    if rule in _RUFF_LOW:
-        return "low"
-    if prefix in ("B", "F"):
-        return "medium"
-    if prefix in ("BLE", "TRY", "C"):
-        return "low"
-    return "info"
+        return RUFF_RULES[_SYNTAX_RULE]
+    return rule_policy(RUFF_RULES, rule) or ("style", "low")
 
 
 def _changed(inp: AnalyzerInput, line: int | None, end: int | None) -> bool:
@@ -466,9 +488,11 @@ def _evidence(unit: _Unit, inp: AnalyzerInput, *, tool: str, rule: str, category
         end = line
     return {"tool": tool, "rule": rule, "category": category, "severity": severity,
             "confidence": confidence, "file": inp.path, "line": line,
-            "end_line": end if end is not None else line, "message": message,
-            "url": url or "", "on_changed_line": _changed(inp, line, end),
-            "tool_fix": tool_fix}
+            "end_line": end if end is not None else line,
+            # bandit quotes the value it flags ("hardcoded password: '...'"): never whole.
+            "message": mask(message), "url": url or "",
+            "on_changed_line": _changed(inp, line, end),
+            "tool_fix": mask(tool_fix) if tool_fix else tool_fix}
 
 
 def _from_ruff(data, units: dict[str, _Unit], inputs: list[AnalyzerInput]) -> list[dict]:
@@ -503,8 +527,8 @@ def _from_ruff(data, units: dict[str, _Unit], inputs: list[AnalyzerInput]) -> li
         fix = item.get("fix") if isinstance(item.get("fix"), dict) else {}
         prefix, _ = _rule_parts(code)
         out.append(_evidence(
-            unit, inputs[unit.index], tool="ruff", rule=code, category=_ruff_category(code),
-            severity=_ruff_severity(code),
+            unit, inputs[unit.index], tool="ruff", rule=code, category=_ruff_policy(code)[0],
+            severity=_ruff_policy(code)[1],
             confidence=0.8 if prefix in ("S", "B", "F") or code == _SYNTAX_RULE else 0.7,
             line=line, end=end, message=message, url=item.get("url"),
             tool_fix=(fix or {}).get("message") or None))
@@ -538,11 +562,12 @@ def _from_bandit(data, units: dict[str, _Unit], inputs: list[AnalyzerInput],
         rule = str(item.get("test_id") or "")
         sev = str(item.get("issue_severity") or "").upper()
         conf = str(item.get("issue_confidence") or "").upper()
-        severity = _BANDIT_SEVERITY.get(sev, "low")
+        category, severity = rule_policy(BANDIT_RULES, rule) or (
+            "security", _BANDIT_SEVERITY.get(sev, "low"))
         if rule in _CRITICAL_BANDIT and sev == "HIGH" and conf == "HIGH":
             severity = "critical"
         out.append(_evidence(
-            unit, inputs[unit.index], tool="bandit", rule=rule, category="security",
+            unit, inputs[unit.index], tool="bandit", rule=rule, category=category,
             severity=severity, confidence=_BANDIT_CONFIDENCE.get(conf, 0.5), line=line,
             end=end, message=str(item.get("issue_text") or ""), url=item.get("more_info")))
     return out
@@ -627,141 +652,178 @@ def run_analyzers(inputs: list[AnalyzerInput], timeout: float = 60) -> AnalyzerR
 
 
 # --- using evidence ------------------------------------------------------------------------------
+# Fix texts say what to change in this code. ``{at}`` becomes "on line N" (or "here"), and
+# ``{ name}`` the name the analyzer's message quotes (" `os`"), or nothing.
 _SECURITY_FIXES = {
-    "608": "Pass values as query parameters (cursor.execute(sql, params)) instead of "
-           "formatting them into the SQL string.",
-    "611": "Pass values as query parameters to RawSQL instead of formatting them into the "
-           "SQL string.",
-    "610": "Replace QuerySet.extra() with ORM expressions, or pass values as params.",
-    "602": "Call subprocess with a list of arguments and shell=False; never build a shell "
-           "command from input.",
-    "604": "Call subprocess with a list of arguments and shell=False; never build a shell "
-           "command from input.",
-    "605": "Replace os.system/os.popen with subprocess.run([...]) using a list of arguments "
-           "and shell=False.",
-    "603": "Make sure no argument of the subprocess call comes from untrusted input "
-           "unvalidated; keep the argument list fixed where you can.",
-    "607": "Start the executable by its absolute path (or resolve it once with shutil.which "
-           "and check it) instead of relying on PATH.",
-    "307": "Use ast.literal_eval for literals, or parse the input explicitly; never eval it.",
-    "102": "Remove exec(): dispatch to explicit functions (e.g. a dict of callables) "
-           "instead of executing code strings.",
-    "105": "Read the secret from the environment or a secrets store instead of the source.",
-    "106": "Read the secret from the environment or a secrets store instead of the source.",
-    "107": "Read the secret from the environment or a secrets store instead of the source.",
-    "301": "Do not unpickle data that could come from outside; use json (or a signed, "
+    "608": "Pass the values {at} as query parameters (cursor.execute(sql, params)) instead "
+           "of formatting them into the SQL string.",
+    "611": "Pass the values {at} as query parameters to RawSQL instead of formatting them "
+           "into the SQL string.",
+    "610": "Replace the QuerySet.extra() call {at} with ORM expressions, or pass the values "
+           "as params.",
+    "602": "Pass the command {at} as a list of arguments and drop shell=True (shell=False is "
+           "the default); never build a shell command from input.",
+    "604": "Pass the command {at} as a list of arguments and drop shell=True (shell=False is "
+           "the default); never build a shell command from input.",
+    "605": "Replace the os.system/os.popen call {at} with subprocess.run([...]) and a list "
+           "of arguments (no shell=True).",
+    "603": "Check that no argument of the subprocess call {at} comes unvalidated from "
+           "untrusted input; keep the argument list fixed where you can.",
+    "607": "Start the program {at} by its absolute path (or resolve it once with "
+           "shutil.which and check it) instead of relying on PATH.",
+    "307": "Replace eval() {at} with ast.literal_eval for literals, or parse the input "
+           "explicitly.",
+    "102": "Remove the exec() call {at}: dispatch to explicit functions (e.g. a dict of "
+           "callables) instead of executing code strings.",
+    "105": "Take the password{ name} {at} out of the source: read it from the environment "
+           "or a secrets store, and change it, since it is in the history now.",
+    "106": "Take the password passed {at} out of the source: read it from the environment "
+           "or a secrets store, and change it, since it is in the history now.",
+    "107": "Remove the default password of the argument {at}: make it required, or read it "
+           "from the environment or a secrets store.",
+    "301": "Do not unpickle data that could come from outside {at}; use json (or a signed, "
            "schema-checked format) instead of pickle.",
-    "302": "Do not unmarshal data that could come from outside; use json instead of marshal.",
-    "403": "Avoid pickle for data that crosses a trust boundary; use json or a signed "
+    "302": "Do not unmarshal data that could come from outside {at}; use json instead of "
+           "marshal.",
+    "403": "Avoid pickle {at} for data that crosses a trust boundary; use json or a signed "
            "format.",
-    "506": "Use yaml.safe_load (or yaml.load(..., Loader=yaml.SafeLoader)) instead of "
-           "yaml.load.",
-    "324": "Use hashlib.sha256 (or stronger) for security; for non-security checksums pass "
-           "usedforsecurity=False.",
-    "303": "Use hashlib.sha256 (or stronger) for security; for non-security checksums pass "
-           "usedforsecurity=False.",
-    "304": "Use an authenticated modern cipher (AES-GCM or ChaCha20-Poly1305 from "
-           "cryptography) instead of this cipher.",
-    "305": "Use an authenticated mode (AES-GCM) instead of ECB.",
-    "311": "Use the secrets module (secrets.token_hex, secrets.choice) for tokens, "
-           "passwords and anything security-related.",
-    "101": "Raise an explicit exception for checks that must hold at run time; assert is "
-           "removed when Python runs with -O.",
-    "110": "Handle the exception or log it (logger.exception), and catch only the specific "
-           "exception type you expect.",
-    "112": "Handle the exception or log it before continuing, and catch only the specific "
-           "exception type you expect.",
-    "113": "Pass a timeout= to the HTTP request so a slow server cannot hang the worker.",
-    "104": "Bind to a specific interface (e.g. 127.0.0.1) or make the address configurable "
-           "instead of 0.0.0.0.",
-    "108": "Create temporary files with the tempfile module instead of a fixed /tmp path.",
-    "501": "Keep TLS certificate verification on (verify=True); point verify at a CA bundle "
-           "if the certificate is private.",
-    "310": "Check the URL's scheme (http/https only) before opening it, or use an HTTP "
+    "506": "Replace yaml.load {at} with yaml.safe_load (or yaml.load(..., "
+           "Loader=yaml.SafeLoader)).",
+    "324": "Use hashlib.sha256 (or stronger) {at} if the hash protects anything; for a "
+           "plain checksum pass usedforsecurity=False.",
+    "303": "Use hashlib.sha256 (or stronger) {at} if the hash protects anything; for a "
+           "plain checksum pass usedforsecurity=False.",
+    "304": "Replace the cipher {at} with an authenticated modern one (AES-GCM or "
+           "ChaCha20-Poly1305 from cryptography).",
+    "305": "Replace ECB mode {at} with an authenticated mode (AES-GCM).",
+    "311": "Use the secrets module (secrets.token_hex, secrets.choice) {at} if the value is "
+           "a token, password or anything security-related.",
+    "101": "Replace the assert {at} with an explicit check that raises, if it must hold at "
+           "run time; Python drops asserts under -O.",
+    "110": "Handle or log the exception {at} (logger.exception) instead of passing, and "
+           "catch only the specific exception type you expect.",
+    "112": "Handle or log the exception {at} before continuing, and catch only the "
+           "specific exception type you expect.",
+    "113": "Pass a timeout= to the HTTP request {at} so a slow server cannot hang the "
+           "worker.",
+    "104": "Bind {at} to a specific interface (e.g. 127.0.0.1) or make the address "
+           "configurable instead of 0.0.0.0.",
+    "108": "Create the temporary file {at} with the tempfile module instead of a fixed /tmp "
+           "path.",
+    "501": "Keep TLS certificate verification on {at} (verify=True); point verify at a CA "
+           "bundle if the certificate is private.",
+    "310": "Check the URL's scheme (http/https only) before opening it {at}, or use an HTTP "
            "client that only speaks HTTP.",
-    "308": "Do not mark strings that contain input as safe; build HTML with format_html or "
-           "escape the values.",
-    "701": "Create the Jinja2 Environment with autoescape=True (or select_autoescape()).",
-    "202": "Extract archives with filter='data' (tarfile) or validate each member's path "
-           "before extracting.",
+    "308": "Do not mark the string {at} as safe while it contains input; build the HTML "
+           "with format_html or escape the values.",
+    "701": "Create the Jinja2 Environment {at} with autoescape=True (or "
+           "select_autoescape()).",
+    "202": "Extract the archive {at} with filter='data' (tarfile) or check each member's "
+           "path before extracting.",
     "404": "Check that the subprocess calls in this module use fixed argument lists and no "
            "shell.",
 }
 for _n in range(313, 321):
-    _SECURITY_FIXES.setdefault(str(_n), "Parse XML with defusedxml instead of the standard "
-                                        "library parsers.")
+    _SECURITY_FIXES.setdefault(str(_n), "Parse the XML {at} with defusedxml instead of the "
+                                        "standard library parsers.")
 
 _FIXES = {
-    "E999": "Fix the syntax error; the file cannot be imported as it is.",
-    "E711": "Compare with None using `is`/`is not`.",
-    "E712": "Test truth directly (`if x:` / `if not x:`), or use `is True`/`is False` if the "
-            "identity matters.",
-    "E713": "Use `x not in y` instead of `not x in y`.",
-    "E714": "Use `x is not y` instead of `not x is y`.",
-    "E721": "Use isinstance() (or `is` for exact type checks) instead of comparing types "
-            "with ==.",
-    "E722": "Catch a specific exception type instead of a bare `except:`.",
-    "E731": "Define a function with def instead of assigning a lambda to a name.",
-    "E741": "Rename the variable to something that cannot be confused with 1 or 0 "
-            "(not l, O or I).",
-    "W605": "Use a raw string (r'...') or escape the backslash.",
-    "B006": "Do not use a mutable default argument; default to None and create the "
-            "list/dict inside the function.",
-    "B008": "Do not call a function in a default argument; default to None and call it "
+    "E999": "Fix the syntax error {at}; the file cannot be imported as it is.",
+    "E711": "Compare with None {at} using `is`/`is not`.",
+    "E712": "Test the truth value directly {at} (`if x:` / `if not x:`), or use `is True`/"
+            "`is False` if the identity matters.",
+    "E713": "Write `x not in y` instead of `not x in y` {at}.",
+    "E714": "Write `x is not y` instead of `not x is y` {at}.",
+    "E721": "Use isinstance() (or `is` for exact type checks) {at} instead of comparing "
+            "types with ==.",
+    "E722": "Catch a specific exception type {at} instead of a bare `except:`.",
+    "E731": "Define the function{ name} {at} with def instead of assigning a lambda.",
+    "E741": "Rename{ name} {at} to something that cannot be confused with 1 or 0.",
+    "E101": "Indent line {line} with spaces only, like the lines around it.",
+    "W191": "Indent line {line} with spaces instead of tabs (your editor or `ruff format` "
+            "can convert the file).",
+    "E501": "Break line {line} into shorter lines.",
+    "W605": "Make the string {at} a raw string (r'...') or escape the backslash.",
+    "B006": "Replace the mutable default argument {at} with None and create the list/dict "
             "inside the function.",
-    "B007": "Rename the unused loop variable to `_` (or `_name`).",
-    "B023": "Bind the loop variable as a default argument (or use functools.partial) "
-            "instead of closing over it.",
-    "B904": "Chain the exception: `raise NewError(...) from err` (or `from None`).",
-    "B905": "Pass strict=True (or strict=False deliberately) to zip().",
-    "B017": "Assert a specific exception type, not Exception.",
-    "B018": "Remove the useless expression, or assign/return its value.",
-    "BLE001": "Catch the specific exceptions you expect instead of Exception; let others "
-              "propagate.",
-    "TRY002": "Raise a specific (or custom) exception class instead of a bare Exception.",
-    "TRY300": "Move the statement after the try into an else: block.",
-    "TRY301": "Move the raise out of the try body (into a helper or after the try).",
-    "TRY400": "Use logger.exception(...) inside except blocks to keep the traceback.",
-    "TRY201": "Use a bare `raise` to re-raise the caught exception.",
-    "C901": "Split the function into smaller functions; it is too complex to review and "
-            "test.",
-    "F541": "Remove the f prefix from the string; it has no placeholders.",
-    "F632": "Use == to compare with str, bytes or int literals, not `is`.",
-    "F821": "Define or import the name before using it.",
-    "F841": "Remove the unused variable, or use it.",
-    "F401": "Remove the unused import (or re-export it explicitly in __all__).",
-    "F811": "Remove or rename the redefinition of the name.",
-    "SIM105": "Use contextlib.suppress(...) instead of try/except/pass.",
-    "SIM108": "Use a conditional expression for this if/else assignment.",
-    "SIM102": "Combine the nested if statements with `and`.",
-    "SIM117": "Combine the nested with statements into one.",
-    "SIM118": "Use `key in d` instead of `key in d.keys()`.",
+    "B008": "Replace the function call in the default argument {at} with None and call it "
+            "inside the function.",
+    "B007": "Rename the unused loop variable{ name} {at} to `_`.",
+    "B023": "Bind the loop variable{ name} {at} as a default argument (or use "
+            "functools.partial) instead of closing over it.",
+    "B904": "Chain the exception raised {at}: `raise NewError(...) from err` (or `from "
+            "None`).",
+    "B905": "Pass strict=True (or strict=False deliberately) to the zip() call {at}.",
+    "B017": "Assert a specific exception type {at}, not Exception.",
+    "B018": "Remove the useless expression {at}, or assign or return its value.",
+    "BLE001": "Catch the specific exceptions you expect {at} instead of Exception; let "
+              "others propagate.",
+    "TRY002": "Raise a specific (or custom) exception class {at} instead of a bare "
+              "Exception.",
+    "TRY300": "Move the statement {at} out of the try body into an else: block.",
+    "TRY301": "Move the raise {at} out of the try body (into a helper or after the try).",
+    "TRY400": "Use logger.exception(...) {at} to keep the traceback.",
+    "TRY201": "Re-raise with a bare `raise` {at}.",
+    "C901": "Split the function{ name} {at} into smaller functions; it is too complex to "
+            "review and test.",
+    "F541": "Remove the `f` prefix from the string {at}; it has no placeholders.",
+    "F632": "Use == to compare with the str, bytes or int literal {at}, not `is`.",
+    "F821": "Define or import{ name} before it is used {at}.",
+    "F841": "Remove the assignment to the unused variable{ name} {at}, or use its value.",
+    "F401": "Remove the unused import{ name} {at} (or re-export it in __all__ if it is "
+            "public API).",
+    "F811": "Remove or rename the redefinition of{ name} {at}.",
+    "SIM105": "Replace the try/except/pass {at} with contextlib.suppress(...).",
+    "SIM108": "Write the if/else assignment {at} as a conditional expression.",
+    "SIM102": "Combine the nested if statements {at} with `and`.",
+    "SIM117": "Combine the nested with statements {at} into one.",
+    "SIM118": "Write `key in d` instead of `key in d.keys()` {at}.",
 }
 _PREFIX_FIXES = {
-    "N": "Rename it to follow PEP 8 naming (snake_case functions and variables, CapWords "
-         "classes, UPPER_CASE constants).",
-    "UP": "Use the modern Python syntax for the target version (ruff can rewrite it: "
-          "`ruff check --fix --select UP`).",
+    "N": "Rename{ name} {at} to follow PEP 8 naming (snake_case functions and variables, "
+         "CapWords classes, UPPER_CASE constants).",
+    "UP": "Rewrite the code {at} in the modern syntax the analyzer points to (`ruff check "
+          "--fix --select UP` does it).",
 }
+_QUOTED = re.compile(r"`([^`]{1,80})`")
+
+
+def _fill(template: str, evidence: dict) -> str:
+    line = evidence.get("line")
+    names = _QUOTED.findall(str(evidence.get("message") or ""))
+    text = (template.replace("{at}", f"on line {line}" if line else "here")
+            .replace("{line}", str(line) if line else "this")
+            .replace("{ name}", f" `{names[0]}`" if names else ""))
+    return mask(text)
 
 
 def suggestion_for(evidence: dict) -> str:
-    """A concrete fix instruction for one evidence item; never empty."""
+    """A concrete instruction for what to change in this code; never empty, never only the
+    rule's name."""
     rule = str(evidence.get("rule") or "").strip()
     prefix, num = _rule_parts(rule)
+    if evidence.get("fix") and evidence.get("tool") == "secrets":
+        return mask(str(evidence["fix"]))
     found = None
     if prefix == "S" or (prefix == "B" and not _is_bugbear(rule)):  # ruff S123 = bandit B123
         found = _SECURITY_FIXES.get(num)
     if found is None:
         found = _FIXES.get(rule)
     if found is None and evidence.get("tool_fix"):
-        found = f"{str(evidence['tool_fix']).rstrip('.')} ({rule or 'analyzer'})."
+        # ruff's own fix title ("Remove unused import: `os`") names the change.
+        line = evidence.get("line")
+        return mask(f"{str(evidence['tool_fix']).rstrip('.')}"
+                    f"{f' on line {line}' if line else ''}.")
     if found is None:
         found = _PREFIX_FIXES.get(prefix)
     if found is None:
-        message = str(evidence.get("message") or "").strip() or "see the analyzer's report"
-        found = f"Fix {rule or 'the reported issue'}: {message}"
-    return found
+        message = str(evidence.get("message") or "").strip().rstrip(".")
+        if not message:
+            return "Read the analyzer's report for this line and change the code it points to."
+        line = evidence.get("line")
+        return mask(f"Change the code {f'on line {line}' if line else 'here'} so that this no "
+                    f"longer holds: {message}.")
+    return _fill(found, evidence)
 
 
 def for_category(evidence: list[dict], category: str) -> list[dict]:

@@ -32,7 +32,7 @@ from agents_app.patterns.base import (
 )
 from agents_app.patterns.parallel import run_parallel
 
-from . import analyzers, prompts, synthesis
+from . import analyzers, prompts, secret_keys, synthesis
 from .schema import CATEGORIES, VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 
 TRIAGE_GATE = "triage"
@@ -135,14 +135,19 @@ class CodeReview(Pattern):
     # --- 1. static analysis ----------------------------------------------------------------------
     def _analyze(self, state: dict, client: ModelClient) -> StageResult:
         inputs = [i for i in (analyzers.input_from_file(f) for f in state["files"]) if i]
+        # Secrets are looked for in every file type, not only in Python.
+        found = secret_keys.scan_files(state["files"])
         if not inputs:
-            state["analysis"] = {"evidence": [], "errors": [], "tools": {}, "seconds": 0.0,
+            state["analysis"] = {"evidence": found, "errors": [], "tools": {}, "seconds": 0.0,
                                  "files": 0}
             msg = (f"No Python files among the {len(state['files'])} reviewed: the models "
-                   "review them without analyzer evidence.")
+                   "review them without ruff and bandit evidence.")
+            if found:
+                msg += f" The secrets check found {len(found)} result(s)."
             return StageResult(state=state, next_stage="review",
                                events=[Event("analysis_done", msg, {"evidence": 0})])
         report = analyzers.run_analyzers(inputs)
+        report.evidence = secret_keys.combine(found, report.evidence)
         for e in report.evidence:
             e["fix"] = analyzers.suggestion_for(e)
         state["analysis"] = {"evidence": report.evidence, "errors": report.errors,
@@ -181,7 +186,9 @@ class CodeReview(Pattern):
             mine = [outcomes[f"{reviewer}:{i}"] for i in range(len(parts))]
             ok = [o for o in mine if not o.error]
             errors = sorted({o.error for o in mine if o.error})
-            raw = [f.model_dump() for o in ok for f in o.value.data.findings]
+            # A model may quote a secret it read in the diff: never whole in a finding.
+            raw = [secret_keys.mask_finding(f.model_dump())
+                   for o in ok for f in o.value.data.findings]
             numbered = synthesis.number_findings(reviewer, raw)
             for f in numbered:
                 f["category"] = f["category"] or reviewer
@@ -246,7 +253,7 @@ class CodeReview(Pattern):
                                     f"failed ({out.error}); its first findings stand.",
                                     {"reviewer": reviewer}))
                 continue
-            items = [a.model_dump() for a in out.value.data.amendments]
+            items = [secret_keys.mask_deep(a.model_dump()) for a in out.value.data.amendments]
             amendments[reviewer] = items
             reflection[reviewer] = {"status": "ok", "note": "", "amendments": len(items)}
             kinds = ", ".join(f"{sum(a['action'] == k for a in items)} {k}"
@@ -283,7 +290,8 @@ class CodeReview(Pattern):
             answer: SynthesisAnswer = reply.data
             notes += synthesis.apply_model_duplicates(findings, [g.model_dump()
                                                                  for g in answer.duplicates])
-            model_verdict, summary = answer.verdict, answer.summary.strip()
+            model_verdict = answer.verdict
+            summary = secret_keys.mask(answer.summary.strip())
             synth_error = ""
         except (RunStopped, StageAbandoned):
             raise

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from .diffs import numbered_patch
+from .secret_keys import mask_lines
 
 FOCUS = {
     "security": (
@@ -62,11 +63,18 @@ def _numbered_content(content: str) -> str:
     return "\n".join(f"{i:>{width}} {line}" for i, line in enumerate(lines, 1))
 
 
+def _masked(text: str) -> str:
+    return "\n".join(mask_lines(text.split("\n")))
+
+
 def file_block(file: dict) -> str:
+    """One file for a reviewer. Secrets in it are shortened (``secret_keys``): the reviewers
+    need to know a key is there, not its value, and the prompt is kept in the trace."""
     head = f"### {file['path']} ({file['status']}, {file['language'] or 'text'})"
-    parts = [head, "Changed lines:", "```diff", numbered_patch(file), "```"]
+    parts = [head, "Changed lines:", "```diff", _masked(numbered_patch(file)), "```"]
     if file.get("mode") == "heavy" and file.get("content") is not None:
-        parts += ["The whole new file:", "```", _numbered_content(file["content"]), "```"]
+        parts += ["The whole new file:", "```", _masked(_numbered_content(file["content"])),
+                  "```"]
     return "\n".join(parts)
 
 

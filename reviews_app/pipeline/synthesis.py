@@ -118,29 +118,59 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
-def same_problem(a: Finding, b: Finding) -> bool:
-    rules_a = {r.upper() for r in a.get("rules") or []}
-    rules_b = {r.upper() for r in b.get("rules") or []}
-    if rules_a & rules_b:
-        return True
+def overlap(a: Finding, b: Finding) -> bool:
+    """Same file and at least one line in common (no tolerance: neighbouring lines are
+    different places, or a file with one result per line would collapse into one)."""
+    return same_place(a, b, tolerance=0)
+
+
+def _rules(f: Finding) -> set[str]:
+    return {str(r).upper() for r in f.get("rules") or [] if str(r).strip()}
+
+
+def _similar_text(a: Finding, b: Finding) -> bool:
     wa, wb = _words(a["title"]), _words(b["title"])
-    if wa and wb and len(wa & wb) / len(wa | wb) >= 0.5:
-        return True
-    return a["category"] == b["category"] and _span(a) == _span(b) and _span(a) is not None
+    return bool(wa and wb and len(wa & wb) / len(wa | wb) >= 0.5)
+
+
+def same_problem(a: Finding, b: Finding) -> str:
+    """Why ``a`` and ``b`` describe the same problem, or "" if they do not: they rest on the
+    same analyzer rule, or (neither names a rule the other lacks) they are of the same
+    category with similar titles. Findings on different rules are different problems."""
+    ra, rb = _rules(a), _rules(b)
+    if ra & rb:
+        return f"same rule {sorted(ra & rb)[0]}"
+    if ra and rb:
+        return ""
+    if a["category"] == b["category"] and _similar_text(a, b):
+        return f"same {a['category']} problem, similar title"
+    return ""
 
 
 def _strength(f: Finding) -> tuple:
     return (SEVERITY_RANK[f["severity"]], -float(f.get("confidence") or 0), f["key"])
 
 
-def _merge_group(group: list[Finding], why: str) -> None:
+def _where(f: Finding) -> str:
+    span = _span(f)
+    if span is None:
+        return f["file"]
+    return f"{f['file']}:{span[0]}" + (f"-{span[1]}" if span[1] > span[0] else "")
+
+
+def _merge_group(group: list[Finding], why: str | dict[str, str]) -> None:
+    """Drop all but the strongest of ``group``; each dropped finding names the one it
+    duplicates (key, title and place) and why (one reason, or one per key)."""
     keep = min(group, key=_strength)
+    title = keep["title"] if len(keep["title"]) <= 80 else keep["title"][:79] + "…"
     for other in group:
         if other is keep:
             continue
+        reason = why.get(other["key"], "") if isinstance(why, dict) else why
         other["status"] = "dropped"
         other["duplicate_of"] = keep["key"]
-        other["drop_reason"] = f"duplicate of {keep['key']} ({why})"
+        other["drop_reason"] = (f"duplicate of {keep['key']} \u201c{title}\u201d at "
+                                f"{_where(keep)} ({reason})")
         for r in other["reviewers"]:
             if r not in keep["reviewers"]:
                 keep["reviewers"].append(r)
@@ -151,29 +181,29 @@ def _merge_group(group: list[Finding], why: str) -> None:
 
 
 def merge_duplicates(findings: list[Finding]) -> int:
-    """Merge kept findings on the same place that describe the same problem. Returns merges."""
-    kept = [f for f in findings if f["status"] == "kept"]
-    parent = list(range(len(kept)))
+    """Merge kept findings that describe the same problem on overlapping lines. Returns the
+    number dropped.
 
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i, a in enumerate(kept):
-        for j in range(i + 1, len(kept)):
-            b = kept[j]
-            if same_place(a, b) and same_problem(a, b):
-                parent[root(j)] = root(i)
-    groups: dict[int, list[Finding]] = {}
-    for i, f in enumerate(kept):
-        groups.setdefault(root(i), []).append(f)
+    Each finding is compared with the strongest finding of a group only, never with the
+    other members: "A is like B and B is like C" must not make A and C one finding (that is
+    how one tab-indented file became a single W191 finding)."""
+    kept = sorted((f for f in findings if f["status"] == "kept"), key=_strength)
+    groups: dict[str, list[tuple[Finding, list[Finding], dict[str, str]]]] = {}
+    for f in kept:
+        in_file = groups.setdefault(f["file"], [])
+        for keep, members, why in in_file:
+            reason = overlap(keep, f) and same_problem(keep, f)
+            if reason:
+                members.append(f)
+                why[f["key"]] = f"{reason} on the same lines"
+                break
+        else:
+            in_file.append((f, [f], {}))
     merged = 0
-    for group in groups.values():
-        if len(group) > 1:
-            _merge_group(group, "same problem at the same lines")
-            merged += len(group) - 1
+    for _, members, why in (g for in_file in groups.values() for g in in_file):
+        if len(members) > 1:
+            _merge_group(members, why)
+            merged += len(members) - 1
     return merged
 
 
@@ -194,6 +224,10 @@ def apply_model_duplicates(findings: list[Finding], groups: list[dict]) -> list[
             if not same_place(keep, other):
                 notes.append(f"The synthesizer grouped {k} with {keep['key']}, but they are not "
                              "on the same lines; kept apart.")
+                continue
+            if _rules(keep) and _rules(other) and not _rules(keep) & _rules(other):
+                notes.append(f"The synthesizer grouped {k} with {keep['key']}, but they rest "
+                             "on different analyzer rules; kept apart.")
                 continue
             members.append(other)
         if len(members) > 1:
@@ -244,10 +278,17 @@ def ordered(findings: list[Finding]) -> list[Finding]:
 
 
 # --- verdict ------------------------------------------------------------------------------------------
+def verdict_findings(kept: list[Finding]) -> list[Finding]:
+    """The findings that count for the verdict rules. Style findings (formatting, naming,
+    f-string and modern-syntax nits) are the author's to take or leave: however a reviewer
+    rates them, they never on their own make a change need discussion or changes."""
+    return [f for f in kept if f.get("category") != "style"]
+
+
 def rule_verdict(kept: list[Finding]) -> str:
     """The mildest verdict the findings allow: a critical or high finding needs changes; a
     medium one needs a discussion; low and info findings alone do not block."""
-    ranks = {SEVERITY_RANK[f["severity"]] for f in kept}
+    ranks = {SEVERITY_RANK[f["severity"]] for f in verdict_findings(kept)}
     if ranks & {SEVERITY_RANK["critical"], SEVERITY_RANK["high"]}:
         return "request_changes"
     if SEVERITY_RANK["medium"] in ranks:
