@@ -29,6 +29,10 @@ the diff lines numbered 1-5), so such a comment deep inside a hand-written file 
 hide it from review. ``added``/``removed`` count every changed line of the file, also when
 its hunks are clipped to the first ``max_lines_per_file`` changed (+/-) lines.
 
+A file the diff creates whole (one ``@@ -0,0 +1,N @@`` hunk) gets its ``content`` from that
+hunk when ``contents`` does not give it, so a pasted diff of a new file is analysed as a whole
+file (unused imports and names are real findings there, not artefacts of a fragment).
+
 The only exception ``prepare()`` raises is ``DiffError``; its message is meant for the user.
 """
 
@@ -427,6 +431,19 @@ def _hunks(pf) -> tuple[list[dict], bool]:
     return hunks, no_newline
 
 
+def _whole_new_file(pf, hunks: list[dict], no_newline: bool) -> str | None:
+    """The full text of a file the diff creates whole (one ``@@ -0,0 +1,N @@`` hunk of N
+    added lines), so it is analysed and shown as a whole file, not as a fragment."""
+    if len(hunks) != 1 or len(pf) != 1:
+        return None
+    hunk, lines = pf[0], hunks[0]["lines"]
+    if (hunk.source_start, hunk.source_length, hunk.target_start) != (0, 0, 1):
+        return None
+    if len(lines) != hunk.target_length or any(ln["kind"] != "add" for ln in lines):
+        return None
+    return "\n".join(ln["text"] for ln in lines) + ("" if no_newline else "\n")
+
+
 def _clip(hunks: list[dict], limit: int) -> tuple[list[dict], int, int]:
     """Keep hunk lines until ``limit`` changed lines; return (hunks, kept, total changed)."""
     total = sum(1 for h in hunks for ln in h["lines"] if ln["kind"] != "ctx")
@@ -527,6 +544,8 @@ def _file(state: _State, pf, git: bool, chunk_line: int) -> None:
     content = state.contents.get(path)
     if not isinstance(content, str):
         content = None
+    if content is None and status == "added":
+        content = _whole_new_file(pf, hunks, no_newline)
     if _generated_by_content(hunks, content):
         state.skip(path, "generated", "Generated file (marked `@generated` or `DO NOT EDIT` "
                                       "at the top): not reviewed.")
