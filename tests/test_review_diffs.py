@@ -322,8 +322,8 @@ def test_multi_file_git_diff_statuses_lines_and_counts():
     assert reasons(result) == {"old/legacy.py": "deleted"}
     model_only = [c for c in result.coverage if c["reason"] == "model_only"]
     assert model_only == [{"path": "web/app.js", "reason": "model_only", "reviewed": True,
-                           "detail": "Not Python: reviewed by the models only, without "
-                                     "static analysis."}]
+                           "detail": "Not Python: left to the models, without static "
+                                     "analysis."}]
 
 
 def test_numbered_patch_shows_new_line_numbers_and_marks():

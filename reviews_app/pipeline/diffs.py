@@ -18,7 +18,8 @@ count towards either limit; those a file's header already identifies are not par
 Coverage reasons: ``binary``, ``deleted``, ``generated``, ``rename_only``, ``mode_only``,
 ``unreadable`` (parse error, unsafe path: ``..`` or control characters, header without
 hunks), ``over_file_limit``, ``over_byte_limit`` (all ``reviewed: False``); ``clipped`` and
-``model_only`` (``reviewed: True``). ``not_utf8`` is left to callers, who know whether
+``model_only`` (``reviewed: True``; ``model_only`` is provisional: the review pattern turns it
+into ``not_examined`` when no model that reads code answered for the file). ``not_utf8`` is left to callers, who know whether
 ``decode_input()`` had to replace bytes; ``prepare()`` takes U+FFFD like any other text
 (lone surrogates and NUL characters in lines become U+FFFD).
 
@@ -87,7 +88,9 @@ NO_HEADERS_MESSAGE = ("This diff has hunks (`@@ … @@`) but no file headers (`-
                       "`+++ b/…`), so the changed files cannot be named. Paste the complete "
                       "output of `git diff`, including the header lines of each file.")
 
-MODEL_ONLY_DETAIL = "Not Python: reviewed by the models only, without static analysis."
+# The parser only hands the file on; once the reviewers have run, the pattern replaces this
+# entry with what really examined the file (pipeline/coverage.py).
+MODEL_ONLY_DETAIL = "Not Python: left to the models, without static analysis."
 BINARY_DETAIL = "Binary file: there is no text to review."
 DELETED_DETAIL = "File deleted: nothing new to review."
 GENERATED_NAME_DETAIL = ("Generated or vendored file (lock file, minified file, source map, or "
