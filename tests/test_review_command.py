@@ -200,3 +200,33 @@ def test_git_range_with_no_commits_exits_2(tmp_path, settings):
     code, _, err = review("--git", str(repo), "main..main~1")
     assert code == 2 and "nothing to review" in err
     assert not Review.objects.exists()
+
+
+NEW_PY_FILE = """diff --git a/app/util.py b/app/util.py
+new file mode 100644
+--- /dev/null
++++ b/app/util.py
+@@ -0,0 +1,6 @@
++import os
++import json
++
++
++def f():
++    unused = 1
+"""
+
+
+def test_a_pasted_new_file_is_analysed_whole_and_its_unused_names_found(monkeypatch):
+    import io
+    import sys
+
+    class Stdin:
+        buffer = io.BytesIO(NEW_PY_FILE.encode())
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    code, out, err = review("-", "--format", "json")
+    assert code in (0, 1), err
+    rules = {(r, f["line"]) for f in json.loads(out)["findings"] + json.loads(out)["dropped"]
+             for r in (e["rule"] for e in f["evidence"])}
+    assert {("F401", 1), ("F401", 2), ("F841", 6)} <= rules
+    assert Review.objects.get().files[0]["mode"] == "heavy"
