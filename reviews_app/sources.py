@@ -286,7 +286,9 @@ def _merge_base(top: Path, base: str, head: str, base_rev: str, head_rev: str, r
     """The commit ``head`` left ``base`` at (what a pull request diffs against)."""
     try:
         out = _git(top, ["merge-base", base, head], timeout=timeout)
-    except SourceError:
+    except SourceError as exc:
+        if str(exc).startswith("git took longer"):
+            raise
         raise SourceError(f"{base_rev} and {head_rev} have no commit in common in {top.name} "
                           f"(range {rng}), so there is no change of one against the "
                           "other to review.") from None

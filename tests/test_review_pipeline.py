@@ -593,3 +593,15 @@ def test_a_reviewer_that_timed_out_makes_the_review_incomplete():
     assert result.state["reviewers"]["architecture"]["status"] == "timeout"
     assert rec.verdict == "needs_discussion"
     assert "architecture reviewer did not finish" in rec.summary
+
+
+def test_an_empty_new_file_has_nothing_to_examine_and_does_not_prevent_approve():
+    empty = file_dict("pkg/__init__.py", [])
+    empty.update(hunks=[], added=0)
+    blank = ts_file("web/blank.ts")
+    for ln in blank["hunks"][0]["lines"]:
+        ln["text"] = "  "
+    state = new_state([empty, blank], offline_roles=["security", "architecture", "style"])
+    result, _ = run_to_gate(approving(), state)
+    rec = result.records[0]
+    assert rec.verdict == "approve" and rec.coverage == []

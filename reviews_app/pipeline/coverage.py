@@ -48,6 +48,13 @@ def _why_no_model(path: str, reviewers: list[str], offline: set[str],
     return f"no reviewer that reads code answered for it: {', '.join(failed)}"
 
 
+def _nothing_new(file: dict) -> bool:
+    if file.get("removed") or (file.get("content") or "").strip():
+        return False
+    return not any(str(ln.get("text") or "").strip() for h in file.get("hunks") or ()
+                   for ln in h.get("lines") or () if ln.get("kind") == "add")
+
+
 def examined(files: list[dict], coverage: list[dict], analysis: dict,
              model_readers: dict[str, list[str]], reviewers: list[str], offline: set[str],
              status: dict[str, dict]) -> list[dict]:
@@ -61,6 +68,8 @@ def examined(files: list[dict], coverage: list[dict], analysis: dict,
     out = [c for c in coverage if c.get("reason") != "model_only"]
     for f in files:
         path = f["path"]
+        if _nothing_new(f):
+            continue  # an empty new file, blank lines added: there is nothing to examine
         readers = model_readers.get(path) or []
         if path in by_analyzer or readers:
             if not f.get("is_python"):
