@@ -159,7 +159,7 @@ def test_offline_review_of_a_file_nobody_can_read_is_not_approved_and_exits_1(tm
     [entry] = [c for c in data["coverage"] if c["path"] == "src/users.ts"]
     assert (entry["reason"], entry["reviewed"]) == ("not_examined", False)
     assert "Incomplete review" in data["review"]["summary"]
-    assert "Not reviewed: src/users.ts: Not reviewed: no analyzer reads TypeScript" in err
+    assert "Not reviewed: src/users.ts: no analyzer reads TypeScript" in err
     assert "Incomplete review: 1 part(s) of the change left unexamined." in err
     review_row = Review.objects.get()
     assert review_row.examined_files == 0 and review_row.total_files == 1

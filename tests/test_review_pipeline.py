@@ -490,7 +490,7 @@ def test_a_file_no_analyzer_reads_and_only_the_offline_model_saw_is_not_reviewed
     assert "no analyzer reads TypeScript" in entry["detail"]
     assert "offline model, which reads no code" in entry["detail"]
     assert rec.summary.startswith("**Incomplete review: 1 file not examined by any analyzer "
-                                  "or model: src/users.ts (no analyzer reads TypeScript")
+                                  "or model — src/users.ts: no analyzer reads TypeScript")
     assert any(n.startswith("Incomplete review: 1 file not examined") for n in rec.notes)
     assert result.state["coverage"] == rec.coverage
     # the synthesizer is told the rules do not allow approve

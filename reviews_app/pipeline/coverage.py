@@ -42,8 +42,7 @@ def _why_no_model(path: str, reviewers: list[str], offline: set[str],
                   status: dict[str, dict]) -> str:
     readers = [r for r in reviewers if r not in offline]
     if not readers:
-        return ("the reviewers ran on the built-in offline model, which reads no code (set a "
-                "provider key for a model review)")
+        return "the reviewers ran on the built-in offline model, which reads no code"
     failed = [f"{r} ({status.get(r, {}).get('status') or 'no answer'})" for r in readers]
     return f"no reviewer that reads code answered for it: {', '.join(failed)}"
 
@@ -95,14 +94,14 @@ def incomplete_text(left: list[dict], limit: int = 5) -> str:
     other = [c for c in left if c.get("reason") != NOT_EXAMINED]
     parts = []
     if files:
-        named = ", ".join(f"{c['path']} ({c['detail'].removeprefix('Not reviewed: ')[:-1]})"
+        named = "; ".join(f"{c['path']}: {c['detail'].removeprefix('Not reviewed: ')[:-1]}"
                           for c in files[:limit])
         more = f" and {len(files) - limit} more" if len(files) > limit else ""
         parts.append(f"{len(files)} file{'s' if len(files) > 1 else ''} not examined by any "
-                     f"analyzer or model: {named}{more}")
+                     f"analyzer or model — {named}{more}")
     if other:
         named = ", ".join(f"{c['path']} ({c['reason'].replace('_', ' ')})"
                           for c in other[:limit])
         more = f" and {len(other) - limit} more" if len(other) > limit else ""
-        parts.append(f"parts of the change left out: {named}{more}")
-    return "; ".join(parts)
+        parts.append(f"left out by the limits or unreadable — {named}{more}")
+    return ". Also ".join(parts)

@@ -84,7 +84,9 @@ class Command(BaseCommand):
         verdict = review.verdict
         left = coverage.unexamined(review.coverage)
         for c in left:
-            self.stderr.write(self.style.WARNING(f"Not reviewed: {c['path']}: {c['detail']}"))
+            detail = str(c.get("detail") or c["reason"]).removeprefix("Not reviewed: ")
+            self.stderr.write(self.style.WARNING(f"Not reviewed: {_oneline(c['path'])}: "
+                                                 f"{_oneline(detail)}"))
         self.stderr.write(f"Verdict: {verdict}. Cost ${run.cost_usd:.4f}, "
                           f"{run.total_tokens:,} tokens.")
         if left:
