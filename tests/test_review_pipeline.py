@@ -605,3 +605,12 @@ def test_an_empty_new_file_has_nothing_to_examine_and_does_not_prevent_approve()
     result, _ = run_to_gate(approving(), state)
     rec = result.records[0]
     assert rec.verdict == "approve" and rec.coverage == []
+
+
+def test_synthesis_run_again_gives_the_same_coverage():
+    state = new_state([ts_file()], offline_roles=["security", "architecture", "style"])
+    state["coverage"] = [model_only("src/users.ts")]
+    first, _ = run_to_gate(approving(), state)
+    again = P.run_stage("synthesize", {**first.state, "findings": []}, approving())
+    assert again.records[0].coverage == first.records[0].coverage
+    assert [c["reason"] for c in again.records[0].coverage] == ["not_examined"]

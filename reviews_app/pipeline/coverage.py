@@ -19,7 +19,8 @@ NOT_EXAMINED = "not_examined"
 # Coverage reasons that leave part of the change unexamined.
 INCOMPLETE_REASONS = frozenset({NOT_EXAMINED, "over_file_limit", "over_byte_limit",
                                 "unreadable", "clipped"})
-ANALYZED_LANGUAGE = "Python"  # what ruff and bandit read
+# Entries this module writes per file (it replaces them, so running it twice is harmless).
+_PER_FILE = frozenset({"model_only", "analyzers_only", NOT_EXAMINED})
 
 
 def unexamined(coverage: list[dict]) -> list[dict]:
@@ -64,7 +65,8 @@ def examined(files: list[dict], coverage: list[dict], analysis: dict,
     """
     by_analyzer = set(analysis.get("examined") or ())
     tools = " and ".join(sorted(analysis.get("tools") or {})) or "the analyzers"
-    out = [c for c in coverage if c.get("reason") != "model_only"]
+    paths = {f["path"] for f in files}
+    out = [c for c in coverage if not (c.get("reason") in _PER_FILE and c.get("path") in paths)]
     for f in files:
         path = f["path"]
         if _nothing_new(f):

@@ -106,7 +106,6 @@ class Command(BaseCommand):
             self.stderr.write(f"  {c['short']} {_oneline(c['subject'])} "
                               f"({_oneline(c['author'])})")
 
-
     def _load(self, opts) -> services.ReviewInput:
         if opts["git"]:
             return services.from_git(*opts["git"])
