@@ -86,6 +86,14 @@ class Review(MaskedOnRead, models.Model):
     def verdict(self) -> str:
         return self.final_verdict or self.proposed_verdict
 
+    @property
+    def examined_files(self) -> int:
+        """Files an analyzer or a model that reads code really examined (known after the
+        synthesis; before it, every file handed to the reviewers)."""
+        left = {c.get("path") for c in self.coverage or ()
+                if isinstance(c, dict) and c.get("reason") == "not_examined"}
+        return sum(1 for f in self.files or () if f.get("path") not in left)
+
 
 class Finding(MaskedOnRead, models.Model):
     masked_fields = ("title", "description", "suggestion", "drop_reason", "history", "comment")

@@ -38,9 +38,11 @@ def _synthesized(run: Run, rec: ReviewSynthesized, user) -> None:
     rows = [_row(review, f, i, True) for i, f in enumerate(rec.kept)]
     rows += [_row(review, f, len(rows) + i, False) for i, f in enumerate(rec.dropped)]
     Finding.objects.bulk_create(rows)
+    # coverage: what the analyzers and reviewers really examined (None from older runs)
+    extra = {"coverage": rec.coverage} if rec.coverage is not None else {}
     Review.objects.filter(pk=review.pk).update(
         proposed_verdict=rec.verdict, rule_verdict=rec.rule_verdict, summary=mask(rec.summary),
-        notes=mask_deep(rec.notes), counts=severity_counts(rec.kept))
+        notes=mask_deep(rec.notes), counts=severity_counts(rec.kept), **extra)
 
 
 @persister(VerdictDecided)

@@ -140,7 +140,8 @@ REASON_TEXT = {
     "rename_only": "renamed without changes", "mode_only": "only the file mode changed",
     "unreadable": "could not be read", "over_file_limit": "over the file limit",
     "over_byte_limit": "over the size limit", "clipped": "clipped", "not_utf8": "not UTF-8",
-    "model_only": "reviewed by the models only",
+    "model_only": "reviewed by the models only", "analyzers_only": "checked by the analyzers only",
+    "not_examined": "not examined by any analyzer or model",
 }
 
 
@@ -224,6 +225,8 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
         "min_confidence": settings.QUORUM_REVIEW_MIN_CONFIDENCE if min_confidence is None
         else float(min_confidence),
         "reviewer_timeout": settings.QUORUM_REVIEW_TIMEOUT,
+        # the offline model reads no code, so its answers examine no file (see coverage.py)
+        "offline_roles": sorted(r for r, m in models.items() if r in ROLES and is_offline(m)),
         **(options or {}),
     }
     with transaction.atomic():

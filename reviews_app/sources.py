@@ -183,26 +183,35 @@ def allowed_repo(path: str, roots: list[str]) -> Path:
         raise SourceError(str(exc)) from None
 
 
+RANGE_USAGE = ("Give a range like main..feature or main...feature: the changes on feature since "
+               "it left main, as a pull request shows them.")
+
+
 def _parse_range(rng: str) -> tuple[str, str]:
+    """(base, head) from ``BASE..HEAD`` or ``BASE...HEAD``; both mean the same here."""
     rng = (rng or "").strip()
-    usage = "Give a range like main..feature (BASE..HEAD: two revisions joined by '..')."
     if not rng:
-        raise SourceError(usage)
-    sides = rng.split("..")
+        raise SourceError(RANGE_USAGE)
+    sides = rng.split("...") if "..." in rng else rng.split("..")
+    if len(sides) == 1 and _REV.fullmatch(rng):
+        raise SourceError(f"{rng!r} is a single revision, not a range. {RANGE_USAGE} For the "
+                          f"last commit alone, give {rng}~1..{rng}.")
     if len(sides) != 2:
-        raise SourceError(f"{rng!r} is not a range. {usage}")
+        raise SourceError(f"{rng!r} is not a range. {RANGE_USAGE}")
     for side in sides:
         if not _REV.fullmatch(side):
             shown = side if side else "(empty)"
             raise SourceError(f"{shown!r} is not an accepted revision in {rng!r}: use a branch, "
                               "tag or commit (letters, digits and . _ / ~ ^ -, not starting "
-                              f"with - or .). {usage}")
+                              f"with - or .). {RANGE_USAGE}")
     return sides[0], sides[1]
 
 
 def _resolve_rev(top: Path, rev: str, rng: str, timeout: float) -> str:
     try:
-        out = _git(top, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], timeout=timeout)
+        # --end-of-options: whatever the pattern lets through is never read as an option
+        out = _git(top, ["rev-parse", "--verify", "--quiet", "--end-of-options",
+                         f"{rev}^{{commit}}"], timeout=timeout)
     except SourceError:
         raise SourceError(f"Unknown revision {rev!r} in {top.name} (range {rng}).") from None
     sha = out.decode("ascii", "replace").strip()
@@ -269,21 +278,69 @@ def _read_blobs(top: Path, head: str, paths: list[str], *, max_file_bytes: int,
     return result
 
 
+MAX_COMMITS_LISTED = 250  # commits recorded for the page; the count says how many there were
+
+
+def _merge_base(top: Path, base: str, head: str, base_rev: str, head_rev: str, rng: str,
+                timeout: float) -> str:
+    """The commit ``head`` left ``base`` at (what a pull request diffs against)."""
+    try:
+        out = _git(top, ["merge-base", base, head], timeout=timeout)
+    except SourceError as exc:
+        if str(exc).startswith("git took longer"):
+            raise
+        raise SourceError(f"{base_rev} and {head_rev} have no commit in common in {top.name} "
+                          f"(range {rng}), so there is no change of one against the "
+                          "other to review.") from None
+    sha = out.decode("ascii", "replace").strip().splitlines()[:1]
+    if not sha or not _SHA.fullmatch(sha[0]):
+        raise SourceError(f"{base_rev} and {head_rev} have no commit in common in {top.name} "
+                          f"(range {rng}).")
+    return sha[0]
+
+
+def _commits(top: Path, merge_base: str, head: str, timeout: float) -> tuple[list[dict], int]:
+    """The commits on ``head`` since ``merge_base``, oldest first (the newest
+    MAX_COMMITS_LISTED of them), and how many there are."""
+    count = _git(top, ["rev-list", "--count", f"{merge_base}..{head}"], timeout=timeout)
+    total = int(count.strip() or 0)
+    # --max-count picks the newest commits before --reverse puts them oldest first
+    raw = _git(top, ["log", "--no-color", "--no-show-signature", "--reverse",
+                     f"--max-count={MAX_COMMITS_LISTED}", "--format=%H%x00%an%x00%s%x00", f"{merge_base}..{head}"], timeout=timeout)
+    fields = raw.decode("utf-8", "replace").split("\x00")
+    commits = []
+    for i in range(0, len(fields) - 3, 3):
+        sha = fields[i].strip()
+        if _SHA.fullmatch(sha):
+            commits.append({"sha": sha, "short": sha[:7], "author": fields[i + 1][:200],
+                            "subject": fields[i + 2][:300]})
+    return commits, total
+
+
 def git_range(repo: str, rng: str, *, roots: list[str], max_bytes: int = 5_000_000,
               max_files: int = 300, max_file_bytes: int = 500_000, timeout: float = 30) -> Source:
-    """The diff ``BASE..HEAD`` of a local repository inside ``roots``, with new file contents."""
+    """The changes on HEAD since it left BASE, like a pull request (``BASE..HEAD`` and
+    ``BASE...HEAD`` alike): the diff from their merge base to HEAD, the new file contents and
+    the commits included. Diffing the two tips instead would show BASE's newer commits
+    reversed, as if the branch undid them."""
     top = allowed_repo(repo, roots)
     base_rev, head_rev = _parse_range(rng)
     rng = f"{base_rev}..{head_rev}"
     base = _resolve_rev(top, base_rev, rng, timeout)
     head = _resolve_rev(top, head_rev, rng, timeout)
+    merge_base = _merge_base(top, base, head, base_rev, head_rev, rng, timeout)
+    commits, total_commits = _commits(top, merge_base, head, timeout)
+    if not total_commits:
+        raise SourceError(f"{head_rev} has no commits that {base_rev} does not already have "
+                          f"(range {rng} in {top.name}): nothing to review. Check the order: "
+                          "BASE..HEAD, the branch with the changes last.")
 
     names = _git(top, ["diff", "--no-ext-diff", "--no-textconv", "--no-color", "--name-status",
-                       "-z", "-M", base, head], timeout=timeout)
+                       "-z", "-M", merge_base, head], timeout=timeout)
     changed = _changed_paths(names)
     raw, _ = _git_capped(top, ["diff", "--no-ext-diff", "--no-textconv", "--no-color",
                                "--submodule=short", "--src-prefix=a/", "--dst-prefix=b/",
-                               "-M", "--full-index", base, head],
+                               "-M", "--full-index", merge_base, head],
                          timeout=timeout, limit=max_bytes)
     kept, cut_meta = _cut_diff(raw, max_bytes, len(changed))
 
@@ -297,9 +354,10 @@ def git_range(repo: str, rng: str, *, roots: list[str], max_bytes: int = 5_000_0
     contents.update(_read_blobs(top, head, to_read, max_file_bytes=max_file_bytes,
                                 timeout=timeout))
 
-    meta = {"repo": str(top), "base": base, "head": head, "range": rng,
-            "changed_files": len(changed), **cut_meta}
-    return Source(kind="git", label=f"{top.name} {base[:7]}..{head[:7]}",
+    meta = {"repo": str(top), "base": base, "merge_base": merge_base, "head": head,
+            "range": rng, "changed_files": len(changed), "commits": commits,
+            "commits_total": total_commits, **cut_meta}
+    return Source(kind="git", label=f"{top.name} {merge_base[:7]}..{head[:7]}",
                   diff_text=kept.decode("utf-8", "replace"), contents=contents, meta=meta)
 
 

@@ -30,7 +30,7 @@ from .forms import (
     VerdictForm,
 )
 from .models import Finding, Review
-from .pipeline import export
+from .pipeline import coverage, export
 from .pipeline.pattern import VERDICT_LABELS
 from .pipeline.schema import SEVERITIES
 from .rendering import anchors, file_views
@@ -141,6 +141,7 @@ def review_context(review: Review, *, with_diff: bool = True, timeline: bool = T
         "verdict_labels": VERDICT_LABELS, "severities": SEVERITIES,
         "skipped": [c for c in review.coverage if not c.get("reviewed")],
         "partial": [c for c in review.coverage if c.get("reviewed")],
+        "unexamined": coverage.unexamined(review.coverage),
         **extra,
     }
 
@@ -250,7 +251,8 @@ _PANELS_BY_KIND = {
     "reflection_done": {"reviewers-panel"}, "reflection_failed": {"reviewers-panel"},
     "reflection_skipped": {"reviewers-panel"}, "analysis_done": {"reviewers-panel"},
     "model_call": {"costs-panel", "reviewers-panel"},
-    "review_synthesized": {"verdict-panel", "findings-panel", "reviewers-panel", "diff-panel"},
+    "review_synthesized": {"verdict-panel", "findings-panel", "reviewers-panel", "diff-panel",
+                           "header", "coverage-panel"},
     "gate_opened": {"verdict-panel", "findings-panel"},
     "verdict_decided": {"verdict-panel"},
     "run_finished": {"verdict-panel", "reviewers-panel", "findings-panel", "costs-panel"},
@@ -267,5 +269,5 @@ def render_live_update(run: Run, events, panels: set[str]) -> str:
     # to a notice asking the person to load the page.
     return live_message(PAGE, ctx, events, panels,
                         ("header", "reviewers-panel", "verdict-panel", "findings-panel",
-                         "diff-panel", "costs-panel"),
+                         "diff-panel", "costs-panel", "coverage-panel"),
                         bulky=("diff-panel", "findings-panel"), too_large="too-large")

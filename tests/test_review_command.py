@@ -106,7 +106,10 @@ def test_bad_input_corpus_through_the_command(tmp_path, name, data, expect):
     assert code in (0, 1), err
     result = json.loads(out)
     reasons = {c["reason"] for c in result["coverage"]}
+    # what the parser left to the models, the offline model did not read: not reviewed
+    detail = {"not_examined" if r == "model_only" else r for r in detail}
     assert detail <= reasons
+    assert code == 1 or not {"not_examined", "over_file_limit", "unreadable"} & reasons
     assert Run.objects.get().status == "completed"
 
 
@@ -162,3 +165,102 @@ def test_ci_reviews_are_not_refused_by_a_daily_count_unless_one_is_set(
     code, _, err = review(str(path), "--model", "security=offline/default")
     assert code == 1, err
     assert Review.objects.count() == 27
+
+
+TS_SQLI_KEY = """diff --git a/src/users.ts b/src/users.ts
+new file mode 100644
+index 0000000..3b18e51
+--- /dev/null
++++ b/src/users.ts
+@@ -0,0 +1,5 @@
++const STRIPE_KEY = "sk_live_51HqLyjWDarjtT1zdp7dcXYZabcdEFGH";
++
++export function find(db: any, id: string) {
++  return db.query(`select * from users where id = ${id}`);
++}
+"""
+
+
+def test_offline_review_of_a_file_nobody_can_read_is_not_approved_and_exits_1(tmp_path):
+    """The issue's example: no analyzer reads TypeScript and the offline model reads no code,
+    so nothing examined the file; the review says so and does not approve."""
+    path = tmp_path / "ts.diff"
+    path.write_text(TS_SQLI_KEY)
+    code, out, err = review(str(path), "--format", "json")
+    assert code == 1, err
+    data = json.loads(out)
+    assert data["review"]["verdict"]["final"] != "approve"
+    [entry] = [c for c in data["coverage"] if c["path"] == "src/users.ts"]
+    assert (entry["reason"], entry["reviewed"]) == ("not_examined", False)
+    assert "Incomplete review" in data["review"]["summary"]
+    assert "Not reviewed: src/users.ts: no analyzer reads TypeScript" in err
+    assert "Incomplete review: 1 part(s) of the change left unexamined." in err
+    review_row = Review.objects.get()
+    assert review_row.examined_files == 0 and review_row.total_files == 1
+
+
+def _branch_and_main_move_on(path):
+    import subprocess
+
+    git = ["git", "-C", str(path), "-c", "user.email=t@example.com", "-c", "user.name=Dev"]
+    subprocess.run([*git, "checkout", "-qb", "feature"], check=True)
+    (path / "calc.py").write_text("def double(x):\n    return x + x\n")
+    subprocess.run([*git, "commit", "-qam", "double by addition \x1b[31mred"], check=True)
+    subprocess.run([*git, "checkout", "-q", "main"], check=True)
+    (path / "later.py").write_text("import os\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "main moves on"], check=True)
+
+
+@pytest.mark.parametrize("rng", ["main..feature", "main...feature"])
+def test_git_range_reviews_the_branch_since_it_left_main_and_lists_its_commits(
+        tmp_path, settings, rng):
+    repo = git_repo(tmp_path / "repo", {"calc.py": "def double(x):\n    return 2 * x\n"})
+    _branch_and_main_move_on(repo)
+    settings.QUORUM_REPO_ROOTS = [str(tmp_path)]
+    code, out, err = review("--git", str(repo), rng, "--format", "json")
+    assert code in (0, 1), err
+    assert [f["path"] for f in Review.objects.get().files] == ["calc.py"]  # not later.py
+    assert f"Commits in {rng.replace('...', '..')} (1):" in err
+    sha = Review.objects.get().source_meta["commits"][0]["short"]
+    # the subject's escape character does not reach the terminal
+    assert f"  {sha} double by addition  [31mred (Dev)" in err
+    assert "\x1b" not in err
+
+
+def test_git_range_with_no_commits_exits_2(tmp_path, settings):
+    repo = git_repo(tmp_path / "repo", {"a.py": "A = 1\n"}, {"a.py": "A = 2\n"})
+    settings.QUORUM_REPO_ROOTS = [str(tmp_path)]
+    code, _, err = review("--git", str(repo), "main..main~1")
+    assert code == 2 and "nothing to review" in err
+    assert not Review.objects.exists()
+
+
+NEW_PY_FILE = """diff --git a/app/util.py b/app/util.py
+new file mode 100644
+--- /dev/null
++++ b/app/util.py
+@@ -0,0 +1,6 @@
++import os
++import json
++
++
++def f():
++    unused = 1
+"""
+
+
+def test_a_pasted_new_file_is_analysed_whole_and_its_unused_names_found(monkeypatch):
+    import io
+    import sys
+
+    class Stdin:
+        buffer = io.BytesIO(NEW_PY_FILE.encode())
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    code, out, err = review("-", "--format", "json")
+    assert code in (0, 1), err
+    rules = {(r, f["line"]) for f in json.loads(out)["findings"] + json.loads(out)["dropped"]
+             for r in (e["rule"] for e in f["evidence"])}
+    assert {("F401", 1), ("F401", 2), ("F841", 6)} <= rules
+    assert Review.objects.get().files[0]["mode"] == "heavy"

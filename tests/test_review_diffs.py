@@ -314,13 +314,16 @@ def test_multi_file_git_diff_statuses_lines_and_counts():
                                   (22, "    log(obj)")]
     assert added_lines(app) == [(1, "const a = 1;"), (2, "const b = a + 1;"),
                                 (3, "export default b;")]
-    assert all(f["content"] is None and f["mode"] == "light" for f in result.files)
+    # a file the diff creates whole is known whole; the modified one only by its hunks
+    assert (views["content"], views["mode"]) == (None, "light")
+    assert app["content"] == "const a = 1;\nconst b = a + 1;\nexport default b;\n"
+    assert app["mode"] == "heavy"
     assert not any(f["clipped"] or f["no_newline_at_end"] for f in result.files)
     assert reasons(result) == {"old/legacy.py": "deleted"}
     model_only = [c for c in result.coverage if c["reason"] == "model_only"]
     assert model_only == [{"path": "web/app.js", "reason": "model_only", "reviewed": True,
-                           "detail": "Not Python: reviewed by the models only, without "
-                                     "static analysis."}]
+                           "detail": "Not Python: left to the models, without static "
+                                     "analysis."}]
 
 
 def test_numbered_patch_shows_new_line_numbers_and_marks():
@@ -664,3 +667,63 @@ def test_bytes_input_and_numbered_patch_on_a_partial_dict():
     assert [f["path"] for f in prepare(MULTI.encode()).files] == ["app/views.py", "web/app.js"]
     assert numbered_patch({"hunks": [{"header": "@@ -1 +1 @@", "lines": [
         {"kind": "add", "new": 7, "text": "x"}]}]}) == "@@ -1 +1 @@\n    7 + x"
+
+
+# --------------------------------------------------------------------------- whole new files
+
+NEW_PY = """diff --git a/app/util.py b/app/util.py
+new file mode 100644
+index 0000000..3b18e51
+--- /dev/null
++++ b/app/util.py
+@@ -0,0 +1,6 @@
++import os
++import json
++
++
++def f():
++    unused = 1
+"""
+
+
+def test_a_file_the_diff_creates_whole_is_known_whole():
+    (file,) = prepare(NEW_PY).files
+    assert file["status"] == "added"
+    assert file["content"] == "import os\nimport json\n\n\ndef f():\n    unused = 1\n"
+    assert file["mode"] == "heavy"
+    # the text of the diff given for the path wins over the reconstruction
+    (given,) = prepare(NEW_PY, contents={"app/util.py": "x = 1\n"}).files
+    assert given["content"] == "x = 1\n"
+
+
+def test_a_whole_new_file_without_a_final_newline_keeps_that():
+    text = NEW_PY.replace("+    unused = 1\n", "+    unused = 1\n\\ No newline at end of file\n")
+    (file,) = prepare(text).files
+    assert file["content"].endswith("    unused = 1")
+
+
+@pytest.mark.parametrize("text", [
+    # two hunks: not one piece of a whole file
+    NEW_PY.replace("@@ -0,0 +1,6 @@", "@@ -0,0 +1,2 @@").replace(
+        "+\n+\n+def f():", "@@ -0,0 +5,2 @@\n+def f():"),
+    # a modified file that starts at line 1 is not new
+    NEW_PY.replace("new file mode 100644\n", "").replace("--- /dev/null", "--- a/app/util.py")
+    .replace("@@ -0,0 +1,6 @@", "@@ -1,1 +1,6 @@").replace("+import os\n", " import os\n"),
+])
+def test_only_a_single_all_added_hunk_from_line_one_makes_a_whole_file(text):
+    files = prepare(text).files
+    assert files and all(f["content"] is None for f in files)
+
+
+def test_a_pasted_new_file_is_analysed_as_a_whole_file():
+    """Unused imports and names are real findings in a whole new file (they were dropped as
+    fragment artefacts when the file was known only by its hunk)."""
+    from reviews_app.pipeline.analyzers import input_from_file, run_analyzers
+
+    (file,) = prepare(NEW_PY).files
+    inp = input_from_file(file)
+    assert inp.full is True
+    report = run_analyzers([inp])
+    assert not report.errors
+    found = {(e["rule"], e["line"]) for e in report.evidence}
+    assert {("F401", 1), ("F401", 2), ("F841", 6)} <= found

@@ -454,3 +454,163 @@ def test_offline_reflection_upgrades_overlapping_findings_but_not_style_notes():
     [up] = offline_review.reflection(body([arch], [risky]))["amendments"]
     assert (up["action"], up["target"], up["severity"]) == ("upgrade", "ARC-1", "critical")
     assert offline_review.reflection(body([style], [risky]))["amendments"] == []
+
+
+# --- coverage: only what was really examined counts as reviewed --------------------------------
+TS = ["const key = 'sk_live_51HqLyjWDarjtT1zdp7dcXYZabc';",
+      "export function find(db, id) {",
+      "  return db.query(`select * from users where id = ${id}`);", "}"]
+
+
+def ts_file(path="src/users.ts"):
+    f = file_dict(path, TS)
+    f.update(language="TypeScript", lexer="typescript", is_python=False)
+    return f
+
+
+def model_only(path):
+    return {"path": path, "reason": "model_only", "reviewed": True, "detail": "(from the parser)"}
+
+
+def approving():
+    return FunctionModel(Script(synth={"duplicates": [], "verdict": "approve",
+                                       "summary": "Looks fine."}))
+
+
+def test_a_file_no_analyzer_reads_and_only_the_offline_model_saw_is_not_reviewed():
+    state = new_state([ts_file()], offline_roles=["security", "architecture", "style"])
+    state["coverage"] = [model_only("src/users.ts")]
+    model = approving()
+    result, _ = run_to_gate(model, state)
+    rec = result.records[0]
+    assert rec.verdict == "needs_discussion" and rec.rule_verdict == "needs_discussion"
+    [entry] = rec.coverage
+    assert (entry["path"], entry["reason"], entry["reviewed"]) == ("src/users.ts",
+                                                                   "not_examined", False)
+    assert "no analyzer reads TypeScript" in entry["detail"]
+    assert "offline model, which reads no code" in entry["detail"]
+    assert rec.summary.startswith("**Incomplete review: 1 file not examined by any analyzer "
+                                  "or model — src/users.ts: no analyzer reads TypeScript")
+    assert any(n.startswith("Incomplete review: 1 file not examined") for n in rec.notes)
+    assert result.state["coverage"] == rec.coverage
+    # the synthesizer is told the rules do not allow approve
+    synth = next(c for c in model.history if c.role == "synthesizer")
+    assert "## Verdict by the rules\nneeds_discussion" in synth.prompt
+
+
+def test_a_file_a_model_read_is_reviewed_and_may_be_approved():
+    state = new_state([ts_file()])
+    state["coverage"] = [model_only("src/users.ts")]
+    result, _ = run_to_gate(approving(), state)
+    rec = result.records[0]
+    assert rec.verdict == "approve"
+    assert rec.coverage == [{"path": "src/users.ts", "reason": "model_only", "reviewed": True,
+                             "detail": "Not Python: read by the security, architecture, style "
+                                       "reviewers only, without static analysis."}]
+    assert not rec.summary.startswith("**Incomplete")
+
+
+def test_a_python_file_the_analyzers_checked_counts_with_the_offline_model():
+    state = new_state(offline_roles=["security", "architecture", "style"])
+    state["analysis"] = {"evidence": [], "errors": [], "tools": {"ruff": "0.1", "bandit": "1"},
+                         "files": 1, "examined": ["app/users.py"]}
+    result, _ = run_to_gate(approving(), state)
+    rec = result.records[0]
+    assert rec.verdict == "approve"
+    assert [(c["reason"], c["reviewed"]) for c in rec.coverage] == [("analyzers_only", True)]
+
+
+def test_a_python_file_whose_analyzers_failed_and_no_model_read_is_not_reviewed():
+    state = new_state(offline_roles=["security", "architecture", "style"])
+    state["analysis"] = {"evidence": [], "errors": ["ruff timed out after 60 s and was stopped"],
+                         "tools": {}, "files": 1, "examined": []}
+    result, _ = run_to_gate(approving(), state)
+    rec = result.records[0]
+    assert rec.verdict == "needs_discussion"
+    [entry] = rec.coverage
+    assert entry["reason"] == "not_examined" and "ruff timed out" in entry["detail"]
+
+
+def test_files_in_a_batch_every_reviewer_failed_on_are_not_reviewed():
+    files = [file_dict(f"pkg/m{i}.py") for i in range(4)]
+    parts = batches(files, 1200)
+    assert len(parts) > 1
+    lost = {f["path"] for f in parts[-1]}
+
+    def flaky(messages):
+        if any(p in messages[-1]["content"] for p in lost):
+            raise ModelError("provider returned 500 twice")
+        return {"findings": []}
+
+    model = FunctionModel(Script(found={r: flaky for r in ("security", "architecture",
+                                                           "style")}))
+    result, _ = run_to_gate(model, new_state(files, max_prompt_chars=1200))
+    rec = result.records[0]
+    assert {r["status"] for r in result.state["reviewers"].values()} == {"partial"}
+    assert rec.verdict == "needs_discussion"
+    not_examined = {c["path"] for c in rec.coverage if c["reason"] == "not_examined"}
+    assert not_examined == lost
+    detail = next(c["detail"] for c in rec.coverage if c["reason"] == "not_examined")
+    assert "security (partial)" in detail
+
+
+@pytest.mark.parametrize("reason", ["clipped", "over_file_limit", "over_byte_limit",
+                                    "unreadable"])
+def test_any_part_left_out_by_the_limits_prevents_approve(reason):
+    state = new_state()
+    state["coverage"] = [{"path": "big.py", "reason": reason, "reviewed": reason == "clipped",
+                          "detail": "cut"}]
+    result, _ = run_to_gate(approving(), state)
+    rec = result.records[0]
+    assert rec.verdict == "needs_discussion"
+    assert f"big.py ({reason.replace('_', ' ')})" in rec.summary
+
+
+@pytest.mark.parametrize("reason", ["binary", "deleted", "generated", "rename_only",
+                                    "mode_only", "not_utf8"])
+def test_files_with_nothing_to_review_do_not_prevent_approve(reason):
+    state = new_state()
+    state["coverage"] = [{"path": "x.bin", "reason": reason, "reviewed": False, "detail": "-"}]
+    result, _ = run_to_gate(approving(), state)
+    assert result.records[0].verdict == "approve"
+
+
+def test_a_reviewer_that_timed_out_makes_the_review_incomplete():
+    release = threading.Event()
+
+    def slow(messages):
+        release.wait(5)
+        return {"findings": []}
+
+    model = FunctionModel(Script(found={"architecture": slow},
+                                 synth={"duplicates": [], "verdict": "approve",
+                                        "summary": "Fine."}))
+    try:
+        result, _ = run_to_gate(model, new_state(reviewer_timeout=0.3))
+    finally:
+        release.set()
+    rec = result.records[0]
+    assert result.state["reviewers"]["architecture"]["status"] == "timeout"
+    assert rec.verdict == "needs_discussion"
+    assert "architecture reviewer did not finish" in rec.summary
+
+
+def test_an_empty_new_file_has_nothing_to_examine_and_does_not_prevent_approve():
+    empty = file_dict("pkg/__init__.py", [])
+    empty.update(hunks=[], added=0)
+    blank = ts_file("web/blank.ts")
+    for ln in blank["hunks"][0]["lines"]:
+        ln["text"] = "  "
+    state = new_state([empty, blank], offline_roles=["security", "architecture", "style"])
+    result, _ = run_to_gate(approving(), state)
+    rec = result.records[0]
+    assert rec.verdict == "approve" and rec.coverage == []
+
+
+def test_synthesis_run_again_gives_the_same_coverage():
+    state = new_state([ts_file()], offline_roles=["security", "architecture", "style"])
+    state["coverage"] = [model_only("src/users.ts")]
+    first, _ = run_to_gate(approving(), state)
+    again = P.run_stage("synthesize", {**first.state, "findings": []}, approving())
+    assert again.records[0].coverage == first.records[0].coverage
+    assert [c["reason"] for c in again.records[0].coverage] == ["not_examined"]

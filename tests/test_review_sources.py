@@ -128,7 +128,10 @@ def test_git_range_happy_path(repo):
     assert src.kind == "git"
     assert src.label == f"proj {repo['base'][:7]}..{repo['head'][:7]}"
     assert src.meta == {"repo": str(repo["proj"].resolve()), "base": repo["base"],
-                        "head": repo["head"], "range": "main..feature", "changed_files": 4}
+                        "merge_base": repo["base"], "head": repo["head"],
+                        "range": "main..feature", "changed_files": 4, "commits_total": 1,
+                        "commits": [{"sha": repo["head"], "short": repo["head"][:7],
+                                     "author": "Tester", "subject": "feature"}]}
     assert "diff --git a/a.py b/a.py" in src.diff_text
     assert "+    return 2" in src.diff_text and "-    return 1" in src.diff_text
     assert "deleted file mode" in src.diff_text
@@ -175,13 +178,96 @@ def test_max_files_limits_contents(repo):
 
 @pytest.mark.parametrize("rng", [
     "--output=/tmp/x..HEAD", "-p..HEAD", "main..", "..main", "a..b..c", "$(id)..HEAD", "",
-    "   ", "main", "main...feature", "main..-feature", "main..feature;id", "main..@{u}",
+    "   ", "main", "main....feature", "main..-feature", "main...-feature", "-main...feature", "main..feature;id", "main..@{u}",
     "main..fe ature", "x" * 201 + "..main", ".hidden..main", "main..feat\nure",
 ])
 def test_range_injection_refused(repo, rng):
     with pytest.raises(SourceError):
         sources.git_range(str(repo["proj"]), rng, roots=[str(repo["root"])])
     assert not os.path.exists("/tmp/x..HEAD")  # noqa: S108 - the injected option's target
+
+
+def _main_moves_on(repo) -> str:
+    """main gets a newer commit after feature left it; returns its sha."""
+    proj = repo["proj"]
+    git(proj, "checkout", "-q", "main")
+    write(proj / "b.txt", "changed on main later\n")
+    write(proj / "main_only.py", "X = 1\n")
+    sha = commit_all(proj, "main moves on")
+    git(proj, "checkout", "-q", "feature")
+    return sha
+
+
+@pytest.mark.parametrize("rng", ["main..feature", "main...feature"])
+def test_range_is_the_branch_since_it_left_base(repo, rng):
+    """Like a pull request: commits made on main after feature left it are not in the diff
+    (diffing the two tips would show them reversed, as if feature deleted them)."""
+    main_tip = _main_moves_on(repo)
+    src = sources.git_range(str(repo["proj"]), rng, roots=[str(repo["root"])])
+    assert src.meta["base"] == main_tip
+    assert src.meta["merge_base"] == repo["base"]
+    assert src.meta["head"] == repo["head"]
+    assert src.label == f"proj {repo['base'][:7]}..{repo['head'][:7]}"
+    assert "main_only.py" not in src.diff_text
+    assert "changed on main later" not in src.diff_text
+    assert "b.txt" not in src.diff_text and "b.txt" not in src.contents
+    assert "+    return 2" in src.diff_text
+    assert [c["subject"] for c in src.meta["commits"]] == ["feature"]
+    assert src.meta["changed_files"] == 4
+
+
+def test_range_lists_its_commits_oldest_first(repo):
+    proj = repo["proj"]
+    write(proj / "c.py", "C = 1\n")
+    second = commit_all(proj, "second: add c <b>bold</b>")
+    git(proj, "-c", "user.name=Ann O'Hara", "commit", "-q", "--allow-empty", "-m",
+        "third\n\nbody line")
+    third = git(proj, "rev-parse", "HEAD")
+    src = sources.git_range(str(proj), "main...feature", roots=[str(repo["root"])])
+    assert src.meta["commits_total"] == 3
+    assert src.meta["commits"] == [
+        {"sha": repo["head"], "short": repo["head"][:7], "author": "Tester",
+         "subject": "feature"},
+        {"sha": second, "short": second[:7], "author": "Tester",
+         "subject": "second: add c <b>bold</b>"},
+        {"sha": third, "short": third[:7], "author": "Ann O'Hara", "subject": "third"},
+    ]
+
+
+def test_range_without_commits_is_refused(repo):
+    # feature is already in main (fast-forwarded): nothing on feature that main lacks
+    git(repo["proj"], "branch", "-f", "merged", "feature")
+    with pytest.raises(SourceError, match="has no commits that feature does not already "
+                                          "have.*nothing to review"):
+        sources.git_range(str(repo["proj"]), "feature..merged", roots=[str(repo["root"])])
+    # the wrong way round: main has nothing feature lacks
+    with pytest.raises(SourceError, match="nothing to review. Check the order"):
+        sources.git_range(str(repo["proj"]), "feature...main", roots=[str(repo["root"])])
+
+
+def test_unrelated_histories_are_refused(repo):
+    proj = repo["proj"]
+    git(proj, "checkout", "-q", "--orphan", "island")
+    git(proj, "rm", "-rqf", ".")
+    write(proj / "z.txt", "z\n")
+    commit_all(proj, "island")
+    with pytest.raises(SourceError, match="have no commit in common"):
+        sources.git_range(str(proj), "main..island", roots=[str(repo["root"])])
+
+
+def test_single_revision_says_how_to_give_a_range(repo):
+    with pytest.raises(SourceError, match=r"single revision.*feature~1\.\.feature"):
+        sources.git_range(str(repo["proj"]), "feature", roots=[str(repo["root"])])
+
+
+def test_odd_ref_names_are_never_options(repo, tmp_path):
+    """A branch whose name git allows but that looks like an option past the first
+    character reaches git only after --end-of-options (or as a full sha)."""
+    proj = repo["proj"]
+    git(proj, "branch", "x--output", "feature")
+    src = sources.git_range(str(proj), "main...x--output", roots=[str(repo["root"])])
+    assert src.meta["head"] == repo["head"]
+    assert not (proj / "output").exists()
 
 
 def test_unknown_revision(repo):

@@ -486,3 +486,66 @@ def test_a_large_review_loads_file_diffs_on_demand(alice_client, alice, bob):
     assert other.get(url).status_code == 404
     anon = Client().get(url)
     assert anon.status_code == 302 and reverse("login") in anon["Location"]
+
+
+# --- what the page says was reviewed -------------------------------------------------------------
+@pytest.mark.django_db
+def test_the_page_lists_the_commits_of_a_git_range(client, alice, bob, settings, tmp_path):
+    repo = git_repo(tmp_path / "repo", {"a.py": "x = 1\n"}, {"a.py": "x = 2\n"},
+                    {"b.py": "y = 1\n"})
+    settings.QUORUM_REPO_ROOTS = [str(tmp_path)]
+    client.force_login(alice)
+    response = client.post(reverse("start_review"), {
+        "source": "git", "repo": str(repo), "range": "main~2...main"})
+    assert response.status_code == 302, response.content.decode()[:1500]
+    review = Review.objects.get()
+    meta = review.source_meta
+    assert [c["subject"] for c in meta["commits"]] == ["version 2", "version 3"]
+    page = client.get(review.get_absolute_url()).content.decode()
+    assert 'id="commits-panel"' in page
+    assert "2 in main~2..main" in page
+    for c in meta["commits"]:
+        assert f'<code title="{c["sha"]}">{c["short"]}</code> {c["subject"]}' in page
+    # only the owner sees them
+    client.force_login(bob)
+    assert client.get(review.get_absolute_url()).status_code == 404
+    client.logout()
+    anonymous = client.get(review.get_absolute_url())
+    assert anonymous.status_code == 302 and reverse("login") in anonymous["Location"]
+
+
+@pytest.mark.django_db
+def test_commit_subjects_and_authors_are_escaped(alice_client, alice):
+    inp = services.from_text(GOOD)
+    inp.meta = {"range": "main..x", "merge_base": "0" * 40, "commits_total": 1,
+                "commits": [{"sha": "1" * 40, "short": "1111111",
+                             "subject": "<script>alert(1)</script>", "author": "<b>eve</b>"}]}
+    run = services.start_review(alice, inp, services.prepare(inp), enqueue=False)
+    page = alice_client.get(reverse("review_detail", args=[run.pk])).content.decode()
+    assert "<script>alert(1)</script>" not in page and "<b>eve</b>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_a_file_nobody_examined_is_shown_as_not_reviewed(transactional_db, alice,
+                                                          alice_client):
+    run = engine.run_inline(start(alice, JS).pk)
+    assert run.status == "awaiting_triage", run.error
+    review = Review.objects.get(run=run)
+    assert review.proposed_verdict != "approve"
+    page = alice_client.get(review.get_absolute_url()).content.decode()
+    assert "<dd>0 reviewed of 1</dd>" in page
+    assert "0 of 1 file reviewed." in page
+    assert "Incomplete review: 1 part of the change was left unexamined" in page
+    assert "Not reviewed (1)" in page and "not_examined" in page
+    assert "Reviewed with limits" not in page  # no longer claimed as "reviewed by the models"
+
+
+def test_the_coverage_panel_updates_live_when_the_review_is_synthesized(transactional_db,
+                                                                         alice):
+    from agents_app.patterns.base import Event
+    from reviews_app.views import render_live_update
+
+    run = engine.run_inline(start(alice, JS).pk)
+    html = render_live_update(run, [Event("review_synthesized", "ready")], set())
+    assert 'id="coverage-panel" hx-swap-oob="true"' in html
+    assert "not_examined" in html

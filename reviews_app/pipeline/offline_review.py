@@ -3,8 +3,10 @@
 With no provider key, each reviewer turns the ruff and bandit results of its category into
 findings (severity, lines and a concrete fix from the analyzers), reflection upgrades a
 finding when a colleague rates the same lines higher, and synthesis follows the verdict
-rules. It reads nothing but the prompt, so it is a real, repeatable review of Python code,
-and it says plainly that no language model read the change.
+rules. It reads nothing but the prompt's analyzer results, so it is a real, repeatable
+review of Python code that examines no file itself (its run lists ``offline_roles``, and the
+coverage counts only what the analyzers read), and it says plainly that no language model
+read the change.
 """
 
 from __future__ import annotations
@@ -94,8 +96,8 @@ def synthesis(messages) -> dict:
                f"lines, restated by the built-in offline model (no language model read the "
                f"change). Kept: {found}" + (f" across {files} file(s)" if files else "") +
                f". The verdict follows the severity rules: {verdict.replace('_', ' ')}. "
-               "Files in other languages were not analyzed; set a provider key for a model "
-               "review.")
+               "Files in other languages were not reviewed: no analyzer reads them and this "
+               "model reads no code; set a provider key for a model review.")
     return {"duplicates": [], "verdict": verdict, "summary": summary}
 
 

@@ -10,7 +10,9 @@ Stages (each name is also the journal key of its model calls):
   ``close``       the run completes with the decided verdict
 
 A reviewer that raises or times out degrades the review (the others go on); the review
-fails only when no reviewer succeeded. The critical path is three model latencies:
+fails only when no reviewer succeeded. Synthesis records what really examined each file
+(``coverage.py``); a review that left part of the change unexamined, or missed a reviewer,
+does not propose approve. The critical path is three model latencies:
 reviewers overlap, reflections overlap, and synthesis is one call.
 """
 
@@ -32,7 +34,7 @@ from agents_app.patterns.base import (
 )
 from agents_app.patterns.parallel import run_parallel
 
-from . import analyzers, prompts, secret_keys, synthesis
+from . import analyzers, coverage, prompts, secret_keys, synthesis
 from .schema import CATEGORIES, VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 
 TRIAGE_GATE = "triage"
@@ -44,6 +46,9 @@ DEFAULTS = {
     "reviewer_timeout": 180.0,
     "max_prompt_chars": 60_000,
     "max_parallel_calls": 24,
+    # Roles served by a model that reads no code (the built-in offline model): their answers
+    # do not count as having examined a file.
+    "offline_roles": [],
 }
 
 
@@ -62,6 +67,7 @@ class ReviewSynthesized:
     model_verdict: str
     summary: str
     notes: list[str] = field(default_factory=list)
+    coverage: list[dict] | None = None  # what was examined, once the reviewers have run
 
 
 @dataclass
@@ -139,7 +145,7 @@ class CodeReview(Pattern):
         found = secret_keys.scan_files(state["files"])
         if not inputs:
             state["analysis"] = {"evidence": found, "errors": [], "tools": {}, "seconds": 0.0,
-                                 "files": 0}
+                                 "files": 0, "examined": []}
             msg = (f"No Python files among the {len(state['files'])} reviewed: the models "
                    "review them without ruff and bandit evidence.")
             if found:
@@ -152,7 +158,9 @@ class CodeReview(Pattern):
             e["fix"] = analyzers.suggestion_for(e)
         state["analysis"] = {"evidence": report.evidence, "errors": report.errors,
                              "tools": report.tools, "seconds": round(report.seconds, 3),
-                             "files": len(inputs)}
+                             "files": len(inputs),
+                             # one run covers every input; no tool answering covers none
+                             "examined": [i.path for i in inputs] if report.tools else []}
         on_changed = [e for e in report.evidence if e.get("on_changed_line", True)]
         tools = " and ".join(sorted(report.tools)) or "no analyzer"
         msg = (f"{tools} checked {len(inputs)} Python file(s) in {report.seconds:.1f} s: "
@@ -181,9 +189,15 @@ class CodeReview(Pattern):
         findings: list[dict] = []
         dropped: list[dict] = []
         reviewers: dict[str, dict] = {}
+        readers: dict[str, list[str]] = {}
+        offline = set(opts.get("offline_roles") or ())
         events = []
         for reviewer in opts["reviewers"]:
             mine = [outcomes[f"{reviewer}:{i}"] for i in range(len(parts))]
+            for part, outcome in zip(parts, mine, strict=True):
+                if not outcome.error and reviewer not in offline:
+                    for f in part:
+                        readers.setdefault(f["path"], []).append(reviewer)
             ok = [o for o in mine if not o.error]
             errors = sorted({o.error for o in mine if o.error})
             # A model may quote a secret it read in the diff: never whole in a finding.
@@ -213,7 +227,7 @@ class CodeReview(Pattern):
             else:
                 events.append(Event("reviewer_failed", f"The {reviewer} reviewer failed: "
                                     f"{'; '.join(errors)}", {"reviewer": reviewer}))
-        state.update(findings=findings + dropped, reviewers=reviewers)
+        state.update(findings=findings + dropped, reviewers=reviewers, model_readers=readers)
         records = [ReviewersFinished(reviewers)]
         succeeded = [r for r, v in reviewers.items() if v["status"] in ("ok", "partial")]
         if not succeeded:
@@ -279,7 +293,11 @@ class CodeReview(Pattern):
         synthesis.merge_duplicates(findings)
         synthesis.drop_weak(findings, float(opts["min_confidence"]), _code_lookup(state["files"]))
         kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
+        state["coverage"] = _true_coverage(state)
+        left = coverage.incomplete_text(coverage.unexamined(state["coverage"]))
         rule = synthesis.rule_verdict(kept)
+        if left and rule == "approve":
+            rule = "needs_discussion"  # what the synthesizer is told the rules allow
         notes = list(state.get("amendment_notes") or [])
         model_verdict, summary = "", ""
         coverage_notes = [f"{c['path']}: {c['reason']}" for c in state["coverage"]][:50]
@@ -297,8 +315,9 @@ class CodeReview(Pattern):
             raise
         except Exception as exc:  # degrade: the rules still give a verdict
             synth_error = str(exc)
-            notes.append(f"The synthesizer failed ({exc}); the verdict follows the rules and "
-                         "the summary is generated.")
+            synth_note = (f"The synthesizer failed ({exc}); the verdict follows the rules and "
+                          "the summary is generated.")
+            notes.append(synth_note)
         kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
         dropped = [f for f in findings if f["status"] == "dropped"]
         rule = synthesis.rule_verdict(kept)
@@ -309,9 +328,16 @@ class CodeReview(Pattern):
             rule = "needs_discussion"
             notes.append(f"Incomplete review: {', '.join(missing)} did not finish, so the "
                          "verdict cannot be approve.")
+        if left:
+            # Nobody looked at part of the change: approving it would claim otherwise.
+            notes.append(f"Incomplete review: {left}. The verdict cannot be approve.")
+            if rule == "approve":
+                rule = "needs_discussion"
         verdict = synthesis.combine_verdicts(rule, model_verdict or None)
         if not summary:
             summary = _fallback_summary(kept, verdict, state["reviewers"])
+        if left:
+            summary = f"**Incomplete review: {left}.** " + summary
         if missing:
             summary = (f"**Incomplete review: the {', '.join(missing)} reviewer"
                        f"{'s' if len(missing) > 1 else ''} did not finish.** " + summary)
@@ -324,9 +350,10 @@ class CodeReview(Pattern):
                f"{VERDICT_LABELS[verdict]}.")
         events = [Event("review_synthesized", msg, {"verdict": verdict, "counts": counts})]
         if synth_error:
-            events.insert(0, Event("synthesizer_failed", notes[-1]))
+            events.insert(0, Event("synthesizer_failed", synth_note))
         record = ReviewSynthesized(kept=kept, dropped=dropped, verdict=verdict, rule_verdict=rule,
-                                   model_verdict=model_verdict, summary=summary, notes=notes)
+                                   model_verdict=model_verdict, summary=summary, notes=notes,
+                                   coverage=state["coverage"])
         return StageResult(state=state, next_stage="close", records=[record], events=events,
                            gate=Gate(TRIAGE_GATE, {"verdict": verdict}))
 
@@ -365,6 +392,14 @@ class CodeReview(Pattern):
         answer = (f"**Verdict: {VERDICT_LABELS[d['verdict']]}** (decided by {d['author']})\n\n"
                   f"{state['result']['summary']}")
         return StageResult(state=state, outcome="completed", answer=answer)
+
+
+def _true_coverage(state: dict) -> list[dict]:
+    opts = state["options"]
+    return coverage.examined(
+        state["files"], state["coverage"], state.get("analysis") or {},
+        state.get("model_readers") or {}, list(opts["reviewers"]),
+        set(opts.get("offline_roles") or ()), state.get("reviewers") or {})
 
 
 def _code_lookup(files: list[dict]):

@@ -4,9 +4,11 @@
     python manage.py review --git /repos/app main..feature --format sarif
     python manage.py review --github https://github.com/o/r/pull/7 --model style=gpt-4o-mini
 
-Prints the export on stdout (progress goes to stderr). Exit status: 0 when the verdict is
-approve, 1 when it is request_changes or needs_discussion, 2 when the review could not be
-made (bad input, limit reached, every reviewer failed).
+Prints the export on stdout (progress, the commits of a git range and the files left
+unexamined go to stderr). Exit status: 0 when the verdict is approve and every file was
+examined, 1 when the verdict is request_changes or needs_discussion or part of the change was
+left unexamined, 2 when the review could not be made (bad input, limit reached, every
+reviewer failed).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from agents_app.cli import command_owner, parse_models
 from agents_app.patterns.base import Decision
 from reviews_app import services
 from reviews_app.models import Review
-from reviews_app.pipeline import export
+from reviews_app.pipeline import coverage, export
 
 EXIT_APPROVE, EXIT_NOT_APPROVED, EXIT_ERROR = 0, 1, 2
 
@@ -59,6 +61,7 @@ class Command(BaseCommand):
             sys.exit(EXIT_ERROR)
         self.stderr.write(f"Review {run.pk}: {len(prepared.files)} of {prepared.total_files} "
                           "file(s) to review.")
+        self._commits(inp.meta)
         run = engine.run_inline(run.pk)
         if run.status == "awaiting_triage":
             # Headless: the verdict the pipeline proposes is the one reported.
@@ -79,9 +82,29 @@ class Command(BaseCommand):
                                                f"{run.error or 'no verdict'}"))
             sys.exit(EXIT_ERROR)
         verdict = review.verdict
+        left = coverage.unexamined(review.coverage)
+        for c in left:
+            detail = str(c.get("detail") or c["reason"]).removeprefix("Not reviewed: ")
+            self.stderr.write(self.style.WARNING(f"Not reviewed: {_oneline(c['path'])}: "
+                                                 f"{_oneline(detail)}"))
         self.stderr.write(f"Verdict: {verdict}. Cost ${run.cost_usd:.4f}, "
                           f"{run.total_tokens:,} tokens.")
-        sys.exit(EXIT_APPROVE if verdict == "approve" else EXIT_NOT_APPROVED)
+        if left:
+            self.stderr.write(self.style.ERROR(
+                f"Incomplete review: {len(left)} part(s) of the change left unexamined."))
+        sys.exit(EXIT_APPROVE if verdict == "approve" and not left else EXIT_NOT_APPROVED)
+
+    def _commits(self, meta: dict) -> None:
+        """The commits a git range covers, oldest first, as a pull request lists them."""
+        commits = meta.get("commits") or []
+        if not commits:
+            return
+        total = meta.get("commits_total") or len(commits)
+        shown = f"{len(commits)} newest of {total}" if total > len(commits) else str(total)
+        self.stderr.write(f"Commits in {meta.get('range', 'the range')} ({shown}):")
+        for c in commits:
+            self.stderr.write(f"  {c['short']} {_oneline(c['subject'])} "
+                              f"({_oneline(c['author'])})")
 
     def _load(self, opts) -> services.ReviewInput:
         if opts["git"]:
@@ -96,3 +119,8 @@ class Command(BaseCommand):
         if error := services.too_big(path.name, path.stat().st_size):
             raise error
         return services.from_bytes(path.read_bytes(), name=path.name)
+
+
+def _oneline(text: str) -> str:
+    """Untrusted text on one terminal line: control characters (escapes too) become spaces."""
+    return "".join(ch if ch.isprintable() else " " for ch in str(text))
