@@ -404,7 +404,7 @@ class ToolDecisionForm(forms.Form):
     action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
     seq = forms.IntegerField(min_value=0)
     feedback = PersonTextField(what="Your reason", required=False, max_length=4000)
-    args = PersonTextField(what="The arguments", required=False, max_length=20000)
+    args = PersonTextField(what="The arguments box", required=False, max_length=20000)
 
     def __init__(self, *args, gate: str = "", **kwargs):
         super().__init__(*args, **kwargs)
