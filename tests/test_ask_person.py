@@ -4,7 +4,10 @@ at the ask-a-person gate, the person answers on the run page, and the final answ
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from agents_app import engine
@@ -82,3 +85,12 @@ def test_without_ask_person_among_the_tools_the_agent_does_not_ask(alice_client,
     assert run.status == "completed", run.error
     assert [i.data.get("tool") for i in RunItem.objects.filter(run=run, kind="step")
             .order_by("id")] == ["current_time", None]
+
+
+
+def test_on_the_command_line_no_one_can_answer_so_the_agent_does_not_ask(alice):
+    out = StringIO()
+    call_command("run_pattern", "react", "--task", "What time is it where I am?", stdout=out)
+    run = Run.objects.get()
+    assert run.status == "completed", out.getvalue()
+    assert "(UTC," in run.answer and "You told me" not in run.answer
