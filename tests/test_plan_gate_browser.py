@@ -33,6 +33,17 @@ def live_region(page) -> dict:
                          " text: r.innerText.trim()}; }")
 
 
+def answer_after_live_update(page, path: str) -> None:
+    """Hold the answer to the gate's form until the decision's own live update has reached
+    the page (it replaces the gate's panel), the order a busy server often gives."""
+    def late(route):
+        response = route.fetch()
+        time.sleep(2)
+        route.fulfill(response=response)
+
+    page.route(re.compile(rf".*/runs/\d+/{path}/$"), late)
+
+
 def start(page, base: str, pattern: str, task: str) -> None:
     sign_in(page, base)
     page.select_option("select[name=pattern]", pattern)
@@ -78,6 +89,7 @@ def test_empty_plan_is_refused_and_the_edited_plan_is_the_one_carried_out(live_s
     first.fill("Read the last hundred lines of the log")
     edited = page.eval_on_selector_all("#plan-steps textarea", "els => els.map(e => e.value)")
     assert edited[0] == "Read the last hundred lines of the log" and edited[1:] == original[1:]
+    answer_after_live_update(page, "plan")
     page.click("#plan-form button[value=approve]")
     page.wait_for_function("() => document.getElementById('gate-status').innerText"
                            ".includes('You approved plan v2 with your edits')", timeout=10_000)
@@ -104,6 +116,7 @@ def test_ask_a_person_is_answered_on_the_page(live_stack, page, alice):
     page.wait_for_selector("text=The agent asks you", timeout=30_000)
     assert "Which time zone are you in" in page.locator("#items-panel blockquote").inner_text()
     page.fill("#items-panel textarea[name=feedback]", "Europe/Paris")
+    answer_after_live_update(page, "tool")
     page.click("#items-panel button.primary")
     page.wait_for_function("() => document.getElementById('gate-status').innerText"
                            ".includes('Your answer was sent to the agent')", timeout=10_000)
