@@ -208,3 +208,11 @@ def test_anonymous_is_sent_to_sign_in(client, gated_run):
                       steps=["Take over"])
     assert response.status_code == 302 and "/accounts/login/" in response["Location"]
     nothing_decided(gated_run)
+
+
+@pytest.mark.parametrize("steps", [["step"] * 1500, ["x" * 3_000_000]])
+def test_a_flood_of_steps_is_a_400_not_a_500(alice_client, gated_run, steps):
+    response = decide(alice_client, gated_run, action="approve", seq=gated_run.stage_seq,
+                      steps=steps)
+    assert response.status_code == 400
+    nothing_decided(gated_run)
