@@ -4,12 +4,15 @@ from decimal import Decimal
 
 from django import forms
 from django.conf import settings
+from django.core.validators import ProhibitNullCharactersValidator
 
 from .llm.gateway import check_model_name
 from .models import Status
 from .patterns import PATTERNS
 from .patterns.base import InvalidDecision
 from .patterns.debate import DEFAULT_POSITIONS, parse_positions
+from .patterns.gate_input import check_arguments, control_message, without_control_characters
+from .patterns.react import APPROVAL_GATE, ASK_GATE
 from .patterns.team_lead import DEFAULT_TEAM, parse_team
 
 
@@ -224,23 +227,54 @@ class HistoryFilterForm(forms.Form):
     before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
 
+class PersonTextField(forms.CharField):
+    """Text a person types at a gate. Control characters are refused with a message that
+    names them and says they were taken out of the text shown again (Django's own check
+    covers NUL only, in words that do not say where)."""
+
+    def __init__(self, *, what: str, **kwargs):
+        super().__init__(**kwargs)
+        self.what = what
+        self.validators = [v for v in self.validators
+                           if not isinstance(v, ProhibitNullCharactersValidator)]
+
+    def validate(self, value):
+        super().validate(value)
+        if message := control_message(self.what, value, removed=True):
+            raise forms.ValidationError(message)
+
+
+def read_errors(form: forms.Form) -> str:
+    """The form's errors in one message for the gate. A missing or garbled action or
+    ``seq`` does not come from the page as it is: the person is asked to reload."""
+    if {"action", "seq"} & set(form.errors):
+        return "That decision could not be read; reload the page and try again."
+    return " ".join(e for errs in form.errors.values() for e in errs)
+
+
 class PlanDecisionForm(forms.Form):
-    """The plan gate. ``steps`` (repeated) carries the edited plan; ``seq`` the state seen."""
+    """The plan gate. ``steps`` (repeated) is the plan on the screen, every step in order:
+    approving approves exactly that list, so a form whose steps were all deleted approves
+    nothing (the plan pattern refuses an empty plan). ``seq`` is the state the page saw."""
 
     action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
     seq = forms.IntegerField(min_value=0)
-    feedback = forms.CharField(required=False, max_length=4000)
+    feedback = PersonTextField(what="Your feedback", required=False, max_length=4000)
 
-    def __init__(self, *args, plan: dict | None = None, max_steps: int = 10, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.plan = plan
-        self.max_steps = max_steps
+    def shown_steps(self) -> list[str]:
+        """The steps as posted, for the page to show again (control characters removed)."""
+        return [without_control_characters(s) for s in self.data.getlist("steps")]
 
-    def edited_steps(self) -> list[str] | None:
-        if "steps" not in self.data:
-            return None
-        return list(self.data.getlist("steps"))
-
+    def clean(self):
+        data = super().clean()
+        steps = [s.replace("\r\n", "\n") for s in self.data.getlist("steps")]
+        if data.get("action") == "approve":
+            for n, step in enumerate(steps, 1):
+                if message := control_message(f"Step {n}", step, removed=True):
+                    self.add_error(None, message)
+                    break
+        data["steps"] = steps
+        return data
 
 
 class StartChangeForm(forms.Form):
@@ -363,13 +397,20 @@ class ChangeDecisionForm(forms.Form):
 
 
 class ToolDecisionForm(forms.Form):
-    """A decision at a tool gate: approve (maybe with edited JSON arguments), reject with a
-    reason, or the answer to the agent's question (in ``feedback``)."""
+    """A decision at a tool gate: approve the call with the arguments on the screen (edited
+    or not), reject it with a reason, or the answer to the agent's question (in ``feedback``).
+    At the approval gate, approving needs the arguments: a cleared box is not "unchanged"."""
 
     action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
     seq = forms.IntegerField(min_value=0)
-    feedback = forms.CharField(required=False, max_length=4000)
-    args = forms.CharField(required=False, max_length=20000)
+    feedback = PersonTextField(what="Your reason", required=False, max_length=4000)
+    args = PersonTextField(what="The arguments box", required=False, max_length=20000)
+
+    def __init__(self, *args, gate: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gate = gate
+        if gate == ASK_GATE:
+            self.fields["feedback"].what = "Your answer"
 
     def clean_args(self):
         import json
@@ -379,8 +420,21 @@ class ToolDecisionForm(forms.Form):
             return None
         try:
             value = json.loads(text)
+        except RecursionError:
+            raise forms.ValidationError("The arguments are nested too deeply.") from None
         except ValueError:
             raise forms.ValidationError("The arguments are not valid JSON.") from None
         if not isinstance(value, dict):
             raise forms.ValidationError("The arguments must be a JSON object.")
-        return value
+        try:
+            return check_arguments(value)
+        except InvalidDecision as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        data = super().clean()
+        if self.gate == APPROVAL_GATE and data.get("action") == "approve" \
+                and "args" not in self.errors and data.get("args") is None:
+            self.add_error("args", "Write the arguments of the call as a JSON object "
+                                   "({} when the tool takes none), then approve.")
+        return data

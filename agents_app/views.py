@@ -11,16 +11,26 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.db.models import Q
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from . import engine
-from .forms import HistoryFilterForm, PlanDecisionForm, StartRunForm, ToolDecisionForm
+from .forms import (
+    HistoryFilterForm,
+    PlanDecisionForm,
+    StartRunForm,
+    ToolDecisionForm,
+    read_errors,
+)
 from .models import ModelCall, Run
 from .patterns import PATTERNS
 from .patterns.base import Decision, InvalidDecision
+from .patterns.gate_input import without_control_characters
+from .patterns.plan_execute import EMPTY_PLAN
+from .patterns.react import APPROVAL_GATE, ASK_GATE
 from .rendering import step_diff
 from .trace import call_io
 
@@ -246,6 +256,9 @@ def run_context(run: Run, **extra) -> dict:
         "progress_total": total,
         "progress_pct": int(100 * done / total) if total else (100 if run.status == "completed" else 0),
         "at_plan_gate": run.status == "awaiting_plan_approval",
+        # The plan editor shows the steps as last posted (even none), else the plan's own.
+        "gate_steps": plan.steps if plan and extra.get("edited_steps") is None
+        else extra.get("edited_steps") or [],
         **(items := _pattern_items(run)),
         "item_panel": bool(items),
         **extra,
@@ -292,53 +305,98 @@ def decide_and_show(request, run: Run, seq: int, decision: Decision, show, **inv
     return show(run, 200)
 
 
+RUN_PAGE = "agents_app/run_detail.html"
+
+
+def _gate_answer(request, run: Run, panel: str, status: int, gate_status: str = "", **extra):
+    """The answer to a gate decision: the gate's panel, and the page's status region with
+    ``gate_status`` (what was decided, focused so that a screen reader says it). The status
+    region is outside the panels, which live updates replace, so focus stays on it."""
+    ctx = run_context(run, gate_status=gate_status, **extra)
+    if not request.htmx:
+        return render(request, RUN_PAGE, ctx, status=status)
+    html = (render_to_string(f"{RUN_PAGE}#{panel}", ctx, request)
+            + render_to_string(f"{RUN_PAGE}#gate-status", {**ctx, "oob": True}, request))
+    return HttpResponse(html, status=status)
+
+
+def _plan_decided(run: Run) -> str:
+    last = run.approvals.order_by("-id").first()
+    if last is None:
+        return ""
+    if last.action == "reject":
+        return (f"You rejected plan v{last.plan_version}. The planner is writing a new version "
+                "from your feedback.")
+    edited = " with your edits" if last.edited else ""
+    return f"You approved plan v{last.plan_version}{edited}. Its steps are being carried out."
+
+
 def _plan_panel(request, run: Run, status: int = 200, **extra):
-    return render_panel(request, "agents_app/run_detail.html", "plan-panel",
-                        run_context(run, **extra), status)
+    if status == 200:
+        extra["gate_status"] = _plan_decided(run)
+    # An empty plan cannot be approved: the page opens "Reject with feedback" beside the reason.
+    extra.setdefault("empty_plan", extra.get("error") == EMPTY_PLAN)
+    return _gate_answer(request, run, "plan-panel", status, **extra)
 
 
 @login_required
 @require_POST
 def plan_decision(request, pk: int):
+    """The plan gate. Approving approves the steps on the screen, exactly: the form posts
+    every step, so a plan whose steps were all deleted is an empty plan, refused."""
     run = owned_run(request, pk)
     form = PlanDecisionForm(request.POST)
-    edited = form.edited_steps()
+    shown = {"edited_steps": form.shown_steps(),
+             "feedback": without_control_characters(request.POST.get("feedback", ""))}
     if not form.is_valid():
-        return _plan_panel(request, run, 400, error="That decision could not be read; reload the "
-                           "page and try again.", edited_steps=edited)
-    action = form.cleaned_data["action"]
-    decision = Decision(action=action, feedback=form.cleaned_data["feedback"],
-                        edits=edited if action == "approve" else None,
+        return _plan_panel(request, run, 400, error=read_errors(form), **shown)
+    d = form.cleaned_data
+    decision = Decision(action=d["action"], feedback=d["feedback"],
+                        edits=d["steps"] if d["action"] == "approve" else None,
                         author=request.user.get_username())
-    return decide_and_show(request, run, form.cleaned_data["seq"], decision,
+    return decide_and_show(request, run, d["seq"], decision,
                            lambda r, status, **extra: _plan_panel(request, r, status, **extra),
-                           edited_steps=edited, feedback=form.cleaned_data["feedback"])
+                           **shown)
+
+
+def _tool_decided(run: Run, gate: str, action: str) -> str:
+    if gate == ASK_GATE:
+        return "Your answer was sent to the agent; it is thinking again."
+    if action == "reject":
+        return "You rejected the call. The agent reads your reason and chooses another way."
+    return "You approved the call. It runs now."
 
 
 def _items_panel(request, run: Run, status: int = 200, **extra):
-    return render_panel(request, "agents_app/run_detail.html", "items-panel",
-                        run_context(run, **extra), status)
+    return _gate_answer(request, run, "items-panel", status, **extra)
 
 
 @login_required
 @require_POST
 def tool_decision(request, pk: int):
-    """A person's decision at a ReAct tool gate (approve, edit, reject) or their answer."""
+    """A person's decision at a ReAct tool gate (approve the call with the arguments on the
+    screen, or reject it with a reason) or their answer to the agent's question."""
     run = owned_run(request, pk)
-    form = ToolDecisionForm(request.POST)
-    typed = {"pending_args": request.POST["args"]} if request.POST.get("args") else {}
+    gate = run.gate
+    form = ToolDecisionForm(request.POST, gate=gate)
+    typed = {"typed_feedback": without_control_characters(request.POST.get("feedback", ""))}
+    if "args" in request.POST:
+        typed["pending_args"] = without_control_characters(request.POST["args"])
     if not form.is_valid():
-        message = " ".join(e for errs in form.errors.values() for e in errs)
-        return _items_panel(request, run, 400, error=message or "That decision could "
-                            "not be read; reload the page.", **typed)
+        return _items_panel(request, run, 400, error=read_errors(form), **typed)
     d = form.cleaned_data
-    original = (run.state.get("pending") or {}).get("input")
-    edits = d["args"] if d["action"] == "approve" and d["args"] != original else None
+    # At the approval gate the call approved is the one on the screen; the pattern compares
+    # it with the proposed call to record whether it was edited.
+    edits = d["args"] if d["action"] == "approve" and gate == APPROVAL_GATE else None
     decision = Decision(action=d["action"], feedback=d["feedback"], edits=edits,
                         author=request.user.get_username())
-    return decide_and_show(request, run, d["seq"], decision,
-                           lambda r, status, **extra: _items_panel(request, r, status, **extra),
-                           **typed)
+
+    def show(r, status, **extra):
+        if status == 200:
+            extra["gate_status"] = _tool_decided(r, gate, d["action"])
+        return _items_panel(request, r, status, **extra)
+
+    return decide_and_show(request, run, d["seq"], decision, show, **typed)
 
 
 @login_required

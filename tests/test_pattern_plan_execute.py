@@ -85,10 +85,14 @@ def test_unchanged_edit_is_a_plain_approval():
 
 
 @pytest.mark.parametrize("edits, message", [
-    ([], "at least one step"),
+    ([], "no steps left"),
+    (["   "], "no steps left"),
     (["fine", "   "], "empty"),
+    (["fine", "a\x00b"], "Step 2 contains invisible control characters"),
+    (["\u202eevil"], "RIGHT-TO-LEFT OVERRIDE"),
+    ("a step", "list of steps"),
     (["x"] * 11, "At most 10"),
-    (["y" * 2001], "longer than"),
+    (["y" * 2001], "Step 1 is 2,001 characters; the limit is 2,000"),
 ])
 def test_bad_edits_are_refused_with_a_reason(edits, message):
     gated = P.run_stage("plan:1", P.initial_state("t", {}), QueueModel(plan("a")))

@@ -64,7 +64,8 @@ def payload(name: str, runs) -> dict:  # noqa: F811
         "verdict_decision": {"action": "accept", "seq": review.stage_seq, "reason": "ok"},
         "plan_decision": {"action": "approve", "seq": plan.stage_seq,
                           "steps": (plan.state.get("plan") or {}).get("steps") or ["Do it"]},
-        "tool_decision": {"action": "approve", "seq": react.stage_seq},
+        "tool_decision": {"action": "approve", "seq": react.stage_seq,  # the call as shown
+                          "args": json.dumps((react.state.get("pending") or {}).get("input"))},
         "change_decision": {"action": "discard", "seq": change.stage_seq, "feedback": "no"},
         "cancel_run": {},
         "start_run": {"pattern": "plan_execute", "task": "Plan a picnic, then a walk"},

@@ -74,7 +74,8 @@ def test_dashboard_lists_only_my_runs(alice_client, gated_run, bob):
 
 def test_owner_can_approve(alice_client, gated_run):
     response = alice_client.post(reverse("plan_decision", args=[gated_run.pk]),
-                                 {"action": "approve", "seq": gated_run.stage_seq},
+                                 {"action": "approve", "seq": gated_run.stage_seq,
+                                  "steps": gated_run.state["plan"]["steps"]},
                                  HTTP_HX_REQUEST="true")
     assert response.status_code == 200
     gated_run.refresh_from_db()
@@ -142,16 +143,13 @@ def decide(client, run, **data):
 
 
 @pytest.mark.parametrize("steps, message", [
-    ([], "needs at least one step"),
+    ([], "no steps left to carry out"),
     (["good", ""], "A step is empty"),
-    (["  "], "A step is empty"),
+    (["  "], "no steps left to carry out"),
     (["s"] * 11, "At most 10 steps"),
 ])
 def test_bad_plan_edits_keep_the_gate_and_the_typed_steps(alice_client, gated_run, steps, message):
     data = {"action": "approve", "seq": gated_run.stage_seq, "steps": steps}
-    if not steps:
-        data["steps"] = [""]  # a form with every step deleted still posts the field once
-        message = "A step is empty"
     response = decide(alice_client, gated_run, **data)
     assert response.status_code == 400
     assert message in response.content.decode()
@@ -163,7 +161,7 @@ def test_bad_plan_edits_keep_the_gate_and_the_typed_steps(alice_client, gated_ru
 
 def test_empty_plan_via_engine_message(alice, gated_run):
     from agents_app.patterns.base import Decision, InvalidDecision
-    with pytest.raises(InvalidDecision, match="at least one step"):
+    with pytest.raises(InvalidDecision, match="no steps left to carry out"):
         engine.decide(gated_run, alice, gated_run.stage_seq, Decision("approve", edits=[]),
                       enqueue=False)
 
@@ -176,9 +174,9 @@ def test_reject_without_feedback_is_a_clear_400(alice_client, gated_run):
 
 
 def test_double_click_gets_409_and_one_decision(alice_client, gated_run):
-    seq = gated_run.stage_seq
-    first = decide(alice_client, gated_run, action="approve", seq=seq)
-    second = decide(alice_client, gated_run, action="approve", seq=seq)
+    seq, steps = gated_run.stage_seq, gated_run.state["plan"]["steps"]
+    first = decide(alice_client, gated_run, action="approve", seq=seq, steps=steps)
+    second = decide(alice_client, gated_run, action="approve", seq=seq, steps=steps)
     assert first.status_code == 200
     assert second.status_code == 409 and "no longer waiting" in second.content.decode()
     assert Approval.objects.count() == 1

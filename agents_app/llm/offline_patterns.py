@@ -88,7 +88,13 @@ _ARITH = re.compile(r"(?<![\w.])(\(?\s*\d[\d.\s()*/+\-%]*[*/+\-%]\s*\(?\s*\d[\d.
 _TIME = re.compile(r"\b(time|date|today|now|day)\b", re.IGNORECASE)
 
 
-def _planned_calls(task: str) -> list[tuple[str, str, dict]]:
+_ASK = re.compile(r"\bask me\b[\s,:]*(?P<what>[^.?!\n]*)", re.IGNORECASE)
+_LOCAL_TIME = re.compile(r"\b(?:my|local)\s+(?:time\s*zone|time|city)\b|\bwhere I am\b",
+                         re.IGNORECASE)
+ZONE_QUESTION = "Which time zone are you in (for example Europe/Paris)?"
+
+
+def _planned_calls(task: str, timezone: str = "UTC") -> list[tuple[str, str, dict]]:
     """The tool calls a task spells out: arithmetic, and a question about the time."""
     calls = []
     for m in _ARITH.finditer(task):
@@ -96,35 +102,75 @@ def _planned_calls(task: str) -> list[tuple[str, str, dict]]:
         if any(op in expression for op in "*/+-%"):
             calls.append((f"What is {expression}?", "calculator", {"expression": expression}))
     if _TIME.search(task):
-        calls.append(("What is the current time?", "current_time", {"timezone": "UTC"}))
+        calls.append(("What is the current time?", "current_time", {"timezone": timezone}))
     return calls[:4]
+
+
+def person_question(task: str) -> str:
+    """What the offline agent asks the person before anything else: what the task tells it
+    to ask ("…, ask me which city to visit"), or the time zone a question about their local
+    time leaves out. "" when it has nothing to ask."""
+    if m := _ASK.search(task):
+        what = m.group("what").strip(" ,;:-")
+        return f"{what[0].upper()}{what[1:]}?" if what else "What should I know for this task?"
+    if _LOCAL_TIME.search(task) and _TIME.search(task):
+        return ZONE_QUESTION
+    return ""
+
+
+def _person_answer(messages) -> str | None:
+    """The person's answer to the agent's question, once there is one."""
+    for m in messages:
+        if m.get("role") == "user" and m["content"].startswith("## Observation (ask_person"):
+            return m["content"].split("\n", 1)[-1].split(" answered: ", 1)[-1].strip()
+    return None
+
+
+def _zone(answer: str | None) -> str:
+    from zoneinfo import ZoneInfo
+
+    try:
+        return answer.strip() if answer and ZoneInfo(answer.strip()) else "UTC"
+    except (ValueError, KeyError, OSError):  # not a zone name (KeyError): the clock says UTC
+        return "UTC"
 
 
 def _observations(messages) -> list[str]:
     return [m["content"].split("\n", 1)[-1] for m in messages
-            if m.get("role") == "user" and m["content"].startswith("## Observation")]
+            if m.get("role") == "user" and m["content"].startswith("## Observation")
+            and not m["content"].startswith("## Observation (ask_person")]
 
 
 def react_thought(messages) -> dict:
     task = sections(messages).get("Task", "")
-    calls = _planned_calls(task)
+    system = next((m["content"] for m in messages if m.get("role") == "system"), "")
+    # The question comes first, and only when the person can be asked (ask_person is a tool).
+    question = person_question(task) if "### ask_person" in system else ""
+    answer = _person_answer(messages)
+    calls = [(question, "ask_person", {"question": question})] if question else []
+    calls += _planned_calls(task, _zone(answer))
     done = sum(1 for m in messages if m.get("role") == "assistant")
     if done < len(calls):
         query, tool, args = calls[done]
-        return {"thought": f"{query} The {tool} tool can tell. {PLAIN_LABEL}",
+        why = ("Only the person running this can tell." if tool == "ask_person"
+               else f"The {tool} tool can tell.")
+        return {"thought": f"{query} {why} {PLAIN_LABEL}",
                 "action": {"type": "tool_call", "tool": tool, "input": args}}
     found = _observations(messages)
-    answer = ("\n".join(f"- {o}" for o in found) if found else
-              "The offline model can only use the calculator and the clock for what the task "
-              "spells out; there was nothing for it to look up here.")
+    lines = [f"You told me: {answer}"] if answer is not None else []
+    lines += [f"- {o}" for o in found]
+    if not lines:
+        lines = ["The offline model can only use the calculator and the clock for what the "
+                 "task spells out; there was nothing for it to look up here."]
     return {"thought": f"I have what I can get. {PLAIN_LABEL}",
-            "action": {"type": "final_answer", "answer": f"{answer}\n\n{LABEL}"}}
+            "action": {"type": "final_answer", "answer": "\n".join(lines) + f"\n\n{LABEL}"}}
 
 
 def react_final(messages) -> dict:
-    found = _observations(messages)
-    return {"answer": ("\n".join(f"- {o}" for o in found) or "Nothing was found.")
-            + f"\n\n{LABEL}"}
+    answer = _person_answer(messages)
+    found = ([f"You told me: {answer}"] if answer is not None else []) + \
+        [f"- {o}" for o in _observations(messages)]
+    return {"answer": ("\n".join(found) or "Nothing was found.") + f"\n\n{LABEL}"}
 
 
 def rewoo_sketch(messages) -> dict:

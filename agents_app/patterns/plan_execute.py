@@ -27,9 +27,16 @@ from .base import (
     StageResult,
 )
 from .complexity import complexity_score
+from .gate_input import check_text
 
 PLAN_GATE = "plan_approval"
 MAX_STEP_CHARS = 2000
+EMPTY_PLAN = ("The plan has no steps left to carry out, so there is nothing to approve. Add a "
+              "step, or reject the plan with feedback and the planner writes a new one.")
+
+
+class EmptyPlan(InvalidDecision):
+    """An approval of a plan with nothing left to carry out; the page offers to reject."""
 
 
 # --- schemas the models answer in -----------------------------------------------------------
@@ -300,7 +307,7 @@ class PlanExecute(Pattern):
         plan = state["plan"]
         version = plan["version"]
         if decision.action == "reject":
-            feedback = decision.feedback.strip()
+            feedback = check_text("Your feedback", decision.feedback.strip())
             if not feedback:
                 raise InvalidDecision("Say what is wrong with the plan, so the planner can fix it.")
             state = {**state, "feedback": feedback}
@@ -314,7 +321,7 @@ class PlanExecute(Pattern):
             raise InvalidDecision(f"unknown action {decision.action!r}")
         records: list[Any] = []
         events: list[Event] = []
-        if decision.edits is not None:
+        if decision.edits is not None:  # None: approved as proposed (no editor, e.g. a script)
             steps = self.validate_edit(plan, decision.edits, state["options"]["max_steps"])
             if steps != plan["steps"]:
                 version += 1
@@ -335,17 +342,23 @@ class PlanExecute(Pattern):
     @staticmethod
     def validate_edit(plan: dict[str, Any], edited: list[str], max_steps: int) -> list[str]:
         """Check a person's edited step list; the steps already executed cannot change."""
+        if isinstance(edited, str) or not all(isinstance(s, str) for s in edited):
+            raise InvalidDecision("The edited plan must be a list of steps.")
         steps = [s.strip() for s in edited]
+        frozen = plan["steps"][: plan["frozen"]]
+        if not any(steps[len(frozen):]):
+            raise EmptyPlan(EMPTY_PLAN)
         if any(not s for s in steps):
             raise InvalidDecision("A step is empty: write it or delete it.")
-        frozen = plan["steps"][: plan["frozen"]]
+        for n, s in enumerate(steps, 1):
+            check_text(f"Step {n}", s)
         if steps[: len(frozen)] != frozen:
             raise InvalidDecision("Steps that were already carried out cannot be changed.")
-        if len(steps) <= len(frozen):
-            raise InvalidDecision("The plan needs at least one step to carry out.")
         if len(steps) > max_steps:
             raise InvalidDecision(f"At most {max_steps} steps; this plan has {len(steps)}.")
-        too_long = [i + 1 for i, s in enumerate(steps) if len(s) > MAX_STEP_CHARS]
+        too_long = [(i + 1, len(s)) for i, s in enumerate(steps) if len(s) > MAX_STEP_CHARS]
         if too_long:
-            raise InvalidDecision(f"Step {too_long[0]} is longer than {MAX_STEP_CHARS} characters.")
+            n, size = too_long[0]
+            raise InvalidDecision(f"Step {n} is {size:,} characters; the limit is "
+                                  f"{MAX_STEP_CHARS:,}.")
         return steps

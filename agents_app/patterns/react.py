@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .base import Decision, Event, Gate, InvalidDecision, Item, ModelClient, Pattern, StageResult
+from .gate_input import check_arguments, check_text
 from .toolbox import PERSON, check_args, describe, registry, run_tool
 
 APPROVAL_GATE = "tool_approval"
@@ -236,14 +237,14 @@ class ReAct(Pattern):
         n = pending["iteration"]
         who = decision.author
         if gate == ASK_GATE:
-            answer = decision.feedback.strip()
+            answer = check_text("Your answer", decision.feedback.strip())
             if not answer:
                 raise InvalidDecision("Write your answer to the agent's question.")
             entry = {**pending, "ok": True, "observation": f"{who} answered: {answer}",
                      "seconds": 0.0, "answered_by": who}
             return self._after_person(n, state, entry, f"{who} answered the agent.")
         if decision.action == "reject":
-            reason = decision.feedback.strip()
+            reason = check_text("Your reason", decision.feedback.strip())
             if not reason:
                 raise InvalidDecision("Say why, so the agent can choose another way.")
             entry = {**pending, "ok": False, "observation": f"{who} rejected this call: "
@@ -252,12 +253,17 @@ class ReAct(Pattern):
         if decision.action != "approve":
             raise InvalidDecision(f"unknown action {decision.action!r}")
         call = dict(pending)
-        if decision.edits is not None:
+        if decision.edits is not None:  # None: approved as proposed (e.g. from a script)
             tool = self.tools(state).get(pending["tool"])
             try:
                 args = json.loads(decision.edits) if isinstance(decision.edits, str) \
                     else decision.edits
+                check_arguments(args)
                 parsed = check_args(tool, args) if tool else None
+            except InvalidDecision:
+                raise
+            except RecursionError:
+                raise InvalidDecision("The edited arguments are nested too deeply.") from None
             except (ValueError, TypeError) as exc:
                 raise InvalidDecision(f"The edited arguments are not valid: {exc}") from None
             except Exception as exc:  # ToolError: the schema refused them

@@ -45,6 +45,17 @@
     renumber(list);
   });
 
+  // --- gates: a live update does not replace a panel whose form is being sent ---------------
+  // The decision's own event reaches the page over the WebSocket, often before the answer to
+  // the form. Were the panel replaced then, the answer (and the status it announces) would be
+  // swapped into a panel no longer on the page and lost; the answer replaces the panel itself.
+  document.addEventListener("htmx:oobBeforeSwap", function (ev) {
+    var target = ev.detail.target;
+    if (target && target.querySelector && target.querySelector("form.htmx-request")) {
+      ev.preventDefault();
+    }
+  });
+
   // --- start form: show the roles and options of the chosen pattern only ---------------------
   function showPatternFields(form) {
     var select = form && form.querySelector("select[name=pattern]");
