@@ -125,6 +125,7 @@
 // - A form sent with htmx (any verb but GET) that swaps a region: focus moves to that region
 //   (to an element marked data-focus inside it, if any), and the status is read out: the text
 //   of the region's [data-announce] element, else its error (role=alert), else its notice.
+//   An element of the answer marked data-focus-now (anywhere on the page) wins over both.
 // - A live update (WebSocket) moves no focus, but an element with data-live-status whose
 //   value changed (a run's status, say) is read out.
 // - A whole page that carries a [data-announce] element (after a plain form post) reads it
@@ -155,7 +156,8 @@
   }
 
   function focusIn(region) {
-    var target = region.querySelector("[data-focus]") || region;
+    var target = region.matches("[data-focus]") ? region :
+      region.querySelector("[data-focus]") || region;
     if (!target.matches("a[href], button, input, select, textarea, [tabindex]")) {
       target.setAttribute("tabindex", "-1");
     }
@@ -176,18 +178,35 @@
     var target = ev.detail.target;
     pending = verb.toLowerCase() !== "get" && target && target.id ? target.id : null;
   });
-  document.addEventListener("htmx:afterSettle", function (ev) {
-    if (pending && ev.detail && ev.detail.xhr) { // the answer to the action, not a live update
-      var region = document.getElementById(pending);
-      pending = null;
-      if (region) {
-        liveStatuses(true); // the action's own words say it; no second announcement
-        focusIn(region);
-        say(statusOf(region));
-        return;
-      }
+  function answered(id) {
+    var region = document.getElementById(id);
+    if (!region) return;
+    liveStatuses(true); // the action's own words say it; no second announcement
+    // The answer may carry its status outside the region it swapped (a gate's decision
+    // updates the status line above the panels out of band): that element, marked
+    // data-focus-now, takes the focus, and a live region it sits in reads it already.
+    var now = document.querySelector("[data-focus-now]");
+    if (now) {
+      now.removeAttribute("data-focus-now");
+      focusIn(now);
+      if (!now.closest("[aria-live]")) say(words(now));
+    } else {
+      focusIn(region);
+      say(statusOf(region));
     }
-    liveStatuses(false);
+  }
+
+  // afterSwap, not afterSettle: an outerHTML swap settles on the element it replaced, which
+  // is no longer in the document, so its afterSettle never reaches this listener. The focus
+  // moves once htmx has settled the new content (its settle delay is 20 ms).
+  document.addEventListener("htmx:afterSwap", function (ev) {
+    if (!pending || !ev.detail || !ev.detail.xhr) return; // a live update, not the answer
+    var id = pending;
+    pending = null;
+    window.setTimeout(function () { answered(id); }, 40);
+  });
+  document.addEventListener("htmx:afterSettle", function (ev) {
+    if (!(ev.detail && ev.detail.xhr)) liveStatuses(false);
   });
   document.addEventListener("htmx:responseError", function () {
     pending = null;
