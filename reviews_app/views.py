@@ -155,10 +155,13 @@ def review_context(review: Review, *, with_diff: bool = True, timeline: bool = T
 def _triage_context(review: Review, kept: list[Finding]) -> dict:
     closed = triage.closed_reason(review)
     pending = [f.key for f in kept if f.decision == Finding.Decision.PENDING]
+    decisions = triage.history(review)
     return {"triage_open": closed is None, "triage_closed": closed,
             "pending_keys": pending, "version_text": triage.version_text(review),
             "settle_choices": [("accepted", "Accept"), ("rejected", "Reject")],
-            "history": [(d, triage.describe(d)) for d in triage.history(review)]}
+            "history": [(d, triage.describe(d)) for d in decisions],
+            "last_reopen": next((d for d in reversed(decisions) if d.kind == "reopen"), None)
+            if closed is None and review.triage_version else None}
 
 
 @login_required
@@ -295,9 +298,7 @@ def reopen_triage(request, pk: int):
     except triage.Refused as exc:
         return _triage_panels(request, review, "verdict-panel", exc.status,
                               error_for="verdict", error=str(exc))
-    return _triage_panels(request, review, "verdict-panel",
-                          notice="Triage is open again: change decisions, then finalise the "
-                                 "verdict as a new version.")
+    return _triage_panels(request, review, "verdict-panel")  # the panel says it is open again
 
 
 @login_required

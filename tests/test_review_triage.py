@@ -231,7 +231,8 @@ def test_reopening_is_recorded_unlocks_triage_and_the_next_verdict_is_version_2(
     first = kept(review)[0]
     first_verdict = review.final_verdict
     r = post(alice_client, "reopen_triage", final_run, {"note": "new information"})
-    assert r.status_code == 200 and b"Triage is open again" in r.content
+    assert r.status_code == 200 and b"Triage is open again: alice reopened version 1" \
+        in r.content
     review.refresh_from_db()
     assert review.final_verdict == "" and review.triage_version == 1
     assert review.verdict_decided_by is None
