@@ -496,3 +496,15 @@ def test_a_headless_verdict_is_recorded_as_a_version_too(alice, triage_run):  # 
     [d] = TriageDecision.objects.filter(review=review)
     assert (d.kind, d.version, d.actor, d.verdict_after) == ("finalise", 1, alice,
                                                              review.proposed_verdict)
+
+
+def test_notes_in_the_history_are_escaped(alice_client, triage_run):  # noqa: F811
+    review = review_of(triage_run)
+    f = kept(review)[0]
+    post(alice_client, "finding_decision", triage_run,
+         {"decision": "rejected", "comment": '<script>alert(1)</script><img src=x onerror=a()>'},
+         f.key)
+    html = alice_client.get(reverse("review_detail", args=[triage_run.pk])).content.decode()
+    history = html[html.index('id="history-panel"'):html.index('id="diff-panel"')]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in history
+    assert "<script>" not in history and "<img" not in history
