@@ -194,25 +194,27 @@ TRIAGE_PANELS = ("verdict-panel", "findings-panel", "history-panel")
 @require_POST
 def finding_decision(request, pk: int, key: str):
     review = owned_review(request, pk)
-    get_object_or_404(Finding, review=review, key=key[:20], kept=True)
+    finding = get_object_or_404(Finding.objects.select_related("decided_by"), review=review,
+                                key=key, kept=True)
     form = FindingDecisionForm(request.POST)
+    notice, error, status = "", "", 200
     if not form.is_valid():
-        return _triage_panels(request, review, "findings-panel", 400, error_for="findings",
-                              error="That decision could not be read: accept or reject the "
-                                    "finding.")
-    d = form.cleaned_data
-    try:
-        finding, notice = triage.decide_finding(review, key, request.user, d["decision"],
-                                                d["comment"], seen=d["seen"])
-        error, status = "", 200
-    except triage.Refused as exc:
-        finding = Finding.objects.select_related("decided_by").get(review=review, key=key)
-        notice, error, status = "", str(exc), exc.status
+        error, status = "That decision could not be read: accept or reject the finding.", 400
+    else:
+        d = form.cleaned_data
+        try:
+            finding, notice = triage.decide_finding(review, key, request.user, d["decision"],
+                                                    d["comment"], seen=d["seen"])
+        except triage.Refused as exc:
+            finding.refresh_from_db()
+            error, status = str(exc), exc.status
     if not request.htmx:
         if status >= 400:
             return _triage_panels(request, review, "findings-panel", status,
                                   error_for="findings", error=error)
         return redirect(f"{review.get_absolute_url()}#finding-{finding.key}")
+    # The form targets the finding's card: answer with the card (and its message), and
+    # refresh what the decision changes elsewhere out of band.
     review.refresh_from_db()
     ctx = review_context(review, with_diff=False, timeline=False)
     card = render_to_string(f"{PAGE}#finding-card",

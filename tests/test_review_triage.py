@@ -377,6 +377,9 @@ def test_bad_triage_input_is_refused_in_words_and_changes_nothing(
     r = post(alice_client, name, triage_run, data, *args)
     assert r.status_code == 400
     assert b'class="error" role="alert"' in r.content
+    if name == "finding_decision":  # the message lands in the card the form targets
+        assert r.content.decode().lstrip().startswith('<li class="finding')
+        assert b'id="findings-panel"' not in r.content
     assert fingerprint(review) == before
 
 
