@@ -277,12 +277,12 @@ def verdict_decision(request, pk: int):
     try:
         triage.finalise(review, request.user, action=d["action"], verdict=d["verdict"],
                         reason=d["reason"], seq=d["seq"])
-    except triage.Refused as exc:
-        return _triage_panels(request, review, "verdict-panel", exc.status,
-                              error_for="verdict", error=str(exc))
-    except InvalidDecision as exc:
-        return _triage_panels(request, review, "verdict-panel", 400, error_for="verdict",
-                              error=str(exc), chosen=d.get("verdict"), reason=d["reason"])
+    except (triage.Refused, InvalidDecision) as exc:
+        # An override keeps what the person typed, and its part of the form stays open.
+        kept_input = ({"chosen": d["verdict"], "reason": d["reason"], "override_open": True}
+                      if d["action"] == "override" else {})
+        return _triage_panels(request, review, "verdict-panel", getattr(exc, "status", 400),
+                              error_for="verdict", error=str(exc), **kept_input)
     return _triage_panels(request, review, "verdict-panel")
 
 

@@ -139,6 +139,10 @@ def test_finalising_with_untriaged_findings_is_refused_and_offers_to_settle(
                 and ", ".join(left) in html), html
         assert "Accept all remaining" in html and "Reject all remaining" in html
         assert reverse("settle_rest", args=[triage_run.pk]) in html
+        # An override attempt keeps what was typed; a plain accept leaves that part closed.
+        overriding = data["action"] == "override"
+        assert ('<details class="reject" open>' in html) is overriding
+        assert (">fine</textarea>" in html) is overriding
     # A plain form post (no JavaScript) gets the whole page with the same message.
     r = post(alice_client, "verdict_decision", triage_run,
              {"action": "accept", "seq": triage_run.stage_seq}, htmx=False)
