@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Finding, Review
+from .models import Finding, Review, TriageDecision
 
 
 class FindingInline(admin.TabularInline):
@@ -15,6 +15,23 @@ class FindingInline(admin.TabularInline):
         return False
 
 
+class TriageDecisionInline(admin.TabularInline):
+    """The triage history, read-only: decisions are append-only."""
+
+    model = TriageDecision
+    extra = 0
+    can_delete = False
+    fields = ("at", "actor_name", "kind", "version", "changes", "verdict_before",
+              "verdict_after", "note")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Review)
 class ReviewAdmin(admin.ModelAdmin):
     list_display = ("run_id", "source_label", "source_kind", "owner", "proposed_verdict",
@@ -23,7 +40,7 @@ class ReviewAdmin(admin.ModelAdmin):
     search_fields = ("source_label", "summary")
     readonly_fields = ("run", "owner", "verdict_decided_by")
     exclude = ("diff_text",)
-    inlines = [FindingInline]
+    inlines = [FindingInline, TriageDecisionInline]
 
 
 @admin.register(Finding)

@@ -94,6 +94,24 @@ class NewReviewForm(forms.Form):
 class FindingDecisionForm(forms.Form):
     decision = forms.ChoiceField(choices=Finding.Decision.choices)
     comment = forms.CharField(required=False, max_length=4000)
+    # The state the page showed: a stale page is told so instead of overwriting.
+    seen = forms.ChoiceField(choices=Finding.Decision.choices, required=False)
+
+
+class SettleRestForm(forms.Form):
+    decision = forms.ChoiceField(choices=[(Finding.Decision.ACCEPTED, "Accept"),
+                                          (Finding.Decision.REJECTED, "Reject")])
+    # The pending findings the page listed, comma-separated: another set means a stale page.
+    seen = forms.CharField(required=False, max_length=20_000)
+
+    def seen_keys(self) -> list[str] | None:
+        if "seen" not in self.data:
+            return None
+        return [k for k in self.cleaned_data["seen"].split(",") if k]
+
+
+class ReopenForm(forms.Form):
+    note = forms.CharField(required=False, max_length=4000, strip=True)
 
 
 class AcceptAllForm(forms.Form):

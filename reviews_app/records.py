@@ -4,8 +4,6 @@ crash cannot write its findings twice (and the unique key per finding would refu
 
 from __future__ import annotations
 
-from django.utils import timezone
-
 from agents_app.models import Run
 from agents_app.records import persister
 
@@ -13,6 +11,7 @@ from .models import Finding, Review
 from .pipeline.pattern import ReviewersFinished, ReviewSynthesized, VerdictDecided
 from .pipeline.secret_keys import mask, mask_deep, mask_finding
 from .pipeline.synthesis import severity_counts
+from .triage import record_final
 
 
 @persister(ReviewersFinished)
@@ -47,6 +46,6 @@ def _synthesized(run: Run, rec: ReviewSynthesized, user) -> None:
 
 @persister(VerdictDecided)
 def _verdict(run: Run, rec: VerdictDecided, user) -> None:
-    Review.objects.filter(run=run).update(
-        final_verdict=rec.verdict, verdict_reason=rec.reason, verdict_decided_by=user,
-        verdict_decided_at=timezone.now())
+    # The web page, a reopened review and the headless CLI all finalise through here, so
+    # each final verdict is a recorded, numbered version.
+    record_final(Review.objects.get(run=run), user, rec.verdict, rec.reason)

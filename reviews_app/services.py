@@ -25,7 +25,6 @@ from . import sources
 from .models import Finding, Review
 from .pipeline import diffs
 from .pipeline.pattern import CodeReview
-from .pipeline.schema import SEVERITIES
 
 PATTERN = CodeReview.name
 ROLES = CodeReview.roles
@@ -242,28 +241,6 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
     return run
 
 
-# --- triage ---------------------------------------------------------------------------------------
-def decide_finding(finding: Finding, user, decision: str, comment: str = "") -> Finding:
-    if decision not in Finding.Decision.values:
-        raise InputError("Accept or reject the finding.")
-    finding.decision = decision
-    finding.comment = comment.strip()[:4000]
-    pending = decision == Finding.Decision.PENDING
-    finding.decided_by = None if pending else user
-    finding.decided_at = None if pending else timezone.now()
-    finding.save(update_fields=["decision", "comment", "decided_by", "decided_at"])
-    return finding
-
-
-def accept_all(review: Review, severity: str, user) -> int:
-    """Accept every still-pending kept finding of ``severity``; the number accepted."""
-    if severity not in SEVERITIES:
-        raise InputError("Choose a severity.")
-    return review.findings.filter(kept=True, severity=severity,
-                                  decision=Finding.Decision.PENDING).update(
-        decision=Finding.Decision.ACCEPTED, decided_by=user, decided_at=timezone.now())
-
-
 # --- costs and exports ---------------------------------------------------------------------------
 def cost_breakdown(run: Run) -> dict:
     """Tokens and cost by reviewer role and by stage, from the recorded model calls."""
@@ -342,6 +319,9 @@ def export_dict(review: Review) -> dict:
                     "final": review.final_verdict or None,
                     "decided_by": (review.verdict_decided_by.get_username()
                                    if review.verdict_decided_by else None),
+                    "decided_at": (review.verdict_decided_at.isoformat()
+                                   if review.verdict_decided_at else None),
+                    "version": review.triage_version if review.final_verdict else None,
                     "override_reason": review.verdict_reason or "",
                     "by_rules": review.rule_verdict or None},
         "summary": review.summary, "notes": list(review.notes or []),

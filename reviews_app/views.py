@@ -15,18 +15,19 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from agents_app import engine
 from agents_app.models import Run
-from agents_app.patterns.base import Decision, InvalidDecision
+from agents_app.patterns.base import InvalidDecision
 from agents_app.views import keyset_page, live_message
 
-from . import services
+from . import services, triage
 from .forms import (
     AcceptAllForm,
     ExportForm,
     FindingDecisionForm,
     NewReviewForm,
+    ReopenForm,
     ReviewFilterForm,
+    SettleRestForm,
     VerdictForm,
 )
 from .models import Finding, Review
@@ -97,7 +98,12 @@ def start_review(request):
 
 
 # --- the review page ----------------------------------------------------------------------------
+MAX_ID = 2**63 - 1  # the largest id a database column holds; beyond it no review exists
+
+
 def owned_review(request, pk: int) -> Review:
+    if not 0 < pk <= MAX_ID:
+        raise Http404("No such review.")
     return get_object_or_404(Review.objects.select_related("run", "verdict_decided_by"),
                              run_id=pk, owner=request.user)
 
@@ -138,12 +144,25 @@ def review_context(review: Review, *, with_diff: bool = True, timeline: bool = T
         "pending_by_severity": {s: n for s, n in pending.items() if n},
         "decided": sum(1 for f in kept if f.decision != "pending"),
         "at_gate": run.status == "awaiting_triage",
+        **_triage_context(review, kept),
         "verdict_labels": VERDICT_LABELS, "severities": SEVERITIES,
         "skipped": [c for c in review.coverage if not c.get("reviewed")],
         "partial": [c for c in review.coverage if c.get("reviewed")],
         "unexamined": coverage.unexamined(review.coverage),
         **extra,
     }
+
+
+def _triage_context(review: Review, kept: list[Finding]) -> dict:
+    closed = triage.closed_reason(review)
+    pending = [f.key for f in kept if f.decision == Finding.Decision.PENDING]
+    decisions = triage.history(review)
+    return {"triage_open": closed is None, "triage_closed": closed,
+            "pending_keys": pending, "version_text": triage.version_text(review),
+            "settle_choices": [("accepted", "Accept"), ("rejected", "Reject")],
+            "history": [(d, triage.describe(d)) for d in decisions],
+            "last_reopen": next((d for d in reversed(decisions) if d.kind == "reopen"), None)
+            if closed is None and review.triage_version else None}
 
 
 @login_required
@@ -153,33 +172,58 @@ def review_detail(request, pk: int):
     return render(request, PAGE, review_context(review))
 
 
-def _panel(request, review: Review, name: str, status: int = 200, **extra):
+def _triage_panels(request, review: Review, first: str, status: int = 200, **extra):
+    """Answer a triage action: ``first`` (the panel the form targets, with the message) and
+    the other triage panels out of band, since one action changes what they offer. A plain
+    form post is redirected back to the page, or gets the whole page when refused."""
     review.refresh_from_db()
-    ctx = review_context(review, **extra)
-    if request.htmx:
-        return render(request, f"{PAGE}#{name}", ctx, status=status)
-    if status >= 400:
-        return render(request, PAGE, ctx, status=status)
-    return redirect(review)
+    if not request.htmx:
+        if status >= 400:
+            return render(request, PAGE, review_context(review, **extra), status=status)
+        return redirect(review)
+    ctx = review_context(review, with_diff=False, timeline=False)
+    html = [render_to_string(f"{PAGE}#{first}", {**ctx, **extra}, request=request)]
+    html += [render_to_string(f"{PAGE}#{name}", {**ctx, "oob": True}, request=request)
+             for name in TRIAGE_PANELS if name != first]
+    return HttpResponse("".join(html), status=status)
+
+
+TRIAGE_PANELS = ("verdict-panel", "findings-panel", "history-panel")
 
 
 @login_required
 @require_POST
 def finding_decision(request, pk: int, key: str):
     review = owned_review(request, pk)
-    finding = get_object_or_404(Finding, review=review, key=key, kept=True)
+    finding = get_object_or_404(Finding.objects.select_related("decided_by"), review=review,
+                                key=key, kept=True)
     form = FindingDecisionForm(request.POST)
+    notice, error, status = "", "", 200
     if not form.is_valid():
-        return _panel(request, review, "findings-panel", 400,
-                      error="That decision could not be read: accept or reject the finding.")
-    services.decide_finding(finding, request.user, form.cleaned_data["decision"],
-                            form.cleaned_data["comment"])
+        error, status = "That decision could not be read: accept or reject the finding.", 400
+    else:
+        d = form.cleaned_data
+        try:
+            finding, notice = triage.decide_finding(review, key, request.user, d["decision"],
+                                                    d["comment"], seen=d["seen"])
+        except triage.Refused as exc:
+            finding.refresh_from_db()
+            error, status = str(exc), exc.status
     if not request.htmx:
+        if status >= 400:
+            return _triage_panels(request, review, "findings-panel", status,
+                                  error_for="findings", error=error)
         return redirect(f"{review.get_absolute_url()}#finding-{finding.key}")
-    ctx = review_context(review, with_diff=False, timeline=False, f=finding)
-    card = render_to_string(f"{PAGE}#finding-card", ctx, request=request)
-    summary = render_to_string(f"{PAGE}#triage-summary", {**ctx, "oob": True}, request=request)
-    return HttpResponse(card + summary)
+    # The form targets the finding's card: answer with the card (and its message), and
+    # refresh what the decision changes elsewhere out of band.
+    review.refresh_from_db()
+    ctx = review_context(review, with_diff=False, timeline=False)
+    card = render_to_string(f"{PAGE}#finding-card",
+                            {**ctx, "f": finding, "card_error": error, "card_notice": notice},
+                            request=request)
+    oob = [render_to_string(f"{PAGE}#{name}", {**ctx, "oob": True}, request=request)
+           for name in ("triage-summary", "verdict-panel", "history-panel")]
+    return HttpResponse(card + "".join(oob), status=status)
 
 
 @login_required
@@ -188,10 +232,37 @@ def accept_all(request, pk: int):
     review = owned_review(request, pk)
     form = AcceptAllForm(request.POST)
     if not form.is_valid():
-        return _panel(request, review, "findings-panel", 400, error="Choose a severity.")
-    n = services.accept_all(review, form.cleaned_data["severity"], request.user)
-    return _panel(request, review, "findings-panel",
-                  notice=f"Accepted {n} {form.cleaned_data['severity']} finding(s).")
+        return _triage_panels(request, review, "findings-panel", 400, error_for="findings",
+                              error="Choose a severity.")
+    sev = form.cleaned_data["severity"]
+    try:
+        n = triage.accept_severity(review, sev, request.user)
+    except triage.Refused as exc:
+        return _triage_panels(request, review, "findings-panel", exc.status,
+                              error_for="findings", error=str(exc))
+    return _triage_panels(request, review, "findings-panel",
+                          notice=f"Accepted {n} {sev} finding(s).")
+
+
+@login_required
+@require_POST
+def settle_rest(request, pk: int):
+    """Accept or reject every finding still untriaged, so the verdict can be finalised."""
+    review = owned_review(request, pk)
+    form = SettleRestForm(request.POST)
+    if not form.is_valid():
+        return _triage_panels(request, review, "verdict-panel", 400, error_for="verdict",
+                              error="Choose to accept or to reject the remaining findings.")
+    decision = form.cleaned_data["decision"]
+    try:
+        n = triage.settle_rest(review, decision, request.user, seen=form.seen_keys())
+    except triage.Refused as exc:
+        return _triage_panels(request, review, "verdict-panel", exc.status,
+                              error_for="verdict", error=str(exc))
+    done = "accepted" if decision == Finding.Decision.ACCEPTED else "rejected"
+    notice = (f"{n} remaining finding{'s' if n != 1 else ''} {done}. You can finalise the "
+              "verdict now." if n else "No finding was left to settle; nothing changed.")
+    return _triage_panels(request, review, "verdict-panel", notice=notice)
 
 
 @login_required
@@ -200,20 +271,37 @@ def verdict_decision(request, pk: int):
     review = owned_review(request, pk)
     form = VerdictForm(request.POST)
     if not form.is_valid():
-        return _panel(request, review, "verdict-panel", 400,
-                      error="That decision could not be read; reload the page and try again.")
+        return _triage_panels(request, review, "verdict-panel", 400, error_for="verdict",
+                              error="That decision could not be read; reload the page and "
+                                    "try again.")
     d = form.cleaned_data
-    decision = Decision(action=d["action"], feedback=d["reason"],
-                        edits={"verdict": d["verdict"]} if d["action"] == "override" else None,
-                        author=request.user.get_username())
     try:
-        engine.decide(review.run, request.user, d["seq"], decision)
-    except engine.StaleDecision as exc:
-        return _panel(request, review, "verdict-panel", 409, error=str(exc))
-    except InvalidDecision as exc:
-        return _panel(request, review, "verdict-panel", 400, error=str(exc),
-                      chosen=d.get("verdict"), reason=d["reason"])
-    return _panel(request, review, "verdict-panel")
+        triage.finalise(review, request.user, action=d["action"], verdict=d["verdict"],
+                        reason=d["reason"], seq=d["seq"])
+    except (triage.Refused, InvalidDecision) as exc:
+        # An override keeps what the person typed, and its part of the form stays open.
+        kept_input = ({"chosen": d["verdict"], "reason": d["reason"], "override_open": True}
+                      if d["action"] == "override" else {})
+        return _triage_panels(request, review, "verdict-panel", getattr(exc, "status", 400),
+                              error_for="verdict", error=str(exc), **kept_input)
+    return _triage_panels(request, review, "verdict-panel")
+
+
+@login_required
+@require_POST
+def reopen_triage(request, pk: int):
+    """Unlock the triage of a finalised review; finalising again makes a new version."""
+    review = owned_review(request, pk)
+    form = ReopenForm(request.POST)
+    if not form.is_valid():
+        return _triage_panels(request, review, "verdict-panel", 400, error_for="verdict",
+                              error="The note is too long: keep it under 4,000 characters.")
+    try:
+        triage.reopen(review, request.user, form.cleaned_data["note"])
+    except triage.Refused as exc:
+        return _triage_panels(request, review, "verdict-panel", exc.status,
+                              error_for="verdict", error=str(exc))
+    return _triage_panels(request, review, "verdict-panel")  # the panel says it is open again
 
 
 @login_required
@@ -254,7 +342,8 @@ _PANELS_BY_KIND = {
     "review_synthesized": {"verdict-panel", "findings-panel", "reviewers-panel", "diff-panel",
                            "header", "coverage-panel"},
     "gate_opened": {"verdict-panel", "findings-panel"},
-    "verdict_decided": {"verdict-panel"},
+    "verdict_decided": {"verdict-panel", "findings-panel", "history-panel"},
+    "triage_reopened": {"verdict-panel", "findings-panel", "history-panel"},
     "run_finished": {"verdict-panel", "reviewers-panel", "findings-panel", "costs-panel"},
     "run_cancelled": {"verdict-panel"}, "budget_exceeded": {"verdict-panel"},
 }
@@ -269,5 +358,5 @@ def render_live_update(run: Run, events, panels: set[str]) -> str:
     # to a notice asking the person to load the page.
     return live_message(PAGE, ctx, events, panels,
                         ("header", "reviewers-panel", "verdict-panel", "findings-panel",
-                         "diff-panel", "costs-panel", "coverage-panel"),
+                         "history-panel", "diff-panel", "costs-panel", "coverage-panel"),
                         bulky=("diff-panel", "findings-panel"), too_large="too-large")

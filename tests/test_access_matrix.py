@@ -35,7 +35,9 @@ CASES = {
     "review_detail": ("review", (), "GET"),
     "finding_decision": ("review", ("SEC-1",), "POST"),
     "accept_all": ("review", (), "POST"),
+    "settle_rest": ("review", (), "POST"),
     "verdict_decision": ("review", (), "POST"),
+    "reopen_triage": ("review", (), "POST"),
     "export_review": ("review", (), "GET"),
     "review_file": ("review", (0,), "GET"),
 }

@@ -38,7 +38,7 @@ if __name__ != "__main__":
     import pytest
 
     pytestmark = pytest.mark.integration
-    IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate")
+    IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate", "triage_race")
 
     @pytest.fixture(scope="module")
     def cluster():
@@ -109,6 +109,10 @@ if __name__ != "__main__":
 
     def test_a_run_through_its_plan_gate_and_decision(engine_cases):
         check(engine_cases, "gate")
+
+    def test_racing_triage_decisions_apply_once_and_never_leave_a_final_verdict_untriaged(
+            engine_cases):
+        check(engine_cases, "triage_race")
 
     def test_worker_killed_mid_stage_recovers_without_duplicates(cluster, tmp_path):
         require(cluster)
@@ -374,6 +378,50 @@ def case_sigkill() -> None:
         redis.stop()
     _no_duplicates(run.pk)
     assert Event.objects.filter(run_id=run.pk, kind="stage_resumed").count() == 1
+
+
+def case_triage_race() -> None:
+    """Review triage locks the run, then the review (SELECT ... FOR UPDATE): four finalisations
+    at once make one version; one finding decided four times at once is recorded once; and a
+    finalisation racing an undo never leaves a final verdict over an untriaged finding."""
+    from agents_app import engine
+    from reviews_app import services, triage
+    from reviews_app.models import Review, TriageDecision
+    from tests.review_corpus import GOOD
+
+    engine.schedule = lambda run_id, countdown=None: None  # the case closes runs itself
+    alice = _setup()
+    for _ in range(3):
+        inp = services.from_text(GOOD)
+        run = engine.run_inline(services.start_review(alice, inp, services.prepare(inp),
+                                                      enqueue=False).pk)
+        assert run.status == "awaiting_triage", run.error
+        review = Review.objects.get(run=run)
+        first, *rest = review.findings.filter(kept=True).order_by("position")
+        _in_threads(4, lambda i: triage.decide_finding(
+            Review.objects.get(pk=review.pk), first.key, alice, "accepted"))
+        assert TriageDecision.objects.filter(review=review, kind="accept").count() == 1
+        triage.settle_rest(review, "rejected", alice)
+        outcomes = _in_threads(4, lambda i: triage.finalise(
+            Review.objects.get(pk=review.pk), alice, action="accept", seq=run.stage_seq))
+        assert sum(isinstance(o, Review) for o in outcomes) == 1, outcomes
+        assert all(isinstance(o, (Review, triage.Refused)) for o in outcomes), outcomes
+        assert TriageDecision.objects.filter(review=review, kind="finalise").count() == 1
+        assert engine.run_inline(run.pk).status == "completed"
+        triage.reopen(review, alice)
+
+        def act(i):
+            r = Review.objects.get(pk=review.pk)
+            if i % 2:
+                return triage.decide_finding(r, first.key, alice, "pending")
+            return triage.finalise(r, alice, action="accept", seq=0)
+
+        outcomes = _in_threads(2, act)
+        assert not any(isinstance(o, BaseException) and not isinstance(o, triage.Refused)
+                       for o in outcomes), outcomes
+        review.refresh_from_db()
+        pending = review.findings.filter(kept=True, decision="pending").exists()
+        assert not (review.final_verdict and pending), (review.final_verdict, outcomes)
 
 
 if __name__ == "__main__":

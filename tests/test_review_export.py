@@ -31,7 +31,7 @@ FINDING_KEYS = {
 }
 REVIEW_KEYS = {
     "id", "title", "tool_version", "source", "created_at", "status", "offline", "verdict",
-    "summary", "notes",
+    "triage", "summary", "notes",
 }
 TOP_KEYS = {
     "schema_version", "only_accepted", "review", "counts", "findings", "dropped", "coverage",
@@ -403,8 +403,8 @@ def test_json_has_every_documented_key():
     assert data["only_accepted"] is False
     assert set(data["review"]) == REVIEW_KEYS
     assert set(data["review"]["source"]) == {"kind", "label"}
-    assert set(data["review"]["verdict"]) == {"proposed", "final", "decided_by",
-                                              "override_reason", "by_rules"}
+    assert set(data["review"]["verdict"]) == {"proposed", "final", "decided_by", "decided_at",
+                                              "version", "override_reason", "by_rules"}
     assert set(data["counts"]) == set(SEVERITIES)
     assert data["counts"] == dict.fromkeys(SEVERITIES, len(CATEGORIES))
     assert len(data["findings"]) == len(review["findings"])

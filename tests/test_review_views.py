@@ -17,7 +17,7 @@ from markdown_it import MarkdownIt
 
 from agents_app import engine
 from agents_app.models import Run
-from reviews_app import services
+from reviews_app import services, triage
 from reviews_app.models import Finding, Review
 from tests.review_corpus import CASES, GOOD, JS, git_repo
 
@@ -159,6 +159,7 @@ def test_accept_all_of_a_severity(alice_client, triage_run):
 
 def test_verdict_override_needs_a_reason_then_completes(alice_client, alice, triage_run):
     review = Review.objects.get(run=triage_run)
+    triage.settle_rest(review, "rejected", alice)  # a verdict is final only once all is triaged
     url = reverse("verdict_decision", args=[triage_run.pk])
     other = "approve" if review.proposed_verdict != "approve" else "needs_discussion"
     response = alice_client.post(url, {"action": "override", "verdict": other, "reason": "",

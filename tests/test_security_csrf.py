@@ -14,6 +14,7 @@ from django.apps import apps
 from django.test import Client
 from django.urls import get_resolver, reverse
 
+from agents_app import engine
 from agents_app.models import Run
 from reviews_app.models import Finding, Review
 from tests.conftest import PASSWORD
@@ -60,8 +61,10 @@ def payload(name: str, runs) -> dict:  # noqa: F811
     sec1 = Finding.objects.get(review__run=review, key="SEC-1")
     return {
         "accept_all": {"severity": sec1.severity},
-        "finding_decision": {"decision": "rejected", "comment": "not a problem"},
+        "finding_decision": {"decision": "pending"},  # undo: accept_all accepted SEC-1
+        "settle_rest": {"decision": "rejected"},
         "verdict_decision": {"action": "accept", "seq": review.stage_seq, "reason": "ok"},
+        "reopen_triage": {"note": "one more look"},
         "plan_decision": {"action": "approve", "seq": plan.stage_seq,
                           "steps": (plan.state.get("plan") or {}).get("steps") or ["Do it"]},
         "tool_decision": {"action": "approve", "seq": react.stage_seq,  # the call as shown
@@ -76,8 +79,9 @@ def payload(name: str, runs) -> dict:  # noqa: F811
 
 
 # Decisions first, cancel after them (it ends the plan run), starts last.
-ORDER = ["accept_all", "finding_decision", "verdict_decision", "plan_decision", "tool_decision",
-         "change_decision", "cancel_run", "start_run", "start_review", "change_new"]
+ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision", "reopen_triage",
+         "plan_decision", "tool_decision", "change_decision", "cancel_run", "start_run",
+         "start_review", "change_new"]
 
 
 def app_url(name: str, runs) -> str:  # noqa: F811
@@ -130,6 +134,8 @@ def test_posts_with_the_htmx_token_are_carried_out(alice, runs):  # noqa: F811
     names = app_url_names()
     for name in [n for n in ORDER if n in names] + sorted(names - set(ORDER)):
         url = app_url(name, runs)
+        if name == "reopen_triage":  # a verdict is reopened once the worker closed the review
+            engine.run_inline(runs["review"].pk)
         before = fingerprint()
         response = client.post(url, payload(name, runs), HTTP_X_CSRFTOKEN=token, **HTMX)
         assert response.status_code != 403, (name, response.content[:300])

@@ -21,7 +21,9 @@ JSON export structure (``schema_version`` 1)::
       "only_accepted": bool,                # True: only findings marked "accepted"
       "review": {"id", "title", "tool_version", "source": {"kind", "label"}, "created_at",
                  "status", "offline", "verdict": {"proposed", "final", "decided_by",
-                 "override_reason", "by_rules"}, "summary", "notes": [str, ...]},
+                 "decided_at", "version", "override_reason", "by_rules"},
+                 "triage",                  # which version: "triage version N, finalised
+                 "summary", "notes": [str, ...]},  # by X at T" or "draft: not finalised"
       "counts": {"critical": n, "high": n, "medium": n, "low": n, "info": n},
       "findings": [FINDING, ...],           # strongest severity first, then file, then line
       "dropped": [FINDING + "drop_reason"], # absent when only_accepted
@@ -179,9 +181,24 @@ def _verdict(review: dict) -> dict:
         "proposed": verdict.get("proposed"),
         "final": verdict.get("final"),
         "decided_by": verdict.get("decided_by"),
+        "decided_at": verdict.get("decided_at"),
+        "version": verdict.get("version"),
         "override_reason": verdict.get("override_reason") or "",
         "by_rules": verdict.get("by_rules"),
     }
+
+
+def triage_text(review: dict) -> str:
+    """Which triage the export shows: a finalised version, or a draft that may still change."""
+    verdict = _verdict(review)
+    if not (verdict["final"] and verdict["version"]):
+        return "draft: not finalised"
+    text = f"triage version {verdict['version']}, finalised"
+    if verdict["decided_by"]:
+        text += f" by {verdict['decided_by']}"
+    if verdict["decided_at"]:
+        text += f" at {verdict['decided_at']}"
+    return text
 
 
 def _source(review: dict) -> dict:
@@ -203,6 +220,7 @@ def _export_dict(review: dict, only_accepted: bool) -> dict:
             "status": review.get("status") or "",
             "offline": bool(review.get("offline")),
             "verdict": _verdict(review),
+            "triage": triage_text(review),
             "summary": review.get("summary") or "",
             "notes": [str(n) for n in review.get("notes") or ()],
         },
@@ -488,6 +506,7 @@ def to_sarif(review: dict, *, only_accepted: bool = False) -> dict:
             "status": review.get("status") or "",
             "offline": bool(review.get("offline")),
             "verdict": _verdict(review),
+            "triage": triage_text(review),
             "onlyAccepted": bool(only_accepted),
             "droppedFindings": 0 if only_accepted else len(_ordered(review.get("dropped"))),
             "totals": dict(review.get("totals") or {}),
@@ -661,6 +680,7 @@ def _md_header(review: dict, only_accepted: bool) -> list[str]:
         out.append(f"- **Created:** {md_inline(review['created_at'])}")
     if review.get("status"):
         out.append(f"- **Status:** {md_inline(str(review['status']).replace('_', ' '))}")
+    out.append(f"- **Triage:** {md_inline(triage_text(review))}")
     verdict = _verdict(review)
     out.append(f"- **Proposed verdict:** {_verdict_label(verdict['proposed'])}")
     if verdict["final"]:
