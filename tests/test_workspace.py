@@ -617,3 +617,38 @@ def test_merge_blocked_by_an_untracked_file_says_so(repo, tmp_path):
     assert result["merged"] is False and "untracked files" in result["message"]
     assert "notes.txt" in result["message"] and "move or delete" in result["message"]
     assert (repo / "notes.txt").read_text() == "mine, not committed\n"
+
+
+# ---------------------------------------------------------------- many runs on one repository
+def test_twenty_runs_create_and_remove_worktrees_of_one_repository_at_once(repo, tmp_path):
+    """Change runs on one repository run in parallel worker threads and processes; git's
+    worktree bookkeeping (prune, the admin area, the branch refs) is not safe to change
+    concurrently, so each run must wait its turn instead of failing its setup."""
+    import threading
+
+    count = 20
+    barrier = threading.Barrier(count, timeout=60)
+    errors: list[str] = []
+
+    def one(n):
+        try:
+            for attempt in range(3):  # three waves make the race all but certain without a lock
+                wt = tmp_path / "wts" / f"run-{n}-{attempt}"
+                barrier.wait()
+                gitops.create_worktree(repo, wt, f"quorum/run-{n}", "main")
+                (wt / f"f{n}.txt").write_text(f"{n}\n")
+                assert gitops.commit_all(wt, f"run {n}")
+                barrier.wait()  # every run removes its worktree at the same moment, too
+                gitops.remove_worktree(repo, wt, f"quorum/run-{n}")
+        except Exception as exc:  # noqa: BLE001 - the test reports every failure
+            errors.append(f"run {n}: {exc}")
+            barrier.abort()  # the others stop waiting for this run
+
+    threads = [threading.Thread(target=one, args=(n,), daemon=True) for n in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    assert git(repo, "worktree", "list").count("\n") == 0  # only the person's checkout
+    assert git(repo, "branch", "--list", "quorum/*") == ""

@@ -11,15 +11,20 @@ or, when the base branch is checked out, by fast-forwarding that checkout (see
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 DEFAULT_AUTHOR = "Quorum Executor <executor@quorum.local>"
 MERGE_AUTHOR = "Quorum <quorum@quorum.local>"
 BASE_MARKER = "quorum-base"  # file in the worktree's admin dir recording its base commit
+LOCK_FILE = "quorum.lock"  # in the repository's git dir: one writer of worktrees and refs
+LOCK_TIMEOUT = 300.0
 _AUTHOR = re.compile(r"^\s*(?P<name>[^<>]+?)\s*<(?P<email>[^<>\s]+)>\s*$")
 
 
@@ -156,16 +161,50 @@ def _admin_dir(worktree) -> Path:
     return Path(out)
 
 
+@contextlib.contextmanager
+def repo_lock(repo, timeout: float | None = None):
+    """Hold the repository's Quorum lock: an ``flock`` on a file in its common git dir.
+
+    Git's worktree bookkeeping (``worktree add`` / ``remove`` / ``prune`` and the admin area
+    under ``.git/worktrees``) is not safe to change from several processes at once: a prune
+    can read a worktree another process is half-way through adding and fail it. Change runs
+    on one repository run in parallel worker processes and threads, so every change to the
+    repository's worktrees, branches and base goes through this lock. ``flock`` works across
+    processes and, since each holder opens the file itself, across threads too; the kernel
+    releases it if the holder dies."""
+    proc = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    path = Path(proc.stdout.strip()) / LOCK_FILE
+    deadline = time.monotonic() + (LOCK_TIMEOUT if timeout is None else timeout)
+    with open(path, "a") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise GitError(f"another run kept {path} locked for too long; try "
+                                   "again") from None
+                time.sleep(0.02)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def create_worktree(repo, worktree_dir, branch: str, base: str) -> str:
     """``git worktree add -b branch worktree_dir base``; returns the base commit sha.
 
     Idempotent for redelivered tasks: if ``worktree_dir`` already is this repository's
     worktree for ``branch``, the recorded base is returned; if only the branch survives, it is
     checked out again in a new worktree. The person's checkout (HEAD, index, files) is never
-    touched."""
+    touched. Holds the repository's lock (``repo_lock``)."""
     _check_branch(repo, branch)
     _check_ref_arg(base, "base")
-    worktree_dir = Path(worktree_dir)
+    with repo_lock(repo):
+        return _create_worktree(repo, Path(worktree_dir), branch, base)
+
+
+def _create_worktree(repo, worktree_dir: Path, branch: str, base: str) -> str:
     _git(repo, "worktree", "prune")
     existing = _find_worktree(repo, worktree_dir)
     if existing is not None:
@@ -352,9 +391,14 @@ def changed_files(worktree_or_repo, base_sha: str, head: str = "HEAD") -> list[d
 
 
 def remove_worktree(repo, worktree_dir, branch: str, *, delete_branch: bool = True) -> None:
-    """Force-remove the worktree, prune, and delete ``branch``; safe to call repeatedly."""
+    """Force-remove the worktree, prune, and delete ``branch``; safe to call repeatedly.
+    Holds the repository's lock (``repo_lock``)."""
     _check_branch(repo, branch)
-    worktree_dir = Path(worktree_dir)
+    with repo_lock(repo):
+        _remove_worktree(repo, Path(worktree_dir), branch, delete_branch)
+
+
+def _remove_worktree(repo, worktree_dir: Path, branch: str, delete_branch: bool) -> None:
     if _find_worktree(repo, worktree_dir) is not None:
         _git(repo, "worktree", "remove", "--force", "--force", str(worktree_dir))
     if worktree_dir.exists() and _is_stale_worktree_of(repo, worktree_dir):
