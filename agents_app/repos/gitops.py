@@ -280,13 +280,23 @@ def _checkout_of(repo, branch: str) -> Path | None:
     return None
 
 
+MERGE_MODES = ("ff", "squash", "merge")
+
+
 def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
-                    author: str = MERGE_AUTHOR) -> dict:
+                    author: str = MERGE_AUTHOR, mode: str = "ff") -> dict:
     """Merge ``branch`` into ``base_branch``, all or nothing.
 
-    The result is a fast-forward when possible; otherwise the merge is computed in the object
-    database with ``git merge-tree --write-tree`` (git >= 2.38) and committed with
-    ``git commit-tree``, so a conflict leaves every ref, index and file as it was.
+    ``mode``: ``ff`` fast-forwards when possible and makes a merge commit otherwise;
+    ``squash`` makes one new commit on the base with the branch's changes (one parent);
+    ``merge`` always makes a merge commit (two parents), even when a fast-forward was possible.
+    ``message`` is the new commit's message (unused by a fast-forward). A squash whose changes
+    are all on the base already makes no commit and reports ``up_to_date``, so merging again
+    after a crash never adds an empty commit.
+
+    The merge is computed in the object database with ``git merge-tree --write-tree``
+    (git >= 2.38) and committed with ``git commit-tree``, so a conflict leaves every ref, index
+    and file as it was. Holds the repository's lock (``repo_lock``).
 
     Publishing: if the base branch is not checked out anywhere, its ref is moved with a
     compare-and-swap ``git update-ref``. If it is checked out (the person's working tree),
@@ -300,6 +310,16 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
     ``{"merged": False, "conflicts": [paths], "message": ...}`` with nothing changed."""
     _check_branch(repo, base_branch)
     _check_branch(repo, branch)
+    if mode not in MERGE_MODES:
+        raise GitError(f"unknown merge mode {mode!r}")
+    if mode != "ff" and (not message.strip() or "\0" in message):
+        raise GitError("the commit message is empty or contains a NUL byte")
+    with repo_lock(repo):
+        return _merge_into_base(repo, base_branch, branch, message, author, mode)
+
+
+def _merge_into_base(repo, base_branch: str, branch: str, message: str, author: str,
+                     mode: str) -> dict:
     base_ref = f"refs/heads/{base_branch}"
     old = _branch_sha(repo, base_branch)
     new = _branch_sha(repo, branch)
@@ -312,10 +332,16 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
         return _git(repo, "merge-base", "--is-ancestor", a, b, check=False,
                     ok_codes=(0, 1)).returncode == 0
 
+    def tree_of(commit: str) -> str:
+        return _git(repo, "rev-parse", f"{commit}^{{tree}}").stdout.strip()
+
+    already = {"merged": True, "sha": old, "fast_forward": False, "up_to_date": True}
     if is_ancestor(new, old):
-        return {"merged": True, "sha": old, "fast_forward": False, "up_to_date": True}
+        return already
+    fast_forward = False
     if is_ancestor(old, new):
-        target, fast_forward = new, True
+        tree = tree_of(new)
+        target, fast_forward = (new, True) if mode == "ff" else ("", False)
     else:
         version = git_version()
         if version < (2, 38):
@@ -335,13 +361,18 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
             conflicts = sorted({line for line in lines[1:] if line})
             return {"merged": False, "conflicts": conflicts,
                     "message": messages.strip() or "merge conflict"}
-        target = _git(repo, "commit-tree", tree, "-p", old, "-p", new, "-m", message,
+        target = ""
+    if not target:
+        if mode == "squash" and tree == tree_of(old):
+            return already
+        parents = ["-p", old] if mode == "squash" else ["-p", old, "-p", new]
+        target = _git(repo, "commit-tree", tree, *parents, "-m", message,
                       env=_author_env(author)).stdout.strip()
-        fast_forward = False
     checkout = _checkout_of(repo, base_branch)
     if checkout is None:
         _update_ref(repo, base_ref, target, old, f"quorum: merge {branch} into {base_branch}")
-        return {"merged": True, "sha": target, "fast_forward": fast_forward}
+        return {"merged": True, "sha": target, "fast_forward": fast_forward,
+                **({"squashed": True} if mode == "squash" else {})}
     if head_sha(checkout) != old:
         raise GitError(f"{base_branch} moved while merging; nothing was changed")
     proc = _git(checkout, "merge", "--ff-only", "--no-edit", "--quiet", target, check=False)
@@ -360,7 +391,7 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
                 "message": f"{base_branch} is checked out in {checkout} and {what}, then merge "
                            "again. Nothing was changed."}
     return {"merged": True, "sha": target, "fast_forward": fast_forward,
-            "checkout": str(checkout)}
+            "checkout": str(checkout), **({"squashed": True} if mode == "squash" else {})}
 
 
 def reset_worktree(worktree, sha: str) -> None:
