@@ -57,6 +57,14 @@ def form(path, **extra):
     return {"repo": str(path), "base": "main", "task": TASK, **extra}
 
 
+def shown_plan(run) -> dict:
+    """The plan editor's fields as the page fills them: approving posts the plan on screen."""
+    plan = run.plan_versions.last()
+    return {"goal": plan.goal, "files": "\n".join(plan.details["files"]),
+            "approach": plan.reasoning, "steps": "\n".join(plan.steps),
+            "test_strategy": plan.details["test_strategy"], "risks": "\n".join(plan.details["risks"])}
+
+
 def run_to_gate(run) -> Run:
     return engine.run_inline(run.pk)
 
@@ -83,7 +91,7 @@ def test_offline_run_plan_gate_merge_gate_and_merge(alice_client, alice, repo, n
     assert 'Replace &quot;Helo world&quot; with &quot;Hello world&quot; in README.md' in page
     assert "Approve and execute" in page
 
-    assert decide(alice_client, run, "approve").status_code == 200
+    assert decide(alice_client, run, "approve", **shown_plan(run)).status_code == 200
     run = run_to_gate(run)
     assert run.status == "awaiting_merge_request", run.error
     mr = MergeRequest.objects.get(run=run)
@@ -167,16 +175,16 @@ def test_bad_decisions_are_refused_clearly_and_change_nothing(alice_client, repo
     seq = Run.objects.get(pk=run.pk).stage_seq
     r = decide(alice_client, run, "approve", goal="", files="", approach="", steps="",
                test_strategy="", risks="")
-    assert r.status_code == 400 and "not valid" in r.content.decode()
+    assert r.status_code == 400 and "The plan has no steps" in r.content.decode()
     r = decide(alice_client, run, "reject")
     assert r.status_code == 400 and "Say what is wrong" in r.content.decode()
     r = decide(alice_client, run, "approve", steps="x" * 70000, goal="g")
-    assert r.status_code == 400 and "could not be read" in r.content.decode()
+    assert r.status_code == 400 and "steps is too long" in r.content.decode()
     r = alice_client.post(reverse("change_decision", args=[run.pk]),
                           {"action": "approve", "seq": seq + 5}, HTTP_HX_REQUEST="true")
     assert r.status_code == 409
     r = decide(alice_client, run, "merge-everything")
-    assert r.status_code == 400
+    assert r.status_code == 400 and "not one this page offers" in r.content.decode()
     assert Run.objects.get(pk=run.pk).stage_seq == seq
     assert Run.objects.get(pk=run.pk).status == "awaiting_plan_approval"
     assert not Approval.objects.filter(run=run).exists()
