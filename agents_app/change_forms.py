@@ -71,3 +71,10 @@ class ChangeDecisionForm(forms.Form):
             return None
         return {"message": self.cleaned_data.get("commit_message") or "",
                 "mode": self.cleaned_data.get("merge_mode") or ""}
+
+
+class ChangeListForm(forms.Form):
+    """The change list's pager: changes older than ``before`` (a run id)."""
+
+    before = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1,
+                                widget=forms.HiddenInput)

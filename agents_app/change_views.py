@@ -9,14 +9,33 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from .change_forms import ChangeDecisionForm
+from .change_forms import ChangeDecisionForm, ChangeListForm
 from .changes import ChangeError, change_context, diff_views, start_change
 from .forms import StartChangeForm
+from .models import Run
 from .patterns.base import Decision
-from .views import decide_and_show, live_message, owned_run, render_panel
+from .patterns.plan_execute_review import PlanExecuteReview
+from .views import decide_and_show, keyset_page, live_message, owned_run, render_panel
 
 PAGE = "agents_app/change_detail.html"
 NEW_PAGE = "agents_app/change_new.html"
+LIST_PAGE = "agents_app/change_list.html"
+
+
+@login_required
+@require_GET
+def change_list(request):
+    """The person's change runs, newest first, each with its merge request."""
+    form = ChangeListForm(request.GET or None)
+    runs = Run.objects.filter(owner=request.user, pattern=PlanExecuteReview.name).only(
+        "id", "pattern", "task", "status", "options", "created_at", "finished_at", "offline",
+        "cost_usd", "merge_request__status", "merge_request__base_branch",
+        "merge_request__branch", "merge_request__repo", "merge_request__merged_sha",
+    ).select_related("merge_request")
+    ctx = {**keyset_page(runs, form, {}, "runs"), "label": PlanExecuteReview.label}
+    if request.htmx and request.htmx.target == "history":
+        return render(request, f"{LIST_PAGE}#history", ctx)
+    return render(request, LIST_PAGE, ctx)
 
 
 @login_required

@@ -546,3 +546,40 @@ def test_approving_without_the_plan_on_screen_is_refused(alice_client, repo, sta
     run.refresh_from_db()
     assert run.status == "awaiting_plan_approval" and run.plan_versions.count() == 1
     assert not Approval.objects.filter(run=run).exists()
+
+
+# --- the list of changes ---------------------------------------------------------------------------
+def test_the_changes_page_lists_the_persons_change_runs_and_merge_requests(client, alice, bob,
+                                                                           repo, started):
+    merged = started(auto_approve_plan=True)
+    client.force_login(alice)
+    decide(client, merged, "approve", commit_message="Fix the README greeting")
+    merged = run_to_gate(merged)
+    waiting = started()
+    other = engine.create_run(alice, "reflective", "Not a change", options={}, models={},
+                              enqueue=False)
+    url = reverse("change_list")
+    page = client.get(url).content.decode()
+    assert f'href="{url}">Changes</a>' in page  # in the navigation
+    rows = page[page.index("<tbody>"):page.index("</tbody>")]
+    assert rows.index(f"#{waiting.pk}") < rows.index(f"#{merged.pk}")  # newest first
+    assert f'href="/changes/{merged.pk}/"' in rows and f"quorum/run-{merged.pk}" in rows
+    assert "Completed" in rows and "Merged" in rows and "<code>main</code>" in rows
+    assert "Awaiting plan approval" in rows
+    assert "In progress" in rows  # the waiting run's merge request (a draft)
+    assert f"#{other.pk}" not in rows and "Not a change" not in rows
+    assert "Plan, execute, review (git)" in page and "plan_execute_review" not in page
+    # Bob sees none of Alice's changes; anonymous people are sent to sign in.
+    client.force_login(bob)
+    page = client.get(url).content.decode()
+    assert "No change runs yet" in page and f"quorum/run-{merged.pk}" not in page
+    client.logout()
+    r = client.get(url)
+    assert r.status_code == 302 and "/accounts/login/" in r.url
+
+
+@pytest.mark.parametrize("before", ["1", "99999999999999999999", "-5", "abc", "\0"])
+def test_the_changes_pager_takes_any_value(alice_client, repo, started, before):
+    started()
+    r = alice_client.get(reverse("change_list"), {"before": before})
+    assert r.status_code == 200
