@@ -25,6 +25,7 @@ CASES = {
     "plan_decision": ("plan", (), "POST"),
     "cancel_run": ("plan", (), "POST"),
     "tool_decision": ("react", (), "POST"),
+    "change_list": (None, (), "GET"),
     "change_new": (None, (), "GET"),
     "change_detail": ("change", (), "GET"),
     "change_decision": ("change", (), "POST"),
