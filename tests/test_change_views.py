@@ -583,3 +583,42 @@ def test_the_changes_pager_takes_any_value(alice_client, repo, started, before):
     started()
     r = alice_client.get(reverse("change_list"), {"before": before})
     assert r.status_code == 200
+
+
+@pytest.mark.parametrize("gate, action, fields, message", [
+    ("plan", "reject", {"feedback": " \n "}, "Say what is wrong"),
+    ("plan", "reject", {"feedback": "Wrong\0file"}, "NUL byte"),
+    ("plan", "reject", {"feedback": "x" * 5000}, "comment is too long"),
+    ("plan", "approve", {"goal": "Fix\0it"}, "goal contains a NUL byte"),
+    ("plan", "approve", {"steps": "y" * 60001}, "steps is too long"),
+    ("escalation", "replan", {"feedback": "Redo\0it"}, "NUL byte"),
+    ("escalation", "another_round", {"feedback": "z" * 4001}, "comment is too long"),
+])
+def test_bad_input_at_the_plan_and_escalation_gates(alice_client, repo, started, gate, action,
+                                                    fields, message):
+    run = started() if gate == "plan" else started("Make it faster.", auto_approve_plan=True)
+    assert run.status == ("awaiting_plan_approval" if gate == "plan" else "awaiting_escalation")
+    before = (run.status, run.stage_seq, run.plan_versions.count())
+    data = {**shown_plan(run), **fields} if action == "approve" else fields
+    r = decide(alice_client, run, action, **data)
+    body = r.content.decode()
+    assert r.status_code == 400 and message in body and 'role="alert"' in body
+    assert "\0" not in body
+    run.refresh_from_db()
+    assert (run.status, run.stage_seq, run.plan_versions.count()) == before
+    assert not Approval.objects.filter(run=run).exclude(action="auto_approve").exists()
+
+
+def test_a_stale_plan_page_cannot_approve_the_new_plan(alice_client, repo, started):
+    run = started()
+    seen = run.stage_seq
+    shown = shown_plan(run)
+    assert decide(alice_client, run, "reject", feedback="Name the file.").status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "awaiting_plan_approval" and run.plan_versions.count() == 2
+    r = alice_client.post(reverse("change_decision", args=[run.pk]),
+                          {"action": "approve", "seq": seen, **shown}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 409 and "out of date" in r.content.decode()
+    run.refresh_from_db()
+    assert run.status == "awaiting_plan_approval"
+    assert list(Approval.objects.filter(run=run).values_list("action", flat=True)) == ["reject"]
