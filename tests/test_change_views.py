@@ -415,8 +415,11 @@ def test_a_send_back_comment_reaches_the_executor_the_reviewer_the_page_and_the_
     # on it) a warning that the round changed nothing.
     page = alice_client.get(run.get_absolute_url()).content.decode()
     trail = page[page.index('id="stage-execute12"'):]
-    assert "Sent back with:" in trail and comment in trail
+    assert "Comments this round had to address:" in trail and f"alice: “{comment}”" in trail
     assert "Round 2 made no new change after the comments from alice" in page
+    # The offline executor says it could not act on the comment, rather than pass it over.
+    skipped = AgentReport.objects.get(run=run, stage="execute:1:2").answer["skipped"]
+    assert any(s.startswith(f"The person's comment ({comment})") for s in skipped)
 
 
 def merged_graph(repo):
