@@ -419,7 +419,7 @@ def test_a_send_back_comment_reaches_the_executor_the_reviewer_the_page_and_the_
     assert "Round 2 made no new change after the comments from alice" in page
     # The offline executor says it could not act on the comment, rather than pass it over.
     skipped = AgentReport.objects.get(run=run, stage="execute:1:2").answer["skipped"]
-    assert any(s.startswith(f"The person's comment ({comment})") for s in skipped)
+    assert any(s.startswith(f"The person's comment (alice: {comment})") for s in skipped)
 
 
 def merged_graph(repo):

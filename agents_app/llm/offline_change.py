@@ -146,8 +146,9 @@ def execution_report(messages) -> dict:
     asked = _find(sections(messages[:2]), PERSON_COMMENTS)
     if asked and not instructions(asked):
         # Say so instead of passing over the person's words in silence.
-        skipped.append(f"The person's comment ({' '.join(asked.split())[:300]}): it holds no "
-                       f"edit instruction I can carry out. {HOWTO}")
+        said = " ".join(line.strip().removeprefix("- ") for line in asked.splitlines())
+        skipped.append(f"The person's comment ({said[:300]}): it holds no edit instruction "
+                       f"I can carry out. {HOWTO}")
     surprises = []
     if skipped and "## Review comments" in _first_user(messages):
         surprises.append("Edits from the earlier round are already in the files, so repeating "
