@@ -253,6 +253,10 @@ def test_merge_conflict_leaves_request_open_and_nothing_half_merged(repo, tmp_pa
                        replacement='"Hello, "'), turn(), REPORT, turn(), APPROVE)
     d.decide("reject", feedback="Redo it on top of the new greeting.")
     assert d.gate == MERGE_GATE and d.state["base_sha"] == main_before
+    # The executor is told the truth: its earlier attempt is gone, the change is to redo.
+    prompt = [c for c in model.history if c.role == "executor"][-2].messages[1]["content"]
+    assert "starts again from the current base branch" in prompt
+    assert "already in the files" not in prompt
     d.decide("approve")
     assert d.outcome == "completed" and "Hello, " in base_file(repo)
 

@@ -514,9 +514,12 @@ class PlanExecuteReview(Pattern):
         parts = [_section("Plan", plan_markdown(state["plan"]))]
         asked = person_comments(state["comments"])
         reviewer = [c for c in state["comments"] if not c.get("by")]
+        where = ("the branch starts again from the current base branch, so make the whole "
+                 "change again" if state.get("fresh_base") else
+                 "your previous attempt is already in the files")
         if asked:
-            parts.append(_section(f"{PERSON_COMMENTS} (your previous attempt is already in the "
-                                  "files; do what they ask)", comments_markdown(asked)))
+            parts.append(_section(f"{PERSON_COMMENTS} ({where}; do what they ask)",
+                                  comments_markdown(asked)))
         if reviewer:
             parts.append(_section("Review comments to address (your previous attempt is "
                                   "already in the files)", comments_markdown(reviewer)))
@@ -540,7 +543,7 @@ class PlanExecuteReview(Pattern):
         full_diff = gitops.diff(opts["worktree"], state["base_sha"], head)
         files = gitops.changed_files(opts["worktree"], state["base_sha"], head)
         stored, truncated = clip(full_diff, MAX_DIFF_STORED)
-        state = {**state, "head": head, "comments": [], "last_round": {
+        state = {**state, "head": head, "comments": [], "fresh_base": False, "last_round": {
             "round": rnd, "report": report.model_dump(), "test_output": test_output,
             "test_exit": test_exit, "test_ran": ran, "commit": sha or "", "files": files,
             "addressing": asked}}
@@ -844,7 +847,7 @@ class PlanExecuteReview(Pattern):
         if state.get("conflict_base"):
             # The branch conflicts with the base: redo the plan on the base as it is now.
             state = {**state, "base_sha": state["conflict_base"], "head": state["conflict_base"],
-                     "conflict_base": ""}
+                     "conflict_base": "", "fresh_base": True}
             note = " The branch starts again from the current base, since it conflicted."
         state, nxt = self._next_execute(state)
         return StageResult(state=state, next_stage=nxt, records=[
