@@ -9,13 +9,33 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from .change_forms import ChangeDecisionForm, ChangeListForm
 from .changes import ChangeError, change_context, diff_views, start_change
-from .forms import ChangeDecisionForm, StartChangeForm
+from .forms import StartChangeForm
+from .models import Run
 from .patterns.base import Decision
-from .views import decide_and_show, live_message, owned_run, render_panel
+from .patterns.plan_execute_review import PlanExecuteReview
+from .views import decide_and_show, keyset_page, live_message, owned_run, render_panel
 
 PAGE = "agents_app/change_detail.html"
 NEW_PAGE = "agents_app/change_new.html"
+LIST_PAGE = "agents_app/change_list.html"
+
+
+@login_required
+@require_GET
+def change_list(request):
+    """The person's change runs, newest first, each with its merge request."""
+    form = ChangeListForm(request.GET or None)
+    runs = Run.objects.filter(owner=request.user, pattern=PlanExecuteReview.name).only(
+        "id", "pattern", "task", "status", "options", "created_at", "finished_at", "offline",
+        "cost_usd", "merge_request__status", "merge_request__base_branch",
+        "merge_request__branch", "merge_request__repo", "merge_request__merged_sha",
+    ).select_related("merge_request")
+    ctx = {**keyset_page(runs, form, {}, "runs"), "label": PlanExecuteReview.label}
+    if request.htmx and request.htmx.target == "history":
+        return render(request, f"{LIST_PAGE}#history", ctx)
+    return render(request, LIST_PAGE, ctx)
 
 
 @login_required
@@ -59,6 +79,13 @@ def _gate_panel(request, run, status: int = 200, **extra):
     return render_panel(request, PAGE, "gate-panel", ctx, status)
 
 
+def _typed(request, name: str) -> str | None:
+    """What the person typed in a field, to show it again with the error (NUL bytes left out,
+    a huge text cut)."""
+    value = request.POST.get(name)
+    return None if value is None else value.replace("\0", "")[:20000]
+
+
 @login_required
 @require_POST
 def change_decision(request, pk: int):
@@ -66,17 +93,32 @@ def change_decision(request, pk: int):
     if run.pattern != "plan_execute_review":
         return redirect(run)
     form = ChangeDecisionForm(request.POST)
+    typed = {"feedback": _typed(request, "feedback"),
+             "typed_message": _typed(request, "commit_message"),
+             "typed_mode": request.POST.get("merge_mode"),
+             "failed_action": request.POST.get("action")}
     if not form.is_valid():
-        return _gate_panel(request, run, 400, error="That decision could not be read (a field "
-                           "is too long or missing); reload the page and try again.")
+        return _gate_panel(request, run, 400, error=form.problem() or "That decision could not "
+                           "be read; reload the page and try again.", **typed)
     d = form.cleaned_data
     action = d["action"]
-    edits = form.edited_plan() if action == "approve" and run.gate == "plan_approval" else None
+    edits = None
+    current = run.is_waiting and run.stage_seq == d["seq"]  # else the engine says it is stale
+    if run.gate == "plan_approval" and action == "approve":
+        edits = form.edited_plan()
+        if edits is None and current:
+            return _gate_panel(request, run, 400, error="The plan was not sent with your "
+                               "approval; reload the page and approve the plan you see.", **typed)
+        if edits is not None and not edits["steps"]:
+            typed["failed_action"] = "reject"  # opens the reject form: the other way on
+        typed["edited"] = edits
+    elif run.gate == "merge_request" and action == "approve":
+        edits = form.merge_choice()
     decision = Decision(action=action, feedback=d["feedback"], edits=edits,
                         author=request.user.get_username())
     return decide_and_show(request, run, d["seq"], decision,
                            lambda r, status, **extra: _gate_panel(request, r, status, **extra),
-                           edited=edits, feedback=d["feedback"], failed_action=action)
+                           **typed)
 
 
 @login_required

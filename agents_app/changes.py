@@ -14,7 +14,14 @@ from django.db.models import Count, Sum
 
 from . import engine
 from .models import AgentReport, MergeRequest, Run
-from .patterns.plan_execute_review import PlanExecuteReview, same_family
+from .patterns.plan_execute_review import (
+    DEFAULT_MERGE_MODE,
+    MAX_COMMIT_MESSAGE,
+    MERGE_MODES,
+    PlanExecuteReview,
+    proposed_merge_message,
+    same_family,
+)
 from .repos import gitops
 from .repos.roots import RepoRootError, allowed_repo
 
@@ -219,6 +226,10 @@ def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
         "at_escalation": run.status == "awaiting_escalation",
         "escalation_why": state.get("escalation", ""),
         "merge_problem": state.get("merge_problem"),
+        "merge_message": (state.get("merge_message") or proposed_merge_message(state))
+        if state.get("plan") else "",
+        "merge_mode": state.get("merge_mode") or DEFAULT_MERGE_MODE,
+        "merge_modes": MERGE_MODES, "max_commit_message": MAX_COMMIT_MESSAGE,
         "last_review_state": state.get("last_review") or {},
         "rounds_used": state.get("round", 0),
         "max_rounds": (run.options or {}).get("max_rounds"),

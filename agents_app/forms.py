@@ -366,36 +366,6 @@ class StartChangeForm(forms.Form):
                 for role, name in self.ROLE_FIELDS.items()}
 
 
-class ChangeDecisionForm(forms.Form):
-    """A decision at a plan-execute-review gate. The plan fields carry an edited plan."""
-
-    action = forms.ChoiceField(choices=[(a, a) for a in (
-        "approve", "reject", "discard", "another_round", "replan", "stop")])
-    seq = forms.IntegerField(min_value=0)
-    feedback = forms.CharField(required=False, max_length=4000)
-    goal = forms.CharField(required=False, max_length=4000)
-    files = forms.CharField(required=False, max_length=20000)
-    approach = forms.CharField(required=False, max_length=4000)
-    steps = forms.CharField(required=False, max_length=60000)
-    test_strategy = forms.CharField(required=False, max_length=4000)
-    risks = forms.CharField(required=False, max_length=20000)
-
-    PLAN_FIELDS = ("goal", "files", "approach", "steps", "test_strategy", "risks")
-
-    def edited_plan(self) -> dict | None:
-        """The plan document from the editor, or None when the form carried no plan."""
-        if "goal" not in self.data:
-            return None
-        d = self.cleaned_data
-
-        def lines(name):
-            return [ln.strip() for ln in (d.get(name) or "").splitlines() if ln.strip()]
-
-        return {"goal": (d.get("goal") or "").strip(), "files": lines("files"),
-                "approach": (d.get("approach") or "").strip(), "steps": lines("steps"),
-                "test_strategy": (d.get("test_strategy") or "").strip(), "risks": lines("risks")}
-
-
 class ToolDecisionForm(forms.Form):
     """A decision at a tool gate: approve the call with the arguments on the screen (edited
     or not), reject it with a reason, or the answer to the agent's question (in ``feedback``).

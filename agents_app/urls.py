@@ -10,6 +10,7 @@ urlpatterns = [
     path("runs/<int:pk>/cancel/", views.cancel_run, name="cancel_run"),
     path("runs/<int:pk>/tool/", views.tool_decision, name="tool_decision"),
     path("runs/<int:pk>/calls/<int:call>/", views.model_call, name="model_call"),
+    path("changes/", change_views.change_list, name="change_list"),
     path("changes/new/", change_views.change_new, name="change_new"),
     path("changes/<int:pk>/", change_views.change_detail, name="change_detail"),
     path("changes/<int:pk>/decide/", change_views.change_decision, name="change_decision"),

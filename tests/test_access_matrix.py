@@ -26,6 +26,7 @@ CASES = {
     "cancel_run": ("plan", (), "POST"),
     "tool_decision": ("react", (), "POST"),
     "model_call": ("plan", (lambda run: run.model_calls.first().pk,), "GET"),
+    "change_list": (None, (), "GET"),
     "change_new": (None, (), "GET"),
     "change_detail": ("change", (), "GET"),
     "change_decision": ("change", (), "POST"),

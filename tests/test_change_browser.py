@@ -88,7 +88,9 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
     # The plan gate opens live.
     approve = page.locator("#gate-panel button[value=approve]", has_text="Approve and execute")
     approve.wait_for(timeout=20_000)
-    assert "README.md" in page.locator("#plan-panel").inner_text()
+    # The plan shows once: in the editor the person approves, not again below it.
+    assert page.locator("#gate-panel textarea[name=files]").input_value() == "README.md"
+    assert page.locator("#plan-panel .plan-doc").count() == 0
     approve.click()
 
     # The executor edits the worktree, the tests run, the reviewer approves: the merge
@@ -106,6 +108,14 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
     # Nothing is merged before the person decides.
     assert "Helo world" in git(repo, "show", "main:README.md")
 
+    # The person edits the proposed commit message and asks for a merge commit.
+    message = page.locator("#gate-panel textarea[name=commit_message]")
+    assert message.input_value().startswith(run.plan_versions.last().goal + "\n\n")
+    assert page.locator("#gate-panel input[name=merge_mode][value=squash]").is_checked()
+    edited = "Fix the README greeting, which every visitor of the project reads first\n\nBy alice."
+    message.fill(edited)
+    page.check("#gate-panel input[name=merge_mode][value=merge]")
+    base = git(repo, "rev-parse", "main")
     merge.click()
     page.wait_for_function(
         "() => document.querySelector('#run-header') && "
@@ -116,8 +126,11 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
     assert "Outcome" in page.locator("#gate-panel h2").inner_text()
 
-    # Merged into the base branch; main is checked out in the person's working tree, so its
-    # files follow (a clean fast-forward, not a change that looks undone).
+    # Merged into the base branch with the person's message, as a merge commit; main is checked
+    # out in the person's working tree, so its files follow (not a change that looks undone).
+    assert git(repo, "log", "-1", "--format=%B", "main") == edited
+    assert git(repo, "rev-list", "--parents", "-n", "1", "main").split()[1:2] == [base]
+    assert len(git(repo, "rev-list", "--parents", "-n", "1", "main").split()) == 3
     assert "Hello world" in git(repo, "show", "main:README.md")
     assert "Hello world" in (repo / "README.md").read_text()
     assert git(repo, "status", "--porcelain") == ""
@@ -126,6 +139,11 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
     mr = MergeRequest.objects.get(run=run)
     assert mr.status == "merged" and mr.merged_sha and mr.decided_by == alice
     assert git(repo, "rev-parse", "main") == mr.merged_sha
+    # The change is listed with its merge request on the changes page.
+    page.click("nav >> text=Changes")
+    page.wait_for_url(live_stack + "/changes/")
+    row = page.locator("table.changes tbody tr").first.inner_text()
+    assert f"#{run.pk}" in row and "Merged" in row and f"quorum/run-{run.pk}" in row
     assert page.errors == []
 
 

@@ -57,6 +57,14 @@ def form(path, **extra):
     return {"repo": str(path), "base": "main", "task": TASK, **extra}
 
 
+def shown_plan(run) -> dict:
+    """The plan editor's fields as the page fills them: approving posts the plan on screen."""
+    plan = run.plan_versions.last()
+    return {"goal": plan.goal, "files": "\n".join(plan.details["files"]),
+            "approach": plan.reasoning, "steps": "\n".join(plan.steps),
+            "test_strategy": plan.details["test_strategy"], "risks": "\n".join(plan.details["risks"])}
+
+
 def run_to_gate(run) -> Run:
     return engine.run_inline(run.pk)
 
@@ -83,7 +91,7 @@ def test_offline_run_plan_gate_merge_gate_and_merge(alice_client, alice, repo, n
     assert 'Replace &quot;Helo world&quot; with &quot;Hello world&quot; in README.md' in page
     assert "Approve and execute" in page
 
-    assert decide(alice_client, run, "approve").status_code == 200
+    assert decide(alice_client, run, "approve", **shown_plan(run)).status_code == 200
     run = run_to_gate(run)
     assert run.status == "awaiting_merge_request", run.error
     mr = MergeRequest.objects.get(run=run)
@@ -167,16 +175,16 @@ def test_bad_decisions_are_refused_clearly_and_change_nothing(alice_client, repo
     seq = Run.objects.get(pk=run.pk).stage_seq
     r = decide(alice_client, run, "approve", goal="", files="", approach="", steps="",
                test_strategy="", risks="")
-    assert r.status_code == 400 and "not valid" in r.content.decode()
+    assert r.status_code == 400 and "The plan has no steps" in r.content.decode()
     r = decide(alice_client, run, "reject")
     assert r.status_code == 400 and "Say what is wrong" in r.content.decode()
     r = decide(alice_client, run, "approve", steps="x" * 70000, goal="g")
-    assert r.status_code == 400 and "could not be read" in r.content.decode()
+    assert r.status_code == 400 and "steps is too long" in r.content.decode()
     r = alice_client.post(reverse("change_decision", args=[run.pk]),
                           {"action": "approve", "seq": seq + 5}, HTTP_HX_REQUEST="true")
     assert r.status_code == 409
     r = decide(alice_client, run, "merge-everything")
-    assert r.status_code == 400
+    assert r.status_code == 400 and "not one this page offers" in r.content.decode()
     assert Run.objects.get(pk=run.pk).stage_seq == seq
     assert Run.objects.get(pk=run.pk).status == "awaiting_plan_approval"
     assert not Approval.objects.filter(run=run).exists()
@@ -373,3 +381,247 @@ def test_a_live_update_too_large_for_one_frame_asks_to_load_the_page(alice, repo
     cut = views.render_live(run, events, {"header"})
     assert "too large to update live" in cut and 'id="rounds-panel"' not in cut
     assert 'id="run-header"' in cut and len(cut) < len(whole)
+
+
+# --- the merge request: send back, commit message, squash or merge commit ----------------------
+SCRIPTED = {role: "scripted/main" for role in ("planner", "executor", "reviewer")}
+
+
+def test_a_send_back_comment_reaches_the_executor_the_reviewer_the_page_and_the_trace(
+        alice_client, alice, repo, scripted):
+    from agents_app.models import ModelCall
+
+    run = start_change(alice, repo=str(repo), base="main", task=TASK, models=SCRIPTED,
+                       enqueue=False, auto_approve_plan=True)
+    run = run_to_gate(run)
+    assert run.status == "awaiting_merge_request", run.error
+    comment = "Please also mention the licence in the README."
+    assert decide(alice_client, run, "reject", feedback=comment).status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "awaiting_merge_request", run.error
+    # The model received it: the executor as the person's comment to act on, the reviewer to
+    # check that the round addressed it.
+    prompts = {role: [c.messages for c in scripted.calls if c.role == role]
+               for role in ("executor", "reviewer")}
+    executor_round_2 = prompts["executor"][-1][1]["content"]
+    assert "The person's comments to address" in executor_round_2
+    assert f"- alice: {comment}" in executor_round_2
+    assert comment not in prompts["executor"][0][1]["content"]
+    assert f"- alice: {comment}" in prompts["reviewer"][-1][1]["content"]
+    # The trace: the recorded prompt of round 2's model calls.
+    recorded = ModelCall.objects.filter(run=run, stage="execute:1:2").first()
+    assert comment in recorded.messages[1]["content"]
+    # The page: with the round it was sent back to, and (the offline-like executor cannot act
+    # on it) a warning that the round changed nothing.
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    trail = page[page.index('id="stage-execute12"'):]
+    assert "Comments this round had to address:" in trail and f"alice: “{comment}”" in trail
+    assert "Round 2 made no new change after the comments from alice" in page
+    # The offline executor says it could not act on the comment, rather than pass it over.
+    skipped = AgentReport.objects.get(run=run, stage="execute:1:2").answer["skipped"]
+    assert any(s.startswith(f"The person's comment (alice: {comment})") for s in skipped)
+
+
+def merged_graph(repo):
+    parents = git(repo, "rev-list", "--parents", "-n", "1", "main").split()[1:]
+    return parents, git(repo, "log", "-1", "--format=%B", "main")
+
+
+@pytest.mark.parametrize("mode, parent_count", [("squash", 1), ("merge", 2)])
+def test_merge_with_an_edited_message_in_either_mode(alice_client, repo, started, mode,
+                                                     parent_count):
+    run = started(auto_approve_plan=True)
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    # The proposal is prefilled, subject whole (the offline goal is longer than 72 characters).
+    goal = run.plan_versions.last().goal
+    assert len(goal) > 72 and f'name="commit_message" rows="6" maxlength="10000">{goal}\n' in page
+    assert 'value="squash" checked' in page
+    base = git(repo, "rev-parse", "main")
+    message = ("Fix the README greeting so that the project introduces itself without a typo "
+               "in the very first line\n\nReviewed by alice.")
+    r = decide(alice_client, run, "approve", commit_message=message, merge_mode=mode)
+    assert r.status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "completed", run.error
+    parents, body = merged_graph(repo)
+    assert len(parents) == parent_count and parents[0] == base
+    assert body == message
+    assert "Hello world" in git(repo, "show", "main:README.md")
+    assert MergeRequest.objects.get(run=run).merged_sha == git(repo, "rev-parse", "main")
+
+
+def test_merge_without_a_message_field_squashes_with_the_whole_proposed_subject(
+        alice_client, repo, started):
+    run = started(auto_approve_plan=True)
+    goal = run.plan_versions.last().goal
+    assert decide(alice_client, run, "approve").status_code == 200
+    run = run_to_gate(run)
+    parents, body = merged_graph(repo)
+    assert len(parents) == 1 and body.split("\n", 1)[0] == goal
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"commit_message": ""}, "Write a commit message"),
+    ({"commit_message": "  \n\t "}, "Write a commit message"),
+    ({"commit_message": "Fix\0it"}, "NUL byte"),
+    ({"commit_message": "Fix\x1b[31m it"}, "control characters"),
+    ({"commit_message": "x" * 10_001}, "the limit is 10,000"),
+    ({"commit_message": "x" * 200_000}, "too long"),
+    ({"commit_message": "Fix it", "merge_mode": "rebase"}, "squashed commit or a merge commit"),
+])
+def test_bad_merge_choices_are_refused_and_nothing_is_merged(alice_client, repo, started,
+                                                             fields, message):
+    run = started(auto_approve_plan=True)
+    base = git(repo, "rev-parse", "main")
+    r = decide(alice_client, run, "approve", **fields)
+    body = r.content.decode()
+    assert r.status_code == 400 and message in body and 'role="alert"' in body
+    assert "Nothing was merged" in body or "merge commit" in body
+    assert git(repo, "rev-parse", "main") == base
+    run.refresh_from_db()
+    assert run.status == "awaiting_merge_request"
+    assert MergeRequest.objects.get(run=run).status == "open"
+    assert not Approval.objects.filter(run=run, gate="merge_request").exists()
+
+
+@pytest.mark.parametrize("feedback, message", [
+    ("", "Say what should change"),
+    ("   \n ", "Say what should change"),
+    ("Add\0docs", "NUL byte"),
+    ("x" * 4001, "comment is too long"),
+])
+def test_bad_send_back_comments_are_refused(alice_client, repo, started, feedback, message):
+    run = started(auto_approve_plan=True)
+    seq = run.stage_seq
+    r = decide(alice_client, run, "reject", feedback=feedback)
+    assert r.status_code == 400 and message in r.content.decode()
+    assert "<details class=\"reject\" open>" in r.content.decode()  # the comment box stays open
+    run.refresh_from_db()
+    assert run.status == "awaiting_merge_request" and run.stage_seq == seq
+    assert not Approval.objects.filter(run=run, gate="merge_request").exists()
+
+
+@pytest.mark.parametrize("first, second", [("approve", "approve"), ("discard", "approve"),
+                                           ("reject", "discard"), ("approve", "reject")])
+def test_double_submit_at_the_merge_gate_does_one_thing(alice_client, repo, started, first,
+                                                        second):
+    run = started(auto_approve_plan=True)
+    stale = run.stage_seq
+    r = decide(alice_client, run, first, feedback="Say hello twice.")
+    assert r.status_code == 200
+    r = alice_client.post(reverse("change_decision", args=[run.pk]),
+                          {"action": second, "seq": stale, "feedback": "again",
+                           "commit_message": "x"}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 409 and "no longer waiting" in r.content.decode()
+    assert list(Approval.objects.filter(run=run).values_list("action", flat=True)) == [
+        "auto_approve", first]
+
+
+def test_the_plan_shows_once(alice_client, repo, started):
+    run = started(test_command=f"{sys.executable} -c \"print('tests ok')\"")
+    step = 'Replace &quot;Helo world&quot; with &quot;Hello world&quot; in README.md'
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    assert page.count(step) == 1  # in the editor, not again in the plan panel or the trail
+    assert decide(alice_client, run, "approve", **shown_plan(run)).status_code == 200
+    run = run_to_gate(run)
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    below_the_gate = page[page.index('id="plan-panel"'):page.index('<aside')]
+    assert below_the_gate.count(run.plan_versions.last().goal) == 1  # the plan, not the trail
+    assert below_the_gate.count(f"<li>{step}</li>") == 1
+    # The latest round's test output is in the merge request; the trail does not repeat it.
+    assert "<summary>Test output</summary>" not in page and "tests ok" in page
+
+
+def test_approving_without_the_plan_on_screen_is_refused(alice_client, repo, started):
+    """An approval that carries no plan (an old page, a crafted post) does not approve a plan
+    the person did not see; an emptied field stays empty (it does not fall back)."""
+    run = started()
+    r = decide(alice_client, run, "approve")
+    assert r.status_code == 400 and "The plan was not sent" in r.content.decode()
+    r = decide(alice_client, run, "approve", **{**shown_plan(run), "goal": "   "})
+    assert r.status_code == 400 and "goal" in r.content.decode()
+    r = decide(alice_client, run, "approve", **{**shown_plan(run), "steps": "Fix\x07it"})
+    assert r.status_code == 400 and "control characters" in r.content.decode()
+    r = decide(alice_client, run, "approve", **{**shown_plan(run), "steps": " \n \n"})
+    body = r.content.decode()
+    assert r.status_code == 400 and "reject the plan with feedback" in body
+    assert "<details class=\"reject\" open>" in body
+    run.refresh_from_db()
+    assert run.status == "awaiting_plan_approval" and run.plan_versions.count() == 1
+    assert not Approval.objects.filter(run=run).exists()
+
+
+# --- the list of changes ---------------------------------------------------------------------------
+def test_the_changes_page_lists_the_persons_change_runs_and_merge_requests(client, alice, bob,
+                                                                           repo, started):
+    merged = started(auto_approve_plan=True)
+    client.force_login(alice)
+    decide(client, merged, "approve", commit_message="Fix the README greeting")
+    merged = run_to_gate(merged)
+    waiting = started()
+    other = engine.create_run(alice, "reflective", "Not a change", options={}, models={},
+                              enqueue=False)
+    url = reverse("change_list")
+    page = client.get(url).content.decode()
+    assert f'href="{url}">Changes</a>' in page  # in the navigation
+    rows = page[page.index("<tbody>"):page.index("</tbody>")]
+    assert rows.index(f"#{waiting.pk}") < rows.index(f"#{merged.pk}")  # newest first
+    assert f'href="/changes/{merged.pk}/"' in rows and f"quorum/run-{merged.pk}" in rows
+    assert "Completed" in rows and "Merged" in rows and "<code>main</code>" in rows
+    assert "Awaiting plan approval" in rows
+    assert "In progress" in rows  # the waiting run's merge request (a draft)
+    assert f"#{other.pk}" not in rows and "Not a change" not in rows
+    assert "Plan, execute, review (git)" in page and "plan_execute_review" not in page
+    # Bob sees none of Alice's changes; anonymous people are sent to sign in.
+    client.force_login(bob)
+    page = client.get(url).content.decode()
+    assert "No change runs yet" in page and f"quorum/run-{merged.pk}" not in page
+    client.logout()
+    r = client.get(url)
+    assert r.status_code == 302 and "/accounts/login/" in r.url
+
+
+@pytest.mark.parametrize("before", ["1", "99999999999999999999", "-5", "abc", "\0"])
+def test_the_changes_pager_takes_any_value(alice_client, repo, started, before):
+    started()
+    r = alice_client.get(reverse("change_list"), {"before": before})
+    assert r.status_code == 200
+
+
+@pytest.mark.parametrize("gate, action, fields, message", [
+    ("plan", "reject", {"feedback": " \n "}, "Say what is wrong"),
+    ("plan", "reject", {"feedback": "Wrong\0file"}, "NUL byte"),
+    ("plan", "reject", {"feedback": "x" * 5000}, "comment is too long"),
+    ("plan", "approve", {"goal": "Fix\0it"}, "goal contains a NUL byte"),
+    ("plan", "approve", {"steps": "y" * 60001}, "steps is too long"),
+    ("escalation", "replan", {"feedback": "Redo\0it"}, "NUL byte"),
+    ("escalation", "another_round", {"feedback": "z" * 4001}, "comment is too long"),
+])
+def test_bad_input_at_the_plan_and_escalation_gates(alice_client, repo, started, gate, action,
+                                                    fields, message):
+    run = started() if gate == "plan" else started("Make it faster.", auto_approve_plan=True)
+    assert run.status == ("awaiting_plan_approval" if gate == "plan" else "awaiting_escalation")
+    before = (run.status, run.stage_seq, run.plan_versions.count())
+    data = {**shown_plan(run), **fields} if action == "approve" else fields
+    r = decide(alice_client, run, action, **data)
+    body = r.content.decode()
+    assert r.status_code == 400 and message in body and 'role="alert"' in body
+    assert "\0" not in body
+    run.refresh_from_db()
+    assert (run.status, run.stage_seq, run.plan_versions.count()) == before
+    assert not Approval.objects.filter(run=run).exclude(action="auto_approve").exists()
+
+
+def test_a_stale_plan_page_cannot_approve_the_new_plan(alice_client, repo, started):
+    run = started()
+    seen = run.stage_seq
+    shown = shown_plan(run)
+    assert decide(alice_client, run, "reject", feedback="Name the file.").status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "awaiting_plan_approval" and run.plan_versions.count() == 2
+    r = alice_client.post(reverse("change_decision", args=[run.pk]),
+                          {"action": "approve", "seq": seen, **shown}, HTTP_HX_REQUEST="true")
+    assert r.status_code == 409 and "out of date" in r.content.decode()
+    run.refresh_from_db()
+    assert run.status == "awaiting_plan_approval"
+    assert list(Approval.objects.filter(run=run).values_list("action", flat=True)) == ["reject"]

@@ -253,6 +253,10 @@ def test_merge_conflict_leaves_request_open_and_nothing_half_merged(repo, tmp_pa
                        replacement='"Hello, "'), turn(), REPORT, turn(), APPROVE)
     d.decide("reject", feedback="Redo it on top of the new greeting.")
     assert d.gate == MERGE_GATE and d.state["base_sha"] == main_before
+    # The executor is told the truth: its earlier attempt is gone, the change is to redo.
+    prompt = [c for c in model.history if c.role == "executor"][-2].messages[1]["content"]
+    assert "starts again from the current base branch" in prompt
+    assert "already in the files" not in prompt
     d.decide("approve")
     assert d.outcome == "completed" and "Hello, " in base_file(repo)
 
@@ -437,3 +441,42 @@ def test_a_repository_that_disappears_fails_the_run_with_a_reason(repo, tmp_path
     d.decide("approve")
     assert d.outcome == "failed" and d.error.startswith("git failed in stage execute:1:1")
     assert "does not exist" in d.error
+
+
+def test_a_note_for_another_round_reaches_the_executor_and_the_reviewer(repo, tmp_path):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), reject("unclear"))
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    assert d.gate == ESCALATION_GATE
+    model.enqueue(turn(), REPORT, turn(), APPROVE)
+    d.decide("another_round", feedback="Keep the comma after Hello.")
+    executor = [c for c in model.history if c.role == "executor"][-1].messages[1]["content"]
+    reviewer = [c for c in model.history if c.role == "reviewer"][-1].messages[1]["content"]
+    for prompt in (executor, reviewer):
+        assert "The person's comments to address" in prompt
+        assert "- alice: Keep the comma after Hello." in prompt
+    # The round made no new commit after the note: the merge gate says so.
+    assert d.gate == MERGE_GATE
+    assert any("made no new change after the comments from alice" in w
+               for w in d.state["last_review"]["warnings"])
+    (_, second) = d.reports("execute")
+    assert second.answer["addressing"][0]["problem"] == "Keep the comma after Hello."
+
+
+@pytest.mark.parametrize("mode, parents", [("squash", 1), ("merge", 2)])
+def test_the_person_s_message_and_mode_make_the_merge(repo, tmp_path, mode, parents):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    proposal = PATTERN.validate_merge_choice(d.state, None)
+    assert proposal[0].startswith("Fix the typo in greet()\n\nFixed the typo.") and \
+        proposal[1] == "squash"
+    for bad in ({"message": " ", "mode": mode}, {"message": "a\0b", "mode": mode},
+                {"message": "ok", "mode": "octopus"}, "squash"):
+        with pytest.raises(InvalidDecision):
+            PATTERN.decide(MERGE_GATE, d.state, Decision("approve", edits=bad, author="alice"))
+    message = "Fix the greeting typo that every user of greet() sees in their output\n\nBody."
+    d.decide("approve", edits={"message": message + "\r\n", "mode": mode})
+    assert d.outcome == "completed"
+    assert len(git(repo, "rev-list", "--parents", "-n", "1", "main").split()) - 1 == parents
+    assert git(repo, "log", "-1", "--format=%B", "main") == message

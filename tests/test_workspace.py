@@ -617,3 +617,106 @@ def test_merge_blocked_by_an_untracked_file_says_so(repo, tmp_path):
     assert result["merged"] is False and "untracked files" in result["message"]
     assert "notes.txt" in result["message"] and "move or delete" in result["message"]
     assert (repo / "notes.txt").read_text() == "mine, not committed\n"
+
+
+# ---------------------------------------------------------------- many runs on one repository
+def test_twenty_runs_create_and_remove_worktrees_of_one_repository_at_once(repo, tmp_path):
+    """Change runs on one repository run in parallel worker threads and processes; git's
+    worktree bookkeeping (prune, the admin area, the branch refs) is not safe to change
+    concurrently, so each run must wait its turn instead of failing its setup."""
+    import threading
+
+    count = 20
+    barrier = threading.Barrier(count, timeout=60)
+    errors: list[str] = []
+
+    def one(n):
+        try:
+            for attempt in range(3):  # three waves make the race all but certain without a lock
+                wt = tmp_path / "wts" / f"run-{n}-{attempt}"
+                barrier.wait()
+                gitops.create_worktree(repo, wt, f"quorum/run-{n}", "main")
+                (wt / f"f{n}.txt").write_text(f"{n}\n")
+                assert gitops.commit_all(wt, f"run {n}")
+                barrier.wait()  # every run removes its worktree at the same moment, too
+                gitops.remove_worktree(repo, wt, f"quorum/run-{n}")
+        except Exception as exc:  # noqa: BLE001 - the test reports every failure
+            errors.append(f"run {n}: {exc}")
+            barrier.abort()  # the others stop waiting for this run
+
+    threads = [threading.Thread(target=one, args=(n,), daemon=True) for n in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    assert git(repo, "worktree", "list").count("\n") == 0  # only the person's checkout
+    assert git(repo, "branch", "--list", "quorum/*") == ""
+
+
+# ---------------------------------------------------------------- squash or merge commit
+LONG_SUBJECT = ("Rename the greeting helper and update every caller across the package so "
+                "that the new name is used everywhere")
+MESSAGE = f"{LONG_SUBJECT}\n\nEdited by the person before merging."
+
+
+def parents(repo, ref):
+    return git(repo, "rev-list", "--parents", "-n", "1", ref).split()[1:]
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["base-unchanged", "base-moved-on"])
+def test_squash_makes_one_commit_with_the_message(repo, tmp_path, moved):
+    wt = tmp_path / "wt"
+    gitops.create_worktree(repo, wt, "quorum/sq", "main")
+    (wt / "app.py").write_text("print('v2')\n")
+    gitops.commit_all(wt, "first")
+    (wt / "new.py").write_text("y = 1\n")
+    gitops.commit_all(wt, "second")
+    if moved:
+        (repo / "other.py").write_text("x = 2\n")
+        git(repo, "commit", "-q", "-am", "base moved on")
+    base = gitops.head_sha(repo, "main")
+    result = gitops.merge_into_base(repo, "main", "quorum/sq", MESSAGE, mode="squash")
+    assert result["merged"] and result["squashed"] and not result["fast_forward"]
+    assert gitops.head_sha(repo, "main") == result["sha"]
+    assert parents(repo, "main") == [base]  # one commit, one parent: the branch's history stays out
+    assert git(repo, "log", "-1", "--format=%B", "main") == MESSAGE
+    assert git(repo, "log", "-1", "--format=%s", "main") == LONG_SUBJECT  # not cut
+    assert git(repo, "show", "main:app.py") == "print('v2')"
+    assert git(repo, "show", "main:new.py") == "y = 1"
+    assert (repo / "new.py").read_text() == "y = 1\n" and git(repo, "status", "--porcelain") == ""
+    # Squashing again (a merge stage run again after a crash) adds no empty commit.
+    again = gitops.merge_into_base(repo, "main", "quorum/sq", MESSAGE, mode="squash")
+    assert again["up_to_date"] and gitops.head_sha(repo, "main") == result["sha"]
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["base-unchanged", "base-moved-on"])
+def test_merge_mode_always_makes_a_merge_commit(repo, tmp_path, moved):
+    wt = tmp_path / "wt"
+    gitops.create_worktree(repo, wt, "quorum/mc", "main")
+    (wt / "app.py").write_text("print('v2')\n")
+    branch = gitops.commit_all(wt, "branch change")
+    if moved:
+        (repo / "other.py").write_text("x = 2\n")
+        git(repo, "commit", "-q", "-am", "base moved on")
+    base = gitops.head_sha(repo, "main")
+    result = gitops.merge_into_base(repo, "main", "quorum/mc", MESSAGE, mode="merge")
+    assert result["merged"] and not result["fast_forward"] and not result.get("squashed")
+    assert parents(repo, "main") == [base, branch]  # a merge commit even when ff was possible
+    assert git(repo, "log", "-1", "--format=%B", "main") == MESSAGE
+    assert git(repo, "show", "main:app.py") == "print('v2')"
+    again = gitops.merge_into_base(repo, "main", "quorum/mc", MESSAGE, mode="merge")
+    assert again["up_to_date"] and gitops.head_sha(repo, "main") == result["sha"]
+
+
+@pytest.mark.parametrize("message", ["", "   \n", "a\0b"])
+def test_merge_refuses_an_empty_or_nul_message_and_changes_nothing(repo, tmp_path, message):
+    wt = tmp_path / "wt"
+    gitops.create_worktree(repo, wt, "quorum/bad", "main")
+    (wt / "app.py").write_text("print('v2')\n")
+    gitops.commit_all(wt, "change")
+    base = gitops.head_sha(repo, "main")
+    for mode in ("squash", "merge"):
+        with pytest.raises(GitError, match="commit message"):
+            gitops.merge_into_base(repo, "main", "quorum/bad", message, mode=mode)
+    assert gitops.head_sha(repo, "main") == base

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 
-from .offline import sections
+from .offline import _find, sections
 
 # Plain text: these answers are shown as text (plan fields, reports, commit messages).
 LABEL = "(Offline model: a deterministic stand-in, no language model.)"
@@ -26,6 +26,7 @@ _REPLACE = re.compile(rf"\breplace\s+{_Q}\s+with\s+{_Q}\s+in\s+(?:file\s+)?`?([\
                       re.IGNORECASE)
 _CREATE = re.compile(rf"\bcreate\s+(?:the\s+)?(?:file\s+)?`?([\w./@+-]+)`?\s+"
                      rf"(?:with|containing)\s+{_Q}", re.IGNORECASE)
+PERSON_COMMENTS = "The person's comments to address"  # the executor prompt's section title
 # Typographic quotes, so this explanation is never itself read as an instruction.
 HOWTO = ("The offline model only carries out explicit instructions such as: replace “old” "
          "with “new” in path/to/file, or create path/to/file with “content” (with straight "
@@ -142,6 +143,12 @@ def execution_report(messages) -> dict:
             skipped.append(f"{step}: {reason}")
     summary = (f"Carried out {len(done)} of {len(todo)} edit instruction(s)." if todo else
                f"No change made. {HOWTO}")
+    asked = _find(sections(messages[:2]), PERSON_COMMENTS)
+    if asked and not instructions(asked):
+        # Say so instead of passing over the person's words in silence.
+        said = " ".join(line.strip().removeprefix("- ") for line in asked.splitlines())
+        skipped.append(f"The person's comment ({said[:300]}): it holds no edit instruction "
+                       f"I can carry out. {HOWTO}")
     surprises = []
     if skipped and "## Review comments" in _first_user(messages):
         surprises.append("Edits from the earlier round are already in the files, so repeating "

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -54,6 +55,10 @@ MAX_DIFF_IN_PROMPT = 60_000
 MAX_DIFF_STORED = 1_000_000
 MAX_TEST_OUTPUT = 20_000
 MAX_FIELD = 4000
+MAX_COMMIT_MESSAGE = 10_000
+MERGE_MODES = {"squash": "one squashed commit", "merge": "a merge commit"}
+DEFAULT_MERGE_MODE = "squash"
+PERSON_COMMENTS = "The person's comments to address"
 
 
 # --- schemas the models answer in -----------------------------------------------------------
@@ -176,7 +181,8 @@ The question is whether the change does what the plan and the request ask, corre
 completely, not only whether the code looks tidy. You can read the repository (the change
 is applied) and, if available, run the tests; you cannot edit. Reject when something is
 wrong or missing, with comments precise enough to act on (file, line, problem, requested
-change). Choose the rejection kind: `fixup` if the executor can fix it from your comments,
+change). When the person sent the change back with comments, check that the change addresses
+them. Choose the rejection kind: `fixup` if the executor can fix it from your comments,
 `plan_wrong` if the plan itself is mistaken (say why in `reason`), `unclear` if a person
 must decide. Failing tests, an empty change, or changes outside the plan's scope without a
 good reason are grounds to reject. Do not approve out of politeness."""
@@ -206,6 +212,9 @@ def plan_markdown(plan: dict[str, Any]) -> str:
 def comments_markdown(comments: list[dict[str, Any]]) -> str:
     lines = []
     for c in comments:
+        if c.get("by"):  # a person's comment: their words, as they wrote them
+            lines.append(f"- {c['by']}: {c.get('problem', '').strip()}")
+            continue
         where = c.get("file") or "(whole change)"
         if c.get("line"):
             where += f":{c['line']}"
@@ -216,13 +225,43 @@ def comments_markdown(comments: list[dict[str, Any]]) -> str:
     return "\n".join(lines) or "(none)"
 
 
-def subject(text: str, limit: int = 72) -> str:
-    """A commit subject: the first line, cut at a word boundary."""
-    line = " ".join((text or "").split("\n", 1)[0].split()) or "Quorum change"
-    if len(line) <= limit:
-        return line
-    cut = line[: limit - 1].rsplit(" ", 1)[0] if " " in line[: limit - 1] else line[: limit - 1]
-    return cut.rstrip(" ,;:.") + "…"
+def subject(text: str) -> str:
+    """A commit subject: the first line, whole (a cut subject loses what the change does)."""
+    return " ".join((text or "").split("\n", 1)[0].split()) or "Quorum change"
+
+
+def person_comments(comments: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for c in comments or [] if c.get("by")]
+
+
+def proposed_merge_message(state: dict[str, Any]) -> str:
+    """The commit message offered to the person at the merge gate: the plan's goal as the
+    subject, the last round's summary, and where it came from."""
+    plan = state.get("plan") or {}
+    report = (state.get("last_round") or {}).get("report") or {}
+    parts = [subject(plan.get("goal", ""))]
+    if (report.get("summary") or "").strip():
+        parts.append(report["summary"].strip()[:2000])
+    parts.append(f"Approved in Quorum after {state.get('round', 0)} round(s) of execution and "
+                 f"review (branch {(state.get('options') or {}).get('branch', '')}).")
+    return "\n\n".join(parts)
+
+
+def clean_commit_message(text: Any) -> str:
+    """The person's commit message, or InvalidDecision saying plainly what is wrong."""
+    if not isinstance(text, str):
+        raise InvalidDecision("The commit message could not be read; reload the page.")
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if any(unicodedata.category(ch) == "Cc" and ch not in "\n\t" for ch in text):
+        raise InvalidDecision("The commit message contains control characters (such as NUL "
+                              "bytes); remove them and merge again. Nothing was merged.")
+    text = "\n".join(line.rstrip() for line in text.strip().split("\n"))
+    if not text:
+        raise InvalidDecision("Write a commit message: it cannot be empty. Nothing was merged.")
+    if len(text) > MAX_COMMIT_MESSAGE:
+        raise InvalidDecision(f"The commit message is {len(text):,} characters; the limit is "
+                              f"{MAX_COMMIT_MESSAGE:,}. Nothing was merged.")
+    return text
 
 
 def clip(text: str, limit: int) -> tuple[str, bool]:
@@ -473,9 +512,17 @@ class PlanExecuteReview(Pattern):
         opts = state["options"]
         gitops.reset_worktree(opts["worktree"], state["head"])
         parts = [_section("Plan", plan_markdown(state["plan"]))]
-        if state["comments"]:
+        asked = person_comments(state["comments"])
+        reviewer = [c for c in state["comments"] if not c.get("by")]
+        where = ("the branch starts again from the current base branch, so make the whole "
+                 "change again" if state.get("fresh_base") else
+                 "your previous attempt is already in the files")
+        if asked:
+            parts.append(_section(f"{PERSON_COMMENTS} ({where}; do what they ask)",
+                                  comments_markdown(asked)))
+        if reviewer:
             parts.append(_section("Review comments to address (your previous attempt is "
-                                  "already in the files)", comments_markdown(state["comments"])))
+                                  "already in the files)", comments_markdown(reviewer)))
         try:
             result = self._agent(
                 client, "executor", state, system=EXECUTOR_SYSTEM, task="\n".join(parts),
@@ -488,20 +535,24 @@ class PlanExecuteReview(Pattern):
         ran, test_output, test_exit = self._run_tests(state)
         message = f"{subject(state['plan']['goal'])}\n\n{report.summary.strip()[:2000]}\n\n" \
                   f"Quorum run round {rnd}, plan v{version}."
+        answer = report.model_dump()
+        if asked:  # the page shows which comments of the person this round had to address
+            answer["addressing"] = asked
         sha = gitops.commit_all(opts["worktree"], message, timestamp=state["commit_time"])
         head = sha or state["head"]
         full_diff = gitops.diff(opts["worktree"], state["base_sha"], head)
         files = gitops.changed_files(opts["worktree"], state["base_sha"], head)
         stored, truncated = clip(full_diff, MAX_DIFF_STORED)
-        state = {**state, "head": head, "comments": [], "last_round": {
+        state = {**state, "head": head, "comments": [], "fresh_base": False, "last_round": {
             "round": rnd, "report": report.model_dump(), "test_output": test_output,
-            "test_exit": test_exit, "test_ran": ran, "commit": sha or "", "files": files}}
+            "test_exit": test_exit, "test_ran": ran, "commit": sha or "", "files": files,
+            "addressing": asked}}
         tests = "no tests configured" if not ran else (
             "tests passed" if test_exit == 0 else "tests FAILED")
         what = f"committed {sha[:10]}" if sha else "no new changes"
         return StageResult(state=state, next_stage=f"review:{version}:{rnd}", records=[
             AgentWorked(stage, "execute", version, rnd, result.trace_dicts(), result.stopped,
-                        report.model_dump(), commit_sha=sha or "", base_sha=state["base_sha"],
+                        answer, commit_sha=sha or "", base_sha=state["base_sha"],
                         diff=stored, diff_truncated=truncated, files=files,
                         test_output=test_output, test_exit=test_exit, test_ran=ran),
             MergeRequestChanged("draft", head_sha=head)],
@@ -525,6 +576,9 @@ class PlanExecuteReview(Pattern):
                  _section("Diff against the base branch", f"```diff\n{shown}\n```" if diff.strip()
                           else "(the branch has no changes)"),
                  _section("Execution report", report_md),
+                 *([_section(f"{PERSON_COMMENTS} (the person sent the change back with these)",
+                             comments_markdown(last["addressing"]))]
+                   if last.get("addressing") else []),
                  _section("Test output (run by Quorum after the change)", last["test_output"])]
         try:
             result = self._agent(
@@ -545,6 +599,10 @@ class PlanExecuteReview(Pattern):
             warnings.append("The reviewer approved although the tests fail.")
         if verdict.approve and not diff.strip():
             warnings.append("The reviewer approved a branch with no changes.")
+        if last.get("addressing") and not last.get("commit"):
+            who = ", ".join(sorted({c["by"] for c in last["addressing"]}))
+            warnings.append(f"Round {rnd} made no new change after the comments from {who}: "
+                            "the branch is as it was before they sent it back.")
         data["warnings"] = warnings
         gitops.reset_worktree(opts["worktree"], state["head"])  # drop files the tests left
         state = {**state, "last_review": {**data, "round": rnd}}
@@ -609,9 +667,8 @@ class PlanExecuteReview(Pattern):
 
     def _merge(self, state):
         opts = state["options"]
-        plan = state["plan"]
-        message = (f"Merge {opts['branch']}: {subject(plan['goal'], 50)}\n\n"
-                   f"Approved in Quorum after {state['round']} round(s) of execution and review.")
+        message = state.get("merge_message") or proposed_merge_message(state)
+        mode = state.get("merge_mode") or DEFAULT_MERGE_MODE
         try:
             if state.get("head") and gitops.branch_sha(opts["repo"], opts["branch"]) is None:
                 # An earlier attempt of this stage merged and removed the branch, and the worker
@@ -619,7 +676,8 @@ class PlanExecuteReview(Pattern):
                 # the merge then finds it already contained instead of "no such branch".
                 gitops.create_worktree(opts["repo"], opts["worktree"], opts["branch"],
                                        state["head"])
-            outcome = gitops.merge_into_base(opts["repo"], opts["base"], opts["branch"], message)
+            outcome = gitops.merge_into_base(opts["repo"], opts["base"], opts["branch"], message,
+                                             mode=mode)
         except gitops.GitError as exc:
             outcome = {"merged": False, "conflicts": [], "message": str(exc)}
         if not outcome["merged"]:
@@ -643,7 +701,8 @@ class PlanExecuteReview(Pattern):
                                              text, {"conflicts": conflicts})])
         sha = outcome["sha"]
         how = "already contained" if outcome.get("up_to_date") else (
-            "fast-forward" if outcome.get("fast_forward") else "merge commit")
+            "fast-forward" if outcome.get("fast_forward") else
+            "squashed into one commit" if outcome.get("squashed") else "merge commit")
         try:
             gitops.remove_worktree(opts["repo"], opts["worktree"], opts["branch"])
             cleaned = f" Worktree and branch {opts['branch']} removed."
@@ -733,6 +792,16 @@ class PlanExecuteReview(Pattern):
         """A person's edited plan document: the same checks as the planner's answer."""
         if not isinstance(edits, dict):
             raise InvalidDecision("The edited plan could not be read.")
+        if not _clean_list(edits.get("steps") or []):
+            raise InvalidDecision("The plan has no steps, so there is nothing to approve: add at "
+                                  "least one step, or reject the plan with feedback for the "
+                                  "planner.")
+        for name, value in edits.items():
+            items = value if isinstance(value, list) else [value]
+            if any(isinstance(v, str) and any(unicodedata.category(ch) == "Cc" and ch not in
+                                              "\n\t" for ch in v) for v in items):
+                raise InvalidDecision(f"The plan's {name.replace('_', ' ')} contains control "
+                                      "characters (such as NUL bytes); remove them.")
         try:
             doc = PlanDoc(**edits)
         except (ValueError, TypeError) as exc:
@@ -755,6 +824,8 @@ class PlanExecuteReview(Pattern):
         version = state["plan"]["version"]
         rnd = state["round"]
         if decision.action == "approve":
+            message, mode = self.validate_merge_choice(state, decision.edits)
+            state = {**state, "merge_message": message, "merge_mode": mode}
             return StageResult(state=state, next_stage=f"merge:{rnd}", records=[
                 GateDecided(MERGE_GATE, "approve", version, author=who),
                 MergeRequestChanged("open", decided=True)],
@@ -770,13 +841,13 @@ class PlanExecuteReview(Pattern):
         if not comment:
             raise InvalidDecision("Say what should change, so the executor can act on it.")
         state = {**state, "comments": [{"file": "", "line": None, "problem": comment,
-                                        "requested_change": f"Requested by {who}"}],
+                                        "requested_change": "", "by": who}],
                  "rejections": 0, "merge_problem": None}
         note = ""
         if state.get("conflict_base"):
             # The branch conflicts with the base: redo the plan on the base as it is now.
             state = {**state, "base_sha": state["conflict_base"], "head": state["conflict_base"],
-                     "conflict_base": ""}
+                     "conflict_base": "", "fresh_base": True}
             note = " The branch starts again from the current base, since it conflicted."
         state, nxt = self._next_execute(state)
         return StageResult(state=state, next_stage=nxt, records=[
@@ -784,6 +855,19 @@ class PlanExecuteReview(Pattern):
             MergeRequestChanged("draft", decided=True)],
             events=[Event("merge_decided", f"{who} sent the merge request back: {comment}"
                           + note)])
+
+    @staticmethod
+    def validate_merge_choice(state, choice: Any) -> tuple[str, str]:
+        """The commit message and merge mode the person chose (the proposal and a squash when
+        they chose nothing)."""
+        if choice is None:
+            return proposed_merge_message(state), DEFAULT_MERGE_MODE
+        if not isinstance(choice, dict):
+            raise InvalidDecision("The merge choice could not be read; reload the page.")
+        mode = choice.get("mode") or DEFAULT_MERGE_MODE
+        if mode not in MERGE_MODES:
+            raise InvalidDecision("Choose a squashed commit or a merge commit.")
+        return clean_commit_message(choice.get("message")), mode
 
     def _decide_escalation(self, state, decision: Decision) -> StageResult:
         who = decision.author
@@ -795,7 +879,7 @@ class PlanExecuteReview(Pattern):
             comments = list(state["comments"])
             if note:
                 comments.append({"file": "", "line": None, "problem": note,
-                                 "requested_change": f"From {who}"})
+                                 "requested_change": "", "by": who})
             state = {**state, "comments": comments, "rejections": 0, "escalation_from": ""}
             state, nxt = self._next_execute(state)
             return StageResult(state=state, next_stage=nxt, records=[
@@ -813,7 +897,7 @@ class PlanExecuteReview(Pattern):
             comments = [c for c in review.get("comments") or []]
             if note:
                 comments.append({"file": "", "line": None, "problem": note,
-                                 "requested_change": f"From {who}"})
+                                 "requested_change": "", "by": who})
             if not comments:
                 comments = [{"file": "", "line": None, "problem": review.get("reason") or
                              review.get("summary") or "The reviewer rejected the change.",

@@ -11,15 +11,20 @@ or, when the base branch is checked out, by fast-forwarding that checkout (see
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 DEFAULT_AUTHOR = "Quorum Executor <executor@quorum.local>"
 MERGE_AUTHOR = "Quorum <quorum@quorum.local>"
 BASE_MARKER = "quorum-base"  # file in the worktree's admin dir recording its base commit
+LOCK_FILE = "quorum.lock"  # in the repository's git dir: one writer of worktrees and refs
+LOCK_TIMEOUT = 300.0
 _AUTHOR = re.compile(r"^\s*(?P<name>[^<>]+?)\s*<(?P<email>[^<>\s]+)>\s*$")
 
 
@@ -156,16 +161,50 @@ def _admin_dir(worktree) -> Path:
     return Path(out)
 
 
+@contextlib.contextmanager
+def repo_lock(repo, timeout: float | None = None):
+    """Hold the repository's Quorum lock: an ``flock`` on a file in its common git dir.
+
+    Git's worktree bookkeeping (``worktree add`` / ``remove`` / ``prune`` and the admin area
+    under ``.git/worktrees``) is not safe to change from several processes at once: a prune
+    can read a worktree another process is half-way through adding and fail it. Change runs
+    on one repository run in parallel worker processes and threads, so every change to the
+    repository's worktrees, branches and base goes through this lock. ``flock`` works across
+    processes and, since each holder opens the file itself, across threads too; the kernel
+    releases it if the holder dies."""
+    proc = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    path = Path(proc.stdout.strip()) / LOCK_FILE
+    deadline = time.monotonic() + (LOCK_TIMEOUT if timeout is None else timeout)
+    with open(path, "a") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise GitError(f"another run kept {path} locked for too long; try "
+                                   "again") from None
+                time.sleep(0.02)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def create_worktree(repo, worktree_dir, branch: str, base: str) -> str:
     """``git worktree add -b branch worktree_dir base``; returns the base commit sha.
 
     Idempotent for redelivered tasks: if ``worktree_dir`` already is this repository's
     worktree for ``branch``, the recorded base is returned; if only the branch survives, it is
     checked out again in a new worktree. The person's checkout (HEAD, index, files) is never
-    touched."""
+    touched. Holds the repository's lock (``repo_lock``)."""
     _check_branch(repo, branch)
     _check_ref_arg(base, "base")
-    worktree_dir = Path(worktree_dir)
+    with repo_lock(repo):
+        return _create_worktree(repo, Path(worktree_dir), branch, base)
+
+
+def _create_worktree(repo, worktree_dir: Path, branch: str, base: str) -> str:
     _git(repo, "worktree", "prune")
     existing = _find_worktree(repo, worktree_dir)
     if existing is not None:
@@ -241,13 +280,23 @@ def _checkout_of(repo, branch: str) -> Path | None:
     return None
 
 
+MERGE_MODES = ("ff", "squash", "merge")
+
+
 def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
-                    author: str = MERGE_AUTHOR) -> dict:
+                    author: str = MERGE_AUTHOR, mode: str = "ff") -> dict:
     """Merge ``branch`` into ``base_branch``, all or nothing.
 
-    The result is a fast-forward when possible; otherwise the merge is computed in the object
-    database with ``git merge-tree --write-tree`` (git >= 2.38) and committed with
-    ``git commit-tree``, so a conflict leaves every ref, index and file as it was.
+    ``mode``: ``ff`` fast-forwards when possible and makes a merge commit otherwise;
+    ``squash`` makes one new commit on the base with the branch's changes (one parent);
+    ``merge`` always makes a merge commit (two parents), even when a fast-forward was possible.
+    ``message`` is the new commit's message (unused by a fast-forward). A squash whose changes
+    are all on the base already makes no commit and reports ``up_to_date``, so merging again
+    after a crash never adds an empty commit.
+
+    The merge is computed in the object database with ``git merge-tree --write-tree``
+    (git >= 2.38) and committed with ``git commit-tree``, so a conflict leaves every ref, index
+    and file as it was. Holds the repository's lock (``repo_lock``).
 
     Publishing: if the base branch is not checked out anywhere, its ref is moved with a
     compare-and-swap ``git update-ref``. If it is checked out (the person's working tree),
@@ -261,6 +310,16 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
     ``{"merged": False, "conflicts": [paths], "message": ...}`` with nothing changed."""
     _check_branch(repo, base_branch)
     _check_branch(repo, branch)
+    if mode not in MERGE_MODES:
+        raise GitError(f"unknown merge mode {mode!r}")
+    if mode != "ff" and (not message.strip() or "\0" in message):
+        raise GitError("the commit message is empty or contains a NUL byte")
+    with repo_lock(repo):
+        return _merge_into_base(repo, base_branch, branch, message, author, mode)
+
+
+def _merge_into_base(repo, base_branch: str, branch: str, message: str, author: str,
+                     mode: str) -> dict:
     base_ref = f"refs/heads/{base_branch}"
     old = _branch_sha(repo, base_branch)
     new = _branch_sha(repo, branch)
@@ -273,10 +332,16 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
         return _git(repo, "merge-base", "--is-ancestor", a, b, check=False,
                     ok_codes=(0, 1)).returncode == 0
 
+    def tree_of(commit: str) -> str:
+        return _git(repo, "rev-parse", f"{commit}^{{tree}}").stdout.strip()
+
+    already = {"merged": True, "sha": old, "fast_forward": False, "up_to_date": True}
     if is_ancestor(new, old):
-        return {"merged": True, "sha": old, "fast_forward": False, "up_to_date": True}
+        return already
+    fast_forward = False
     if is_ancestor(old, new):
-        target, fast_forward = new, True
+        tree = tree_of(new)
+        target, fast_forward = (new, True) if mode == "ff" else ("", False)
     else:
         version = git_version()
         if version < (2, 38):
@@ -296,13 +361,18 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
             conflicts = sorted({line for line in lines[1:] if line})
             return {"merged": False, "conflicts": conflicts,
                     "message": messages.strip() or "merge conflict"}
-        target = _git(repo, "commit-tree", tree, "-p", old, "-p", new, "-m", message,
+        target = ""
+    if not target:
+        if mode == "squash" and tree == tree_of(old):
+            return already
+        parents = ["-p", old] if mode == "squash" else ["-p", old, "-p", new]
+        target = _git(repo, "commit-tree", tree, *parents, "-m", message,
                       env=_author_env(author)).stdout.strip()
-        fast_forward = False
     checkout = _checkout_of(repo, base_branch)
     if checkout is None:
         _update_ref(repo, base_ref, target, old, f"quorum: merge {branch} into {base_branch}")
-        return {"merged": True, "sha": target, "fast_forward": fast_forward}
+        return {"merged": True, "sha": target, "fast_forward": fast_forward,
+                **({"squashed": True} if mode == "squash" else {})}
     if head_sha(checkout) != old:
         raise GitError(f"{base_branch} moved while merging; nothing was changed")
     proc = _git(checkout, "merge", "--ff-only", "--no-edit", "--quiet", target, check=False)
@@ -321,7 +391,7 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
                 "message": f"{base_branch} is checked out in {checkout} and {what}, then merge "
                            "again. Nothing was changed."}
     return {"merged": True, "sha": target, "fast_forward": fast_forward,
-            "checkout": str(checkout)}
+            "checkout": str(checkout), **({"squashed": True} if mode == "squash" else {})}
 
 
 def reset_worktree(worktree, sha: str) -> None:
@@ -352,9 +422,14 @@ def changed_files(worktree_or_repo, base_sha: str, head: str = "HEAD") -> list[d
 
 
 def remove_worktree(repo, worktree_dir, branch: str, *, delete_branch: bool = True) -> None:
-    """Force-remove the worktree, prune, and delete ``branch``; safe to call repeatedly."""
+    """Force-remove the worktree, prune, and delete ``branch``; safe to call repeatedly.
+    Holds the repository's lock (``repo_lock``)."""
     _check_branch(repo, branch)
-    worktree_dir = Path(worktree_dir)
+    with repo_lock(repo):
+        _remove_worktree(repo, Path(worktree_dir), branch, delete_branch)
+
+
+def _remove_worktree(repo, worktree_dir: Path, branch: str, delete_branch: bool) -> None:
     if _find_worktree(repo, worktree_dir) is not None:
         _git(repo, "worktree", "remove", "--force", "--force", str(worktree_dir))
     if worktree_dir.exists() and _is_stale_worktree_of(repo, worktree_dir):
