@@ -7,7 +7,7 @@ from django.conf import settings
 
 from .llm.gateway import check_model_name
 from .models import Status
-from .patterns import PATTERNS
+from .patterns import PATTERNS, safe_json
 from .patterns.base import InvalidDecision
 from .patterns.debate import DEFAULT_POSITIONS, parse_positions
 from .patterns.team_lead import DEFAULT_TEAM, parse_team
@@ -372,13 +372,13 @@ class ToolDecisionForm(forms.Form):
     args = forms.CharField(required=False, max_length=20000)
 
     def clean_args(self):
-        import json
-
         text = (self.cleaned_data.get("args") or "").strip()
         if not text:
             return None
         try:
-            value = json.loads(text)
+            value = safe_json.loads(text)
+        except safe_json.TooDeep as exc:
+            raise forms.ValidationError(f"The arguments are refused: {exc}.") from None
         except ValueError:
             raise forms.ValidationError("The arguments are not valid JSON.") from None
         if not isinstance(value, dict):

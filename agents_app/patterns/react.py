@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from . import safe_json
 from .base import Decision, Event, Gate, InvalidDecision, Item, ModelClient, Pattern, StageResult
 from .toolbox import PERSON, check_args, describe, registry, run_tool
 
@@ -255,7 +256,7 @@ class ReAct(Pattern):
         if decision.edits is not None:
             tool = self.tools(state).get(pending["tool"])
             try:
-                args = json.loads(decision.edits) if isinstance(decision.edits, str) \
+                args = safe_json.loads(decision.edits) if isinstance(decision.edits, str) \
                     else decision.edits
                 parsed = check_args(tool, args) if tool else None
             except (ValueError, TypeError) as exc:
