@@ -84,7 +84,10 @@ def origin_allowed(scope) -> bool:
     value = _header(scope, b"origin")
     if value is None:
         return False  # every browser sends Origin on a WebSocket handshake
-    parts = urlsplit(value) if "://" in value else None
+    try:
+        parts = urlsplit(value) if "://" in value else None
+    except ValueError:  # e.g. an unclosed "[" in the host
+        return False
     origin = _origin(parts.scheme, parts.netloc) if parts and not parts.path.strip("/") else None
     if origin is None:  # "null" (sandboxed frames, file: pages) or garbage
         return False

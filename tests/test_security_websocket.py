@@ -78,7 +78,8 @@ async def test_a_foreign_or_missing_origin_is_refused_even_for_the_owner(alice, 
     for origin in (b"http://127.0.0.1:8001", b"http://127.0.0.1", b"https://127.0.0.1:8000",
                    b"http://localhost:8000", b"https://evil.example",
                    b"http://127.0.0.1.evil.example:8000", b"http://evil.example@127.0.0.1:8000",
-                   b"http://127.0.0.1:8000/path", b"ws://127.0.0.1:8000", b"null", b"", None):
+                   b"http://127.0.0.1:8000/path", b"ws://127.0.0.1:8000", b"http://[::1", b"null", b"",
+                   None):
         communicator, connected, code = await connect(run.pk, cookie=cookie, origin=origin)
         assert not connected and code == CLOSE_FOREIGN_ORIGIN, origin
     for origin in (b"http://127.0.0.1:8000", b"HTTP://127.0.0.1:8000", b"http://127.0.0.1:8000/"):
