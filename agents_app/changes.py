@@ -4,7 +4,6 @@ base branch and the test command, names the run's worktree, and builds the page'
 
 from __future__ import annotations
 
-import json
 import shlex
 from decimal import Decimal
 from pathlib import Path
@@ -14,6 +13,7 @@ from django.db.models import Count, Sum
 
 from . import engine
 from .models import AgentReport, MergeRequest, Run
+from .patterns import safe_json
 from .patterns.plan_execute_review import (
     DEFAULT_MERGE_MODE,
     MAX_COMMIT_MESSAGE,
@@ -186,7 +186,7 @@ def live_calls(run: Run, reports: list[AgentReport]) -> list[dict]:
     turns = []
     for call in run.model_calls.filter(stage=run.stage).order_by("id"):
         try:
-            data = json.loads(call.response) if call.response else {}
+            data = safe_json.loads(call.response) if call.response else {}
         except ValueError:
             data = {}
         action = data.get("action") if isinstance(data, dict) else None

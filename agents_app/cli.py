@@ -1,11 +1,91 @@
-"""What the management commands that start runs share."""
+"""What the management commands that start runs share: who owns a headless run, ``--model``
+options, option values checked with the web forms' own fields, one-line errors, and the
+"database not set up" message."""
 
 from __future__ import annotations
 
+import argparse
+
 from django.contrib.auth import get_user_model
-from django.core.management.base import CommandError
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError, connections
+from django.db.migrations.executor import MigrationExecutor
 
 from .llm.gateway import check_model_name
+
+EXIT_BAD_INPUT = 2  # as argparse: the command was not run because of what it was given
+
+
+def bad_input(message: str) -> CommandError:
+    return CommandError(message, returncode=EXIT_BAD_INPUT)
+
+
+def form_type(field, what: str = "a value"):
+    """An argparse ``type=`` that cleans the option's text with a web form's field, so the
+    command line takes exactly what the form takes (NaN, infinities, negatives and numbers
+    past the form's limits are refused with the form's message)."""
+
+    def parse(text: str):
+        try:
+            value = field.clean(text.strip())
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(" ".join(exc.messages)) from None
+        if value is None:
+            raise argparse.ArgumentTypeError(f"give {what}.")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its message for a ValueError
+    return parse
+
+
+def check_with(field, value, option: str):
+    """``value`` (already parsed) within a form field's limits; a bad-input error otherwise."""
+    try:
+        return field.clean(value)
+    except ValidationError as exc:
+        raise bad_input(f"{option}: {' '.join(exc.messages)}") from None
+
+
+class CheckedCommand(BaseCommand):
+    """A command whose usage errors are one line on stderr (exit 2), not the full usage, and
+    which says how to set up the database when it has not been (``needs_database``)."""
+
+    needs_database = True
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        inner = parser.error
+
+        def error(message):
+            # argparse prints the whole usage before its error; at a terminal the error and a
+            # pointer to --help read better, on one line.
+            if parser.called_from_command_line:
+                parser.exit(EXIT_BAD_INPUT, f"{parser.prog}: error: {message} (see --help)\n")
+            inner(message)  # from call_command: a CommandError
+
+        parser.error = error
+        return parser
+
+    def execute(self, *args, **options):
+        if self.needs_database:
+            require_migrated()
+        return super().execute(*args, **options)
+
+
+def require_migrated(alias: str = "default") -> None:
+    """A bad-input error saying what to run when the database lacks this code's tables."""
+    hint = ("run `make dev` once (it migrates and starts everything), or "
+            "`python manage.py migrate`.")
+    try:
+        executor = MigrationExecutor(connections[alias])
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError as exc:
+        raise bad_input(f"The database cannot be opened ({exc}): check DATABASE_URL, then "
+                        + hint) from None
+    if pending:
+        raise bad_input(f"The database is not set up ({len(pending)} migration(s) not "
+                        f"applied): {hint}")
 
 
 def command_owner(username: str | None):
@@ -16,14 +96,15 @@ def command_owner(username: str | None):
         try:
             return User.objects.get(username=username)
         except User.DoesNotExist:
-            raise CommandError(f"No user {username!r}.") from None
+            raise bad_input(f"No user {username!r}.") from None
     user = User.objects.filter(is_superuser=True).order_by("pk").first()
     if user is None:
         user, _ = User.objects.get_or_create(username="cli")
     return user
 
 
-def parse_models(specs: list[str], roles: tuple[str, ...], *, returncode: int = 1) -> dict:
+def parse_models(specs: list[str], roles: tuple[str, ...], *,
+                 returncode: int = EXIT_BAD_INPUT) -> dict:
     """``--model ROLE=NAME`` options as role → model; CommandError for a bad one."""
     models = {}
     for spec in specs:

@@ -5,15 +5,16 @@ order and keeps its own cursor, so a reconnect or a reload never loses or repeat
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections import OrderedDict
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from .converters import MAX_ID
 from .events import group_name
 from .models import Event, Run
+from .patterns import safe_json
 from .views import render_live
 
 _PANELS_BY_KIND = {
@@ -71,6 +72,22 @@ def _remember(cache: OrderedDict, key, value) -> None:
             cache.popitem(last=False)
 
 
+class NoSuchChannel(AsyncWebsocketConsumer):
+    """Any WebSocket path that is not a run's: closed as "not found"."""
+
+    async def connect(self):
+        await self.close(code=4404)
+
+
+def parse_cursor(text: str | None) -> int | None:
+    """The ``after`` of a page's ``{"after": N}``, within 0..MAX_ID; None if unreadable."""
+    try:
+        after = int(safe_json.loads(text or "{}").get("after", 0))
+    except (ValueError, TypeError, AttributeError, OverflowError):  # junk, NaN, 1e400
+        return None
+    return min(max(0, after), MAX_ID)
+
+
 class RunConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         user = self.scope.get("user")
@@ -93,11 +110,10 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None):
-        try:
-            after = int(json.loads(text_data or "{}").get("after", 0))
-        except (ValueError, TypeError, AttributeError):
+        after = parse_cursor(text_data)
+        if after is None:
             return
-        self.cursor = max(0, after)
+        self.cursor = after
         await self._flush()
 
     async def run_event(self, message):

@@ -8,7 +8,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 
 from .llm.gateway import check_model_name
 from .models import Status
-from .patterns import PATTERNS
+from .patterns import PATTERNS, safe_json
 from .patterns.base import InvalidDecision
 from .patterns.debate import DEFAULT_POSITIONS, parse_positions
 from .patterns.gate_input import check_arguments, control_message, without_control_characters
@@ -383,15 +383,13 @@ class ToolDecisionForm(forms.Form):
             self.fields["feedback"].what = "Your answer"
 
     def clean_args(self):
-        import json
-
         text = (self.cleaned_data.get("args") or "").strip()
         if not text:
             return None
         try:
-            value = json.loads(text)
-        except RecursionError:
-            raise forms.ValidationError("The arguments are nested too deeply.") from None
+            value = safe_json.loads(text)
+        except safe_json.TooDeep as exc:
+            raise forms.ValidationError(f"The arguments are refused: {exc}.") from None
         except ValueError:
             raise forms.ValidationError("The arguments are not valid JSON.") from None
         if not isinstance(value, dict):

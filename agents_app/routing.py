@@ -1,5 +1,11 @@
-from django.urls import path
+from django.urls import path, re_path
 
-from .consumers import RunConsumer
+from . import converters  # noqa: F401 - registers <id:...>
+from .consumers import NoSuchChannel, RunConsumer
 
-websocket_urlpatterns = [path("ws/runs/<int:pk>/", RunConsumer.as_asgi())]
+websocket_urlpatterns = [
+    path("ws/runs/<id:pk>/", RunConsumer.as_asgi()),
+    # Anything else (a negative or oversized id, a mistyped path) is closed cleanly rather
+    # than failing in the router.
+    re_path(r"", NoSuchChannel.as_asgi()),
+]

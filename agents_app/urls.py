@@ -1,18 +1,22 @@
 from django.urls import path
 
-from . import change_views, views
+from . import (
+    change_views,
+    converters,  # noqa: F401 - registers <id:...>
+    views,
+)
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("runs/new/", views.start_run, name="start_run"),
-    path("runs/<int:pk>/", views.run_detail, name="run_detail"),
-    path("runs/<int:pk>/plan/", views.plan_decision, name="plan_decision"),
-    path("runs/<int:pk>/cancel/", views.cancel_run, name="cancel_run"),
-    path("runs/<int:pk>/tool/", views.tool_decision, name="tool_decision"),
-    path("runs/<int:pk>/calls/<int:call>/", views.model_call, name="model_call"),
+    path("runs/<id:pk>/", views.run_detail, name="run_detail"),
+    path("runs/<id:pk>/plan/", views.plan_decision, name="plan_decision"),
+    path("runs/<id:pk>/cancel/", views.cancel_run, name="cancel_run"),
+    path("runs/<id:pk>/tool/", views.tool_decision, name="tool_decision"),
+    path("runs/<id:pk>/calls/<id:call>/", views.model_call, name="model_call"),
     path("changes/", change_views.change_list, name="change_list"),
     path("changes/new/", change_views.change_new, name="change_new"),
-    path("changes/<int:pk>/", change_views.change_detail, name="change_detail"),
-    path("changes/<int:pk>/decide/", change_views.change_decision, name="change_decision"),
-    path("changes/<int:pk>/files/<int:index>/", change_views.change_file, name="change_file"),
+    path("changes/<id:pk>/", change_views.change_detail, name="change_detail"),
+    path("changes/<id:pk>/decide/", change_views.change_decision, name="change_decision"),
+    path("changes/<id:pk>/files/<id:index>/", change_views.change_file, name="change_file"),
 ]

@@ -316,6 +316,10 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS",
                                               default=SECURE_HSTS_SECONDS > 0)
     SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=SECURE_HSTS_SECONDS > 0)
+# Only behind a reverse proxy that terminates HTTPS (and sets X-Forwarded-Proto, dropping any
+# the client sent) is that header believed: reaching Daphne directly, anyone could send it
+# and pass for https (secure cookies, the HTTPS redirect, the WebSocket's origin check).
+if env.bool("QUORUM_BEHIND_PROXY", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LOGGING = {

@@ -20,7 +20,6 @@ This module has no Django imports: the caller passes the settings in.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import subprocess
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import httpx
 
+from agents_app.patterns import safe_json
 from agents_app.repos import roots as roots_mod
 
 __all__ = ["SourceError", "Source", "allowed_repo", "git_range", "parse_pr_url", "github_pr"]
@@ -418,7 +418,7 @@ class _GitHub:
         status = resp.status_code
         message = ""
         try:
-            data = json.loads(body)
+            data = safe_json.loads(body)
             if isinstance(data, dict) and isinstance(data.get("message"), str):
                 message = self.scrub(data["message"])[:200]
         except ValueError:

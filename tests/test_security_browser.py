@@ -5,18 +5,25 @@
   WebSocket (connect-src 'self' covers ws: in Chromium), with no CSP violation at all;
 - a script smuggled into an htmx swap does not run (htmx gets no nonce, and drops scripts);
 - pages full of untrusted markup (test_security_untrusted's runs, review and change) open no
-  dialog, run nothing, violate no policy, and show the markup as text."""
+  dialog, run nothing, violate no policy, and show the markup as text;
+- a page served from another port of the same host (so the browser sends the session
+  cookie) cannot open a signed-in person's run over the WebSocket."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import re
+import threading
 
 import pytest
 
+from agents_app import engine
 from agents_app.events import append_events
 from agents_app.models import Run
 from agents_app.patterns.base import Event as EventSpec
 from tests.conftest import sign_in
+from tests.stack import free_port
 from tests.test_change_views import repo  # noqa: F401 - fixture of the untrusted runs
 from tests.test_security_untrusted import SHORT, page_urls, untrusted  # noqa: F401
 
@@ -184,3 +191,66 @@ def test_untrusted_content_runs_nothing_and_reads_as_text(live_stack, watched, a
     assert page.dialogs == [], page.dialogs
     assert page.violations == [], page.violations
     assert page.errors == []
+
+
+PROBE = """
+window.probe = {opened: false, received: [], closed: null};
+const ws = new WebSocket(%s);
+ws.onopen = () => { window.probe.opened = true; ws.send(JSON.stringify({after: 0})); };
+ws.onmessage = (e) => window.probe.received.push(e.data);
+ws.onclose = (e) => { window.probe.closed = e.code; };
+true;  // page.evaluate would call a function left as the script's value
+"""
+
+
+@pytest.fixture
+def other_origin():
+    """A page on another port of the same host: the browser sends the site's cookies with its
+    WebSocket (cookies do not care about ports), so only the origin check stands between it and
+    a signed-in person's run."""
+    pages = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server API
+            body = pages.get(self.path, "").encode()
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", pages
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_page_of_another_origin_cannot_watch_a_run(live_stack, watched, alice, other_origin):
+    page = watched
+    run = engine.run_inline(engine.create_run(
+        alice, "plan_execute", "Collect the logs, then find the error.", options={},
+        enqueue=False, models={"planner": "offline/default", "executor": "offline/default",
+                               "synthesizer": "offline/default"}).pk)
+    assert run.is_waiting
+    socket_url = f"{live_stack.replace('http', 'ws')}/ws/runs/{run.pk}/"
+    sign_in(page, live_stack)
+    # The same script from the site's own origin is served the run: the probe works.
+    page.evaluate(PROBE % json.dumps(socket_url))
+    page.wait_for_function("() => window.probe.received.length > 0", timeout=15_000)
+    assert 'data-seq="1"' in page.evaluate("window.probe.received[0]")
+
+    base, pages = other_origin
+    pages["/probe.html"] = f"<!doctype html><script>{PROBE % json.dumps(socket_url)}</script>"
+    page.goto(base + "/probe.html")
+    page.wait_for_function("() => window.probe.closed !== null "
+                           "|| window.probe.received.length > 0", timeout=15_000)
+    page.wait_for_timeout(500)  # anything it was going to receive
+    probe = page.evaluate("window.probe")
+    assert probe["opened"] is False and probe["received"] == []
+    assert probe["closed"] == 1006  # the handshake was refused (HTTP 403)
+    # The session cookie did go with it (same host): the origin check alone refused it.
+    assert any(c["name"] == "sessionid" and c["domain"] == "127.0.0.1"
+               for c in page.context.cookies())

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from . import safe_json
 from .base import Decision, Event, Gate, InvalidDecision, Item, ModelClient, Pattern, StageResult
 from .gate_input import check_arguments, check_text
 from .toolbox import PERSON, check_args, describe, registry, run_tool
@@ -256,7 +257,7 @@ class ReAct(Pattern):
         if decision.edits is not None:  # None: approved as proposed (e.g. from a script)
             tool = self.tools(state).get(pending["tool"])
             try:
-                args = json.loads(decision.edits) if isinstance(decision.edits, str) \
+                args = safe_json.loads(decision.edits) if isinstance(decision.edits, str) \
                     else decision.edits
                 check_arguments(args)
                 parsed = check_args(tool, args) if tool else None

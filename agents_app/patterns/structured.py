@@ -9,6 +9,8 @@ from typing import TypeVar
 import json_repair
 from pydantic import BaseModel, ValidationError
 
+from .safe_json import TooDeep, check_depth
+
 T = TypeVar("T", bound=BaseModel)
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
@@ -24,6 +26,10 @@ def parse_structured(text: str, schema: type[T]) -> T:
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1)
+    try:
+        check_depth(body)
+    except TooDeep as exc:
+        raise ParseError(str(exc)) from None
     try:
         return schema.model_validate_json(body)
     except ValidationError as strict_error:

@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..repos.workspace import ToolError, Workspace
+from . import safe_json
 from .parallel import run_parallel
 
 MAX_OBSERVATION = 8000
@@ -232,7 +233,9 @@ def check_args(tool: AgentTool, args: Any) -> BaseModel:
     """The validated arguments; ToolError with a readable message otherwise."""
     if isinstance(args, str):
         try:
-            args = json.loads(args) if args.strip() else {}
+            args = safe_json.loads(args) if args.strip() else {}
+        except safe_json.TooDeep as exc:
+            raise ToolError(f"Arguments for {tool.name} are refused: {exc}.") from None
         except ValueError:
             raise ToolError(f"Arguments for {tool.name} are not a JSON object.") from None
     if not isinstance(args, dict):

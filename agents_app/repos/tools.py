@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..patterns import safe_json
 from .workspace import ToolError, Workspace
 
 MAX_OBSERVATION = 12_000
@@ -197,7 +198,7 @@ def call(tools: dict[str, Tool], ws: Workspace, name: str, args: dict | str | No
         args = {}
     if isinstance(args, str):
         try:
-            args = json.loads(args) if args.strip() else {}
+            args = safe_json.loads(args) if args.strip() else {}
         except ValueError as exc:
             return False, f"Arguments for {name} are not valid JSON: {exc}"
     if not isinstance(args, dict):

@@ -11,10 +11,10 @@ read the change.
 
 from __future__ import annotations
 
-import json
 import re
 
 from agents_app.llm.offline import sections
+from agents_app.patterns import safe_json
 
 from .schema import SEVERITY_RANK
 
@@ -27,7 +27,7 @@ def _json(body: str):
     if not m:
         return []
     try:
-        return json.loads(m.group(1))
+        return safe_json.loads(m.group(1))
     except ValueError:
         return []
 

@@ -8,9 +8,11 @@ import shlex
 import sys
 from pathlib import Path
 
+from django import forms
 from django.conf import settings
-from django.core.management.base import BaseCommand
 from honcho.manager import Manager
+
+from agents_app.cli import CheckedCommand, form_type
 
 
 def redis_server_binary() -> str:
@@ -27,13 +29,17 @@ def embedded_redis_command(port: int, data_dir: Path) -> str:
     return shlex.join(args)
 
 
-class Command(BaseCommand):
+class Command(CheckedCommand):
     help = "Run web (Daphne), worker (Celery) and, unless REDIS_URL is set, an embedded Redis."
+    needs_database = False  # make dev migrates before it starts the stack
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("QUORUM_HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("QUORUM_PORT", "8000")))
-        parser.add_argument("--concurrency", type=int,
+        parser.add_argument("--port", type=form_type(forms.IntegerField(
+            min_value=1, max_value=65535), "a port number"),
+            default=int(os.environ.get("QUORUM_PORT", "8000")))
+        parser.add_argument("--concurrency", type=form_type(forms.IntegerField(
+            min_value=1, max_value=1000), "a whole number"),
                             default=int(os.environ.get("QUORUM_WORKER_CONCURRENCY", "100")))
 
     def handle(self, *args, **opts):

@@ -16,19 +16,18 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
-
 from agents_app import engine
-from agents_app.cli import command_owner, parse_models
+from agents_app.cli import CheckedCommand, command_owner, form_type, parse_models
 from agents_app.patterns.base import Decision
 from reviews_app import services
+from reviews_app.forms import NewReviewForm
 from reviews_app.models import Review
 from reviews_app.pipeline import coverage, export
 
 EXIT_APPROVE, EXIT_NOT_APPROVED, EXIT_ERROR = 0, 1, 2
 
 
-class Command(BaseCommand):
+class Command(CheckedCommand):
     help = "Review a diff, a local git range or a GitHub pull request and print the result."
 
     def add_arguments(self, parser):
@@ -42,14 +41,14 @@ class Command(BaseCommand):
         parser.add_argument("--model", action="append", default=[], metavar="ROLE=NAME",
                             help="Model for a role (security, architecture, style, "
                                  "synthesizer). Repeatable.")
-        parser.add_argument("--min-confidence", type=float, default=None)
+        parser.add_argument("--min-confidence", default=None, type=form_type(
+            NewReviewForm.base_fields["min_confidence"], "a number from 0 to 1"),
+            help="Drop findings below this confidence (0 to 1).")
         parser.add_argument("--user", default=None,
                             help="Owner of the review (default: first superuser, else 'cli').")
 
     def handle(self, *args, **opts):
         models = parse_models(opts["model"], services.ROLES, returncode=EXIT_ERROR)
-        if opts["min_confidence"] is not None and not 0 <= opts["min_confidence"] <= 1:
-            raise CommandError("--min-confidence must be between 0 and 1.", returncode=EXIT_ERROR)
         try:
             inp = self._load(opts)
             prepared = services.prepare(inp)

@@ -1,0 +1,117 @@
+"""The command line takes what the web forms take: a bad option value (NaN, infinity, a
+negative budget, zero tokens, numbers past the form's limits) exits 2 with one line on
+stderr and no traceback, as from a terminal; a command run on a database that was
+never migrated says what to run, and creates nothing."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command, execute_from_command_line
+
+from agents_app.models import Run
+from tests.test_deploy_settings import ROOT
+
+RUN = ["run_pattern", "plan_execute", "--task", "Plan a picnic"]
+BAD_OPTIONS = [
+    (RUN + ["--max-cost", "nan"], "--max-cost: Enter a number"),
+    (RUN + ["--max-cost", "inf"], "--max-cost: Enter a number"),
+    (RUN + ["--max-cost", "-1"], "--max-cost: Ensure this value is greater than or equal to"),
+    (RUN + ["--max-cost", "1e30"], "--max-cost: Ensure this value is less than or equal to"),
+    (RUN + ["--max-cost", ""], "--max-cost: give an amount in USD"),
+    (RUN + ["--max-tokens", "0"], "--max-tokens: Ensure this value is greater than or equal"),
+    (RUN + ["--max-tokens", "9" * 25], "--max-tokens: Ensure this value is less than or equal"),
+    (RUN + ["--max-tokens", "ten"], "--max-tokens: Enter a whole number"),
+    (["run_pattern", "reflective", "--task", "x", "--max-reflections", "-3"],
+     "--max-reflections: Ensure this value is greater than or equal to 1"),
+    (["run_pattern", "react", "--task", "x", "--max-tool-calls", "nan"],
+     "--max-tool-calls: Enter a whole number"),
+    (["review", "x.diff", "--min-confidence", "nan"], "--min-confidence: Enter a number"),
+    (["review", "x.diff", "--min-confidence", "2"], "--min-confidence: Ensure this value is"),
+    (["devstack", "--port", "70000"], "--port: Ensure this value is less than or equal"),
+    (["run_pattern", "plan_execute"], "the following arguments are required: --task"),
+]
+
+
+def cli_env(tmp_path) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST", "DJANGO_")) and k != "DATABASE_URL"}
+    env.update({"DEBUG": "true", "SECRET_KEY": "test-secret-key", "QUORUM_VAR_DIR": str(tmp_path),
+                "DATABASE_URL": f"sqlite:///{tmp_path / 'fresh.sqlite3'}",
+                "QUORUM_ALLOW_MODEL_REQUESTS": "false", "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    return env
+
+
+def run_all(commands: list[list[str]], env: dict) -> list[subprocess.CompletedProcess]:
+    """The commands side by side (each starts Django: seconds on a busy machine)."""
+    procs = [subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for args in commands]
+    results = []
+    for args, proc in zip(commands, procs, strict=True):
+        out, err = proc.communicate(timeout=300)
+        results.append(subprocess.CompletedProcess(args, proc.returncode, out, err))
+    return results
+
+
+@pytest.mark.parametrize("args, message", BAD_OPTIONS)
+def test_bad_option_values_exit_2_with_one_line(args, message, capsys):
+    # The terminal's path (manage.py's argv through run_from_argv), in this process.
+    with pytest.raises(SystemExit) as exited:
+        execute_from_command_line(["manage.py", *args])
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert exited.value.code == 2, (args, err)
+    assert len(lines) == 1 and "Traceback" not in err, (args, err)
+    assert message in lines[0] and "(see --help)" in lines[0], (args, lines[0])
+    assert out == "", args
+
+
+def test_a_database_never_migrated_says_what_to_run(tmp_path):
+    diff = tmp_path / "change.diff"
+    diff.write_text("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n")
+    env = cli_env(tmp_path)
+    procs = run_all([RUN, ["review", str(diff)], RUN + ["--max-cost", "nan"]], env)
+    # A bad option is refused before the database is looked at, in a real process too.
+    assert procs[2].returncode == 2 and "Traceback" not in procs[2].stderr, procs[2].stderr
+    assert procs[2].stderr.strip().splitlines() == [
+        "manage.py run_pattern: error: argument --max-cost: Enter a number. (see --help)"]
+    for proc in procs[:2]:
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode == 2, (proc.args, proc.stderr)
+        assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert "not set up" in lines[0] and "make dev" in lines[0], lines[0]
+        assert "python manage.py migrate" in lines[0], lines[0]
+    # Nothing was half-made: no table exists in the fresh file.
+    with sqlite3.connect(tmp_path / "fresh.sqlite3") as db:
+        tables = db.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                            "AND name NOT LIKE 'sqlite_%'").fetchall()
+    assert tables in ([], [("django_migrations",)])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("args, message", [
+    (["debate", "--task", "x", "--max-rounds", "6"],
+     "--max-rounds: Ensure this value is less than or equal to 5"),
+    (["plan_execute", "--task", "x", "--user", "nobody"], "No user"),
+    (["plan_execute", "--task", "  "], "--task is empty"),
+    (["plan_execute", "--task", "x", "--model", "judge=gpt-4o"], "ROLE=NAME"),
+])
+def test_input_checked_after_parsing_is_bad_input_too(args, message):
+    with pytest.raises(CommandError, match=message) as caught:
+        call_command("run_pattern", *args, stdout=StringIO())
+    assert caught.value.returncode == 2
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_good_budgets_reach_the_run():
+    call_command("run_pattern", "plan_execute", "--task", "Plan a picnic, then pack.",
+                 "--max-cost", "0.5", "--max-tokens", "1000", stdout=StringIO())
+    run = Run.objects.get()
+    assert str(run.max_cost_usd) == "0.5000" and run.max_tokens == 1000
