@@ -197,13 +197,14 @@
   }
 
   // afterSwap, not afterSettle: an outerHTML swap settles on the element it replaced, which
-  // is no longer in the document, so its afterSettle never reaches this listener. The focus
-  // moves once htmx has settled the new content (its settle delay is 20 ms).
+  // is no longer in the document, so its afterSettle never reaches this listener. And at
+  // once: a live update may replace the region a few milliseconds later without the answer's
+  // notice (the focus then follows it into the new region, below).
   document.addEventListener("htmx:afterSwap", function (ev) {
     if (!pending || !ev.detail || !ev.detail.xhr) return; // a live update, not the answer
     var id = pending;
     pending = null;
-    window.setTimeout(function () { answered(id); }, 40);
+    answered(id);
   });
   document.addEventListener("htmx:afterSettle", function (ev) {
     if (!(ev.detail && ev.detail.xhr)) liveStatuses(false);
