@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from agents_app import engine
-from agents_app.llm.gateway import Gateway, GatewayConfig
+from agents_app.llm.gateway import Gateway, GatewayConfig, redact
 from agents_app.models import ModelCall
 from agents_app.trace import FOLD_CHARS, stage_label
 from tests.conftest import OFFLINE
@@ -148,6 +148,40 @@ def test_gateway_hands_the_journal_redacted_messages(scripted):
     assert scripted.calls[0].messages[0]["content"] == f"use {KEY} please"  # the model sees it
     stored = journal.rows[0].messages[0]["content"]
     assert KEY not in stored and stored.startswith("use ")
+
+
+STRIPE = "sk_live_" + "51HqLyjWDarjtT1zdp7dcXYZabcdEFGH"
+GITLAB = "glpat-" + "xY9zAbCdEfGhIjKlMnOp"
+PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1c7Qv3m9hRkq8Zt2Yp0sW4eXbN6uLfJ\n"
+       "-----END RSA PRIVATE KEY-----")
+
+
+def test_payment_and_source_hosting_keys_and_private_keys_are_shortened_in_the_journal(
+        scripted):
+    """Keys of the formats a review knows are kept as a prefix and their length, never whole,
+    in a run's stored prompts too (the gateway's own patterns did not cover them)."""
+    scripted.fn = lambda m, i: f"echoing {STRIPE}"
+
+    class Journal:
+        rows = []
+
+        def replay(self, key):
+            return None
+
+        def before_call(self, key, role, model):
+            return None
+
+        def record(self, key, outcome):
+            self.rows.append(outcome)
+
+    journal = Journal()
+    g = Gateway(GatewayConfig(routes={"executor": "scripted/x"}, allow_network=False), journal)
+    g.complete("executor", [{"role": "user", "content": f"deploy with {STRIPE} and {GITLAB}\n{PEM}"}])
+    stored = journal.rows[0].messages[0]["content"]
+    for secret in (STRIPE, GITLAB, "MIIEowIBAAKCAQEA1c7Qv3m9hRkq8Zt2Yp0sW4eXbN6uLfJ"):
+        assert secret not in stored
+    assert "sk_live_" in stored and "chars)" in stored  # a prefix and the length remain
+    assert redact(f"reply {STRIPE}") != f"reply {STRIPE}" and STRIPE not in redact(STRIPE)
 
 
 def test_the_full_page_lists_no_prompt_as_a_site_message(alice_client, done_run):

@@ -29,6 +29,8 @@ from litellm import CustomLLM, ModelResponse  # noqa: E402
 from litellm.types.utils import Usage  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
+from reviews_app.pipeline import secret_keys  # noqa: E402
+
 from ..patterns.base import ModelError, Reply, StructuredOutputError  # noqa: E402
 from ..patterns.structured import ParseError, parse_structured, schema_instructions  # noqa: E402
 from . import offline  # noqa: E402
@@ -69,7 +71,9 @@ def redact(text: str) -> str:
         if len(value) >= 8 and _SECRET_ENV.search(name):
             text = text.replace(value, "[redacted]")
     text = _ASSIGNED.sub(r"\1[redacted]", text)
-    return _SECRET.sub("[redacted]", text)
+    # Keys of other known formats (payment, source hosting, private key blocks) are shortened
+    # to a prefix and their length, as a review shows them.
+    return secret_keys.mask_known(_SECRET.sub("[redacted]", text))
 
 
 def redact_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -174,6 +174,20 @@ def mask(text: str) -> str:
                            else m.group(0), text)
 
 
+def mask_known(text: str) -> str:
+    """``text`` with keys of the known formats and private key blocks shortened, and nothing
+    else touched: for text that is not code under review (a run's prompts in the trace), where
+    a long random-looking run is more often a hash than a secret."""
+    if not text or not isinstance(text, str):
+        return text
+    if "PRIVATE KEY" in text:
+        text = _PEM_BLOCK.sub(_mask_pem, text)
+    if _has_key_hint(text):
+        for fmt in KEY_FORMATS[1:]:
+            text = fmt.pattern.sub(_mask_match_tail, text)
+    return text
+
+
 def _mask_pem(m: re.Match) -> str:
     body = m.group(2)
     if body.strip() and not _PEM_DONE.fullmatch(body):
