@@ -187,13 +187,13 @@ def test_a_decision_is_announced_in_a_live_region_that_takes_focus(alice_client,
     status = re.search(r'<div id="gate-status"[^>]*hx-swap-oob="innerHTML">(.*?)</div>', html,
                        re.DOTALL)
     assert status, html[-500:]
-    assert 'tabindex="-1" autofocus>You approved plan v2 with your edits.' in status.group(1)
+    assert 'tabindex="-1" autofocus data-focus-now>You approved plan v2 with your edits.' in status.group(1)
 
 
 def test_a_refusal_is_an_alert_that_takes_focus(alice_client, gated_run):
     html = decide(alice_client, gated_run, action="approve",
                   seq=gated_run.stage_seq).content.decode()
-    assert '<p class="error" role="alert" tabindex="-1" autofocus>The plan has no steps' in html
+    assert '<p class="error" role="alert" tabindex="-1" autofocus data-focus>The plan has no steps' in html
 
 
 def test_another_user_cannot_decide_and_nothing_changes(bob_client, gated_run):
