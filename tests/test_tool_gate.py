@@ -108,7 +108,7 @@ def test_the_pattern_refuses_control_characters_and_deep_arguments_from_any_call
 def test_a_rejection_is_announced(alice_client, approval_run):
     html = post(alice_client, approval_run, action="reject", seq=approval_run.stage_seq,
                 feedback="Not now").content.decode()
-    assert 'autofocus>You rejected the call.' in html and 'aria-live="polite"' in html
+    assert 'autofocus data-focus-now>You rejected the call.' in html and 'aria-live="polite"' in html
 
 
 # --- the ask-a-person gate -------------------------------------------------------------------
@@ -134,7 +134,7 @@ def test_an_answer_sent_twice_is_recorded_once(alice_client, ask_run):
     second = post(alice_client, ask_run, action="approve", seq=ask_run.stage_seq,
                   feedback="Europe/Paris")
     assert first.status_code == 200 and second.status_code == 409
-    assert 'autofocus>Your answer was sent to the agent' in first.content.decode()
+    assert 'autofocus data-focus-now>Your answer was sent to the agent' in first.content.decode()
     ask_run.refresh_from_db()
     assert [h["tool"] for h in ask_run.state["history"]] == ["ask_person"]
     assert RunItem.objects.filter(run=ask_run, kind="step").count() == 1

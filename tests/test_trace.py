@@ -127,20 +127,24 @@ def test_stage_labels(pattern, stage, words):
     assert stage_label(pattern, stage) == words
 
 
+class Journal:
+    """The gateway's journal, keeping what it would store."""
+
+    def __init__(self):
+        self.rows = []
+
+    def replay(self, key):
+        return None
+
+    def before_call(self, key, role, model):
+        return None
+
+    def record(self, key, outcome):
+        self.rows.append(outcome)
+
+
 def test_gateway_hands_the_journal_redacted_messages(scripted):
     scripted.fn = lambda m, i: "fine"
-
-    class Journal:
-        rows = []
-
-        def replay(self, key):
-            return None
-
-        def before_call(self, key, role, model):
-            return None
-
-        def record(self, key, outcome):
-            self.rows.append(outcome)
 
     journal = Journal()
     g = Gateway(GatewayConfig(routes={"executor": "scripted/x"}, allow_network=False), journal)
@@ -161,18 +165,6 @@ def test_payment_and_source_hosting_keys_and_private_keys_are_shortened_in_the_j
     """Keys of the formats a review knows are kept as a prefix and their length, never whole,
     in a run's stored prompts too (the gateway's own patterns did not cover them)."""
     scripted.fn = lambda m, i: f"echoing {STRIPE}"
-
-    class Journal:
-        rows = []
-
-        def replay(self, key):
-            return None
-
-        def before_call(self, key, role, model):
-            return None
-
-        def record(self, key, outcome):
-            self.rows.append(outcome)
 
     journal = Journal()
     g = Gateway(GatewayConfig(routes={"executor": "scripted/x"}, allow_network=False), journal)

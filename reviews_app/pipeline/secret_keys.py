@@ -163,11 +163,7 @@ def mask(text: str) -> str:
     """``text`` with every secret shortened to a prefix and its length. Idempotent."""
     if not text or not isinstance(text, str):
         return text
-    if "PRIVATE KEY" in text:
-        text = _PEM_BLOCK.sub(_mask_pem, text)
-    if _has_key_hint(text):
-        for fmt in KEY_FORMATS[1:]:
-            text = fmt.pattern.sub(_mask_match_tail, text)
+    text = mask_known(text)
     if _has_secret_word(text):
         text = _ASSIGNED.sub(_mask_assigned, text)
     return _RANDOM_RUN.sub(lambda m: _short(m.group(0)) if _random_looking(m.group(0))
