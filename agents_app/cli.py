@@ -21,6 +21,16 @@ def bad_input(message: str) -> CommandError:
     return CommandError(message, returncode=EXIT_BAD_INPUT)
 
 
+def refusal(field, exc: ValidationError) -> str:
+    """The form field's message, or for a number out of range both ends at once ("takes 1 to
+    5"), which says what to type rather than only which way the value was wrong."""
+    low, high = getattr(field, "min_value", None), getattr(field, "max_value", None)
+    if {e.code for e in exc.error_list} & {"min_value", "max_value"} \
+            and low is not None and high is not None:
+        return f"takes {low} to {high}."
+    return " ".join(exc.messages)
+
+
 def form_type(field, what: str = "a value"):
     """An argparse ``type=`` that cleans the option's text with a web form's field, so the
     command line takes exactly what the form takes (NaN, infinities, negatives and numbers
@@ -30,7 +40,7 @@ def form_type(field, what: str = "a value"):
         try:
             value = field.clean(text.strip())
         except ValidationError as exc:
-            raise argparse.ArgumentTypeError(" ".join(exc.messages)) from None
+            raise argparse.ArgumentTypeError(refusal(field, exc)) from None
         if value is None:
             raise argparse.ArgumentTypeError(f"give {what}.")
         return value
@@ -44,7 +54,7 @@ def check_with(field, value, option: str):
     try:
         return field.clean(value)
     except ValidationError as exc:
-        raise bad_input(f"{option}: {' '.join(exc.messages)}") from None
+        raise bad_input(f"{option}: {refusal(field, exc)}") from None
 
 
 class CheckedCommand(BaseCommand):

@@ -388,8 +388,10 @@ class ToolDecisionForm(forms.Form):
             return None
         try:
             value = safe_json.loads(text)
-        except safe_json.TooDeep as exc:
-            raise forms.ValidationError(f"The arguments are refused: {exc}.") from None
+        except safe_json.TooDeep:
+            raise forms.ValidationError(
+                f"The arguments are nested too deeply (more than {safe_json.MAX_DEPTH} "
+                "levels of brackets).") from None
         except ValueError:
             raise forms.ValidationError("The arguments are not valid JSON.") from None
         if not isinstance(value, dict):

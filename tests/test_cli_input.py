@@ -21,19 +21,19 @@ RUN = ["run_pattern", "plan_execute", "--task", "Plan a picnic"]
 BAD_OPTIONS = [
     (RUN + ["--max-cost", "nan"], "--max-cost: Enter a number"),
     (RUN + ["--max-cost", "inf"], "--max-cost: Enter a number"),
-    (RUN + ["--max-cost", "-1"], "--max-cost: Ensure this value is greater than or equal to"),
-    (RUN + ["--max-cost", "1e30"], "--max-cost: Ensure this value is less than or equal to"),
+    (RUN + ["--max-cost", "-1"], "--max-cost: takes 0.0001 to 1000"),
+    (RUN + ["--max-cost", "1e30"], "--max-cost: takes 0.0001 to 1000"),
     (RUN + ["--max-cost", ""], "--max-cost: give an amount in USD"),
-    (RUN + ["--max-tokens", "0"], "--max-tokens: Ensure this value is greater than or equal"),
-    (RUN + ["--max-tokens", "9" * 25], "--max-tokens: Ensure this value is less than or equal"),
+    (RUN + ["--max-tokens", "0"], "--max-tokens: takes 100 to 50000000"),
+    (RUN + ["--max-tokens", "9" * 25], "--max-tokens: takes 100 to 50000000"),
     (RUN + ["--max-tokens", "ten"], "--max-tokens: Enter a whole number"),
     (["run_pattern", "reflective", "--task", "x", "--max-reflections", "-3"],
-     "--max-reflections: Ensure this value is greater than or equal to 1"),
+     "--max-reflections: takes 1 to 10"),
     (["run_pattern", "react", "--task", "x", "--max-tool-calls", "nan"],
      "--max-tool-calls: Enter a whole number"),
     (["review", "x.diff", "--min-confidence", "nan"], "--min-confidence: Enter a number"),
-    (["review", "x.diff", "--min-confidence", "2"], "--min-confidence: Ensure this value is"),
-    (["devstack", "--port", "70000"], "--port: Ensure this value is less than or equal"),
+    (["review", "x.diff", "--min-confidence", "2"], "--min-confidence: takes 0"),
+    (["devstack", "--port", "70000"], "--port: takes 1 to 65535"),
     (["run_pattern", "plan_execute"], "the following arguments are required: --task"),
 ]
 
@@ -97,7 +97,7 @@ def test_a_database_never_migrated_says_what_to_run(tmp_path):
 @pytest.mark.django_db
 @pytest.mark.parametrize("args, message", [
     (["debate", "--task", "x", "--max-rounds", "6"],
-     "--max-rounds: Ensure this value is less than or equal to 5"),
+     "--max-rounds: takes 1 to 5"),
     (["plan_execute", "--task", "x", "--user", "nobody"], "No user"),
     (["plan_execute", "--task", "  "], "--task is empty"),
     (["plan_execute", "--task", "x", "--model", "judge=gpt-4o"], "ROLE=NAME"),

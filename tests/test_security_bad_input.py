@@ -122,7 +122,7 @@ def test_deep_json_at_the_tool_gate_is_refused_with_a_message(client, alice, run
     response = client.post(real_url("tool_decision", runs),
                            {"seq": run.stage_seq, "action": "approve", "args": DEEP_OBJECT})
     assert response.status_code == 400
-    assert "nested more than 64 levels" in response.content.decode()
+    assert "nested too deeply (more than 64 levels" in response.content.decode()
     run.refresh_from_db()
     assert run.status == "awaiting_tool_approval" and run.stage_seq == runs["react"].stage_seq
 
