@@ -30,18 +30,20 @@ def test_rewoo_shows_evidence_and_linked_citations(live_stack, page, alice):
     page.click("#start-form button.primary")
     page.wait_for_url(re.compile(r".*/runs/\d+/$"))
     page.evaluate("window.__noReload = true")
-    page.wait_for_selector("#items-panel a.cite", timeout=30_000)
+    # The draft answer shows beside the evidence as soon as it is written; once the verify
+    # pass completes the run it is the answer, shown once, in the answer panel.
+    page.wait_for_selector("#items-panel a.cite, #answer-panel a.cite", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#run-header').innerText.includes('Completed')",
+                           timeout=30_000)
     rows = page.locator("#items-panel table.evidence tbody tr")
     assert rows.count() == 2
     assert "(3 + 4) * 6 = 42" in rows.nth(0).inner_text()
     assert "current_time" in rows.nth(1).inner_text()
-    cite = page.locator("#items-panel a.cite").first
+    assert page.locator("#items-panel a.cite").count() == 0
+    cite = page.locator("#answer-panel a.cite").first
     assert cite.get_attribute("href") == "#evidence-E1"
     cite.click()
     assert page.evaluate("location.hash") == "#evidence-E1"
-    # The answer shows as soon as it is written; the verify pass then completes the run.
-    page.wait_for_function("() => document.querySelector('#run-header').innerText.includes('Completed')",
-                           timeout=30_000)
     assert "Verification 1: supported" in page.locator("#items-panel").inner_text()
     assert page.evaluate("window.__noReload") is True
     run = Run.objects.get()

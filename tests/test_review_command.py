@@ -264,3 +264,17 @@ def test_a_pasted_new_file_is_analysed_whole_and_its_unused_names_found(monkeypa
              for r in (e["rule"] for e in f["evidence"])}
     assert {("F401", 1), ("F401", 2), ("F841", 6)} <= rules
     assert Review.objects.get().files[0]["mode"] == "heavy"
+
+
+def test_an_incomplete_review_reads_as_written_in_the_markdown_export(tmp_path):
+    """The incomplete-review lead of the summary is plain words: the Markdown export (which
+    escapes emphasis in untrusted text) showed it as literal asterisks."""
+    from markdown_it import MarkdownIt
+
+    path = tmp_path / "ts.diff"
+    path.write_text(TS_SQLI_KEY)
+    code, out, err = review(str(path), "--format", "markdown")
+    assert code == 1, err
+    rendered = MarkdownIt("commonmark").render(out)
+    assert "Incomplete review: 1 file not examined" in rendered
+    assert "\\*" not in out and "**Incomplete" not in rendered

@@ -434,7 +434,7 @@ def test_a_review_missing_a_reviewer_cannot_approve():
     result, _ = run_to_gate(model)
     rec = result.records[0]
     assert rec.verdict == "needs_discussion"  # the rules alone would approve a low finding
-    assert rec.summary.startswith("**Incomplete review: the security reviewer did not finish.**")
+    assert rec.summary.startswith("Incomplete review: the security reviewer did not finish.")
     assert any("Incomplete review" in n for n in rec.notes)
 
 
@@ -489,7 +489,7 @@ def test_a_file_no_analyzer_reads_and_only_the_offline_model_saw_is_not_reviewed
                                                                    "not_examined", False)
     assert "no analyzer reads TypeScript" in entry["detail"]
     assert "offline model, which reads no code" in entry["detail"]
-    assert rec.summary.startswith("**Incomplete review: 1 file not examined by any analyzer "
+    assert rec.summary.startswith("Incomplete review: 1 file not examined by any analyzer "
                                   "or model — src/users.ts: no analyzer reads TypeScript")
     assert any(n.startswith("Incomplete review: 1 file not examined") for n in rec.notes)
     assert result.state["coverage"] == rec.coverage
@@ -507,7 +507,7 @@ def test_a_file_a_model_read_is_reviewed_and_may_be_approved():
     assert rec.coverage == [{"path": "src/users.ts", "reason": "model_only", "reviewed": True,
                              "detail": "Not Python: read by the security, architecture, style "
                                        "reviewers only, without static analysis."}]
-    assert not rec.summary.startswith("**Incomplete")
+    assert not rec.summary.startswith("Incomplete")
 
 
 def test_a_python_file_the_analyzers_checked_counts_with_the_offline_model():

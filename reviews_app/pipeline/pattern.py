@@ -337,10 +337,10 @@ class CodeReview(Pattern):
         if not summary:
             summary = _fallback_summary(kept, verdict, state["reviewers"])
         if left:
-            summary = f"**Incomplete review: {left}.** " + summary
+            summary = f"Incomplete review: {left}. " + summary
         if missing:
-            summary = (f"**Incomplete review: the {', '.join(missing)} reviewer"
-                       f"{'s' if len(missing) > 1 else ''} did not finish.** " + summary)
+            summary = (f"Incomplete review: the {', '.join(missing)} reviewer"
+                       f"{'s' if len(missing) > 1 else ''} did not finish. " + summary)
         state["result"] = {"verdict": verdict, "rule_verdict": rule,
                            "model_verdict": model_verdict, "summary": summary,
                            "synthesizer_error": synth_error, "notes": notes}
