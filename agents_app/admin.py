@@ -1,7 +1,53 @@
-from django.contrib import admin
+import json
 
+from django.contrib import admin
+from django.db import models
+
+from reviews_app.pipeline import secret_keys
+
+from .llm.gateway import redact
 from .models import Approval, Event, ModelCall, PlanVersion, Run, StepResult
 from .patterns import PATTERNS, pattern_label
+
+
+class RecordAdmin(admin.ModelAdmin):
+    """A record of what happened (a run, a model call, an event, a review): the admin views it
+    and may delete it, never edits it, and shows every text with secrets shortened or blanked
+    (a run's state holds the diff it reviewed, a call its prompt). Nothing is saved."""
+
+    mask = staticmethod(redact)  # text -> text
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None:
+            for field in obj._meta.concrete_fields:
+                if isinstance(field, (models.TextField, models.CharField, models.JSONField)):
+                    setattr(obj, field.attname, self._masked(getattr(obj, field.attname)))
+        return obj
+
+    def _masked(self, value):
+        if isinstance(value, str):
+            return self.mask(value)
+        if not isinstance(value, (dict, list)):
+            return value
+        # Masked as one text: a private key block's lines may be separate items of a list.
+        text = self.mask(json.dumps(value, ensure_ascii=False))
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text  # shown as text; what matters is that no secret is in it
+
+
+class MaskedRecordAdmin(RecordAdmin):
+    """For code under review: any secret-looking value, not only known key formats."""
+
+    mask = staticmethod(secret_keys.mask)
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -45,7 +91,7 @@ class PatternFilter(admin.SimpleListFilter):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(RecordAdmin):
     list_display = ("id", "owner", "pattern_name", "status", "offline", "cost_usd", "calls",
                     "created_at")
     list_filter = ("status", PatternFilter, "offline")
@@ -60,14 +106,14 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(RecordAdmin):
     list_display = ("run", "seq", "kind", "message", "created_at")
     list_filter = ("kind",)
     raw_id_fields = ("run",)
 
 
 @admin.register(ModelCall)
-class ModelCallAdmin(admin.ModelAdmin):
+class ModelCallAdmin(RecordAdmin):
     list_display = ("run", "stage", "role", "model", "prompt_tokens", "completion_tokens",
                     "cost_usd", "latency_ms", "error")
     list_filter = ("role", "model")

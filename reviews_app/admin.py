@@ -1,5 +1,7 @@
 from django.contrib import admin
 
+from agents_app.admin import MaskedRecordAdmin
+
 from .models import Finding, Review, TriageDecision
 
 
@@ -33,7 +35,7 @@ class TriageDecisionInline(admin.TabularInline):
 
 
 @admin.register(Review)
-class ReviewAdmin(admin.ModelAdmin):
+class ReviewAdmin(MaskedRecordAdmin):
     list_display = ("run_id", "source_label", "source_kind", "owner", "proposed_verdict",
                     "final_verdict", "created_at")
     list_filter = ("source_kind", "proposed_verdict", "final_verdict")
@@ -44,7 +46,7 @@ class ReviewAdmin(admin.ModelAdmin):
 
 
 @admin.register(Finding)
-class FindingAdmin(admin.ModelAdmin):
+class FindingAdmin(MaskedRecordAdmin):
     list_display = ("key", "review", "severity", "category", "file", "line", "kept", "decision")
     list_filter = ("severity", "category", "kept", "decision")
     search_fields = ("title", "file")

@@ -12,7 +12,8 @@ from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.views.decorators.http import require_GET, require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from agents_app.models import Run
@@ -77,8 +78,10 @@ def review_list(request):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def start_review(request):
+    if request.method == "GET":  # a bookmark or a reload: the form is on the reviews page
+        return redirect(reverse("review_list") + "#new-review")
     form = NewReviewForm(request.POST, request.FILES)
     if form.is_valid():
         try:

@@ -46,6 +46,13 @@ def test_get_runs_new_shows_the_start_form(alice_client):
     assert f'action="{reverse("start_run")}"' in page
 
 
+def test_get_reviews_new_leads_to_the_review_form(alice_client):
+    response = alice_client.get(reverse("start_review"), follow=True)
+    assert response.status_code == 200
+    assert response.redirect_chain[-1][0] == reverse("review_list") + "#new-review"
+    assert 'id="new-review"' in response.content.decode()
+
+
 def test_get_runs_new_needs_sign_in(client):
     response = client.get(reverse("start_run"))
     assert response.status_code == 302 and response["Location"].startswith(reverse("login"))

@@ -336,3 +336,33 @@ def test_the_command_does_not_approve_a_typescript_live_key_and_never_prints_it(
     review = Review.objects.get()
     assert review.proposed_verdict == "request_changes"
     assert review.findings.filter(kept=True, severity="critical", file="web/pay.ts").exists()
+
+
+def test_the_admin_shows_a_reviewed_secret_only_shortened_and_edits_no_record(
+        alice, django_user_model):
+    """The run's state and the review's files hold the diff: the admin's views of them show
+    each secret shortened, as the pages do, and offer no edit of the record."""
+    inp = services.from_text(DIFF)
+    run = engine.run_inline(services.start_review(
+        alice, inp, services.prepare(inp), enqueue=False, models=OFFLINE_REVIEW).pk)
+    review = Review.objects.get(run=run)
+    root = django_user_model.objects.create_superuser("root", password="root-password-123")
+    staff = Client()
+    staff.force_login(root)
+    urls = [reverse("admin:agents_app_run_change", args=[run.pk]),
+            reverse("admin:reviews_app_review_change", args=[review.pk])]
+    urls += [reverse("admin:reviews_app_finding_change", args=[f.pk])
+             for f in review.findings.all()]
+    urls += [reverse("admin:agents_app_modelcall_change", args=[c.pk])
+             for c in ModelCall.objects.filter(run=run)]
+    for url in urls:
+        response = staff.get(url)
+        assert response.status_code == 200, url
+        html = response.content.decode()
+        assert leaks(html) == [], url
+        assert 'name="_save"' not in html, url  # viewed, never edited
+    assert "sk_live_…(" in staff.get(urls[0]).content.decode()
+    # A forged edit changes nothing.
+    staff.post(urls[0], {"task": "rewritten", "status": "completed"})
+    run.refresh_from_db()
+    assert run.task != "rewritten"
