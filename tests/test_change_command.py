@@ -47,7 +47,7 @@ def test_without_auto_flags_waits_at_the_plan(repo, alice):  # noqa: F811
     (["--repo", "{repo}", "--task", "  "], "--task is empty"),
     (["--repo", "{repo}", "--task", TASK, "--test-command", "rm -rf /"], "not among"),
     (["--repo", "{repo}", "--task", TASK, "--max-rounds", "0"], "--max-rounds"),
-    (["--repo", "{repo}", "--task", TASK, "--model", "reviewer=bad model!"], ""),
+    (["--repo", "{repo}", "--task", TASK, "--model", "reviewer=bad model!"], "Unknown model “bad model!”"),
 ])
 def test_bad_input_is_a_clear_error_and_nothing_is_created(repo, alice, args, message):  # noqa: F811
     args = [a.replace("{repo}", str(repo)) for a in args]
