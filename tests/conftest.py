@@ -46,6 +46,19 @@ def scripted_models(name: str = "main") -> dict[str, str]:
     return {role: f"scripted/{name}" for role in OFFLINE}
 
 
+@pytest.fixture
+def gated_run(alice):
+    """Alice's Plan-and-Execute run on the offline model, waiting at its plan gate."""
+    from decimal import Decimal
+
+    from agents_app import engine
+
+    run = engine.create_run(alice, "plan_execute", "Collect logs, then find the error.",
+                            options={}, models=OFFLINE, max_cost_usd=Decimal("1"),
+                            max_tokens=10_000, enqueue=False)
+    return engine.run_inline(run.pk)
+
+
 @pytest.fixture(scope="session")
 def stack_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("stack")

@@ -7,24 +7,16 @@ once; a decision made is announced in a live status region that takes the focus.
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 import pytest
 from django.urls import reverse
 
 from agents_app import engine
 from agents_app.models import Approval, PlanVersion, StepResult
-from tests.conftest import OFFLINE
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def gated_run(alice):
-    run = engine.create_run(alice, "plan_execute", "Collect logs, then find the error.",
-                            options={}, models=OFFLINE, max_cost_usd=Decimal("1"),
-                            max_tokens=10_000, enqueue=False)
-    return engine.run_inline(run.pk)
 
 
 def decide(client, run, htmx=True, **data):

@@ -236,18 +236,7 @@ def test_git_range_with_no_commits_exits_2(tmp_path, settings):
     assert not Review.objects.exists()
 
 
-NEW_PY_FILE = """diff --git a/app/util.py b/app/util.py
-new file mode 100644
---- /dev/null
-+++ b/app/util.py
-@@ -0,0 +1,6 @@
-+import os
-+import json
-+
-+
-+def f():
-+    unused = 1
-"""
+from tests.test_review_diffs import NEW_PY as NEW_PY_FILE  # noqa: E402 - beside its use
 
 
 def test_a_pasted_new_file_is_analysed_whole_and_its_unused_names_found(monkeypatch):

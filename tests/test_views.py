@@ -12,12 +12,6 @@ from tests.conftest import OFFLINE
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def gated_run(alice):
-    run = engine.create_run(alice, "plan_execute", "Collect logs, then find the error.",
-                            options={}, models=OFFLINE, max_cost_usd=Decimal("1"),
-                            max_tokens=10_000, enqueue=False)
-    return engine.run_inline(run.pk)
 
 
 def run_urls(run):
