@@ -35,7 +35,10 @@ def answer(client, run, text: str):
 
 
 @pytest.mark.parametrize("task, question", [
-    ("Plan a weekend; ask me which city I am in.", "Which city I am in?"),
+    ("Plan a weekend; ask me which city I am in.", "Please tell me which city you are in."),
+    ("Ask me which city I live in, then tell me its name",
+     "Please tell me which city you live in."),
+    ("Ask me about my budget and then plan", "Please tell me your budget."),
     ("Ask me.", "What should I know for this task?"),
     ("What is the local time for me?", ZONE_QUESTION),
     ("What time is it where I am?", ZONE_QUESTION),
@@ -73,7 +76,10 @@ def test_the_agent_asks_for_the_time_zone_and_uses_the_answer(alice_client, no_s
 def test_ask_me_in_the_task_stops_at_the_gate(alice_client, no_schedule):
     run = start(alice_client, task="Suggest a weekend plan; ask me which city I am in.")
     assert run.gate == "ask_person"
-    assert run.state["pending"]["input"] == {"question": "Which city I am in?"}
+    assert run.state["pending"]["input"] == {"question": "Please tell me which city you are in."}
+    gate_event = run.events.filter(kind="tool_gate").get()
+    assert gate_event.message == ("Iteration 1: the agent asks you: Please tell me which city "
+                                  "you are in.")  # one full stop, not ".."
     assert answer(alice_client, run, "Lyon").status_code == 200
     run = engine.run_inline(run.pk)
     assert run.status == "completed" and "You told me: Lyon" in run.answer

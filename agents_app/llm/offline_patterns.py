@@ -92,6 +92,10 @@ _ASK = re.compile(r"\bask me\b[\s,:]*(?P<what>[^.?!\n]*)", re.IGNORECASE)
 _LOCAL_TIME = re.compile(r"\b(?:my|local)\s+(?:time\s*zone|time|city)\b|\bwhere I am\b",
                          re.IGNORECASE)
 ZONE_QUESTION = "Which time zone are you in (for example Europe/Paris)?"
+_THEN = re.compile(r",?\s+(?:and\s+)?then\b|,\s+and\b", re.IGNORECASE)
+_ABOUT = re.compile(r"^(?:for|about)\s+", re.IGNORECASE)
+_YOURS = {"i": "you", "me": "you", "my": "your", "mine": "yours", "am": "are", "i'm": "you're"}
+_PERSON = re.compile(r"\b(?:I'm|I|me|my|mine|am)\b", re.IGNORECASE)
 
 
 def _planned_calls(task: str, timezone: str = "UTC") -> list[tuple[str, str, dict]]:
@@ -111,8 +115,10 @@ def person_question(task: str) -> str:
     to ask ("…, ask me which city to visit"), or the time zone a question about their local
     time leaves out. "" when it has nothing to ask."""
     if m := _ASK.search(task):
-        what = m.group("what").strip(" ,;:-")
-        return f"{what[0].upper()}{what[1:]}?" if what else "What should I know for this task?"
+        # "ask me which city I live in, then …" → "Please tell me which city you live in."
+        what = _THEN.split(m.group("what"), 1)[0].strip(" ,;:-")
+        what = _ABOUT.sub("", _PERSON.sub(lambda p: _YOURS[p.group(0).lower()], what))
+        return f"Please tell me {what}." if what else "What should I know for this task?"
     if _LOCAL_TIME.search(task) and _TIME.search(task):
         return ZONE_QUESTION
     return ""

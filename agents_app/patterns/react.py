@@ -190,8 +190,9 @@ class ReAct(Pattern):
                      "seconds": state["seconds"] + time.monotonic() - started}
             what = (f"asks you: {action.input.get('question', '')[:200]}" if gate == ASK_GATE
                     else f"wants to call {action.tool}")
+            end = "" if what.endswith(("?", ".", "!")) else "."
             return StageResult(state=state, next_stage=f"act:{n}", gate=Gate(gate, pending),
-                               events=[Event("tool_gate", f"Iteration {n}: the agent {what}.",
+                               events=[Event("tool_gate", f"Iteration {n}: the agent {what}{end}",
                                              {"iteration": n, "tool": action.tool})])
         return self._observe(n, state, pending, started)
 
