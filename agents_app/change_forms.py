@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django import forms
 
+from .converters import MAX_ID
 from .patterns.plan_execute_review import MAX_COMMIT_MESSAGE, MERGE_MODES
 
 ACTIONS = ("approve", "reject", "discard", "another_round", "replan", "stop")
@@ -76,5 +77,5 @@ class ChangeDecisionForm(forms.Form):
 class ChangeListForm(forms.Form):
     """The change list's pager: changes older than ``before`` (a run id)."""
 
-    before = forms.IntegerField(required=False, min_value=1, max_value=2**63 - 1,
+    before = forms.IntegerField(required=False, min_value=1, max_value=MAX_ID,
                                 widget=forms.HiddenInput)
