@@ -1,0 +1,2 @@
+"""Code both apps use and neither owns: starting child processes, recognising secrets, and
+the analyzers. Plain Python, no Django."""
