@@ -8,21 +8,18 @@ class AgentsAppConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
+        from django.utils.module_loading import import_string
 
-        from .llm import offline_change, offline_patterns
+        from .engine import register_terminal_hook
         from .llm.gateway import set_offline_latency
+        from .patterns import PATTERNS
 
         set_offline_latency(settings.QUORUM_OFFLINE_LATENCY)
+        from .llm import offline_change, offline_patterns  # moving into the pattern packages
+
         offline_change.register()
         offline_patterns.register()
-
-        from .change_views import render_live_update
-        from .patterns.plan_execute_review import PlanExecuteReview
-        from .views import register_live_renderer
-
-        register_live_renderer(PlanExecuteReview.name, render_live_update)
-
-        from .changes import close_after_end
-        from .engine import register_terminal_hook
-
-        register_terminal_hook(PlanExecuteReview.name, close_after_end)
+        # Loading the registry teaches the offline model every pattern's replies.
+        for pattern in PATTERNS.values():
+            if pattern.on_terminal:
+                register_terminal_hook(pattern.name, import_string(pattern.on_terminal))

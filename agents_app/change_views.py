@@ -15,7 +15,9 @@ from .forms import StartChangeForm
 from .models import Run
 from .patterns.base import Decision
 from .patterns.plan_execute_review import PlanExecuteReview
-from .views import decide_and_show, keyset_page, live_message, owned_run, render_panel
+from .live import live_message
+from .search import keyset_page
+from .views import decide_and_show, owned_run, render_panel
 
 PAGE = "agents_app/change_detail.html"
 NEW_PAGE = "agents_app/change_new.html"

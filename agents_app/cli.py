@@ -65,14 +65,12 @@ class CheckedCommand(BaseCommand):
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
-        inner = parser.error
-
         def error(message):
             # argparse prints the whole usage before its error; at a terminal the error and a
             # pointer to --help read better, on one line.
             if parser.called_from_command_line:
                 parser.exit(EXIT_BAD_INPUT, f"{parser.prog}: error: {message} (see --help)\n")
-            inner(message)  # from call_command: a CommandError
+            raise CommandError(f"Error: {message}", returncode=EXIT_BAD_INPUT)  # call_command
 
         parser.error = error
         return parser

@@ -15,40 +15,8 @@ from .converters import MAX_ID
 from .events import group_name
 from .models import Event, Run
 from .patterns import safe_json
-from .views import render_live
+from .live import panels_for, render_live
 
-_PANELS_BY_KIND = {
-    "model_call": {"calls-panel"},
-    "plan_proposed": {"plan-panel"},
-    "plan_edited": {"plan-panel"},
-    "plan_decided": {"plan-panel"},
-    "plan_trimmed": {"plan-panel"},
-    "gate_opened": {"plan-panel", "items-panel"},
-    "step_completed": {"steps-panel"},
-    "step_failed": {"steps-panel"},
-    "run_finished": {"answer-panel", "steps-panel", "plan-panel", "items-panel"},
-    "draft_written": {"items-panel"},
-    "critique": {"items-panel"},
-    "round_finished": {"items-panel"},
-    "argument_failed": {"items-panel"},
-    "concluded": {"items-panel"},
-    "tool_observed": {"items-panel"},
-    "tool_gate": {"items-panel"},
-    "tool_decided": {"items-panel"},
-    "loop_stopped": {"items-panel"},
-    "final_answer": {"items-panel", "answer-panel"},
-    "sketched": {"items-panel"},
-    "sketches_trimmed": {"items-panel"},
-    "evidence": {"items-panel"},
-    "organized": {"items-panel"},
-    "verified": {"items-panel"},
-    "delegated": {"items-panel"},
-    "work_done": {"items-panel"},
-    "lead_review": {"items-panel"},
-    "assignee_unknown": {"items-panel"},
-    "run_cancelled": {"plan-panel", "items-panel"},
-    "budget_exceeded": {"plan-panel", "items-panel"},
-}
 BATCH = 200
 
 # Messages rendered in this process. A message depends only on the run and the events after the
@@ -180,9 +148,7 @@ class RunConsumer(AsyncWebsocketConsumer):
                                            seq__lte=run.last_event_seq).order_by("seq")[:BATCH])
         if not events:
             return "", None, True
-        panels = {"header"}
-        for e in events:
-            panels |= _PANELS_BY_KIND.get(e.kind, set())
+        panels = panels_for(run, {e.kind for e in events})
         newest = events[-1].seq
         result = render_live(run, events, panels), newest, newest >= run.last_event_seq
         _remember(_RENDERED, key, result)

@@ -8,12 +8,11 @@ from django.core.validators import ProhibitNullCharactersValidator
 
 from .llm.gateway import check_model_name
 from .models import Status
-from .patterns import PATTERNS, safe_json
+from .option_fields import option_fields, options_from
+from .patterns import PATTERNS, safe_json, task_patterns
 from .patterns.base import InvalidDecision
-from .patterns.debate import DEFAULT_POSITIONS, parse_positions
 from .patterns.gate_input import check_arguments, control_message, without_control_characters
 from .patterns.react import APPROVAL_GATE, ASK_GATE
-from .patterns.team_lead import DEFAULT_TEAM, parse_team
 
 
 def check_models(form: forms.Form, data: dict, names) -> None:
@@ -36,7 +35,7 @@ def clean_task_text(text: str, noun: str, empty: str) -> str:
 
 
 def _task_patterns():
-    return [(p.name, p.label) for p in PATTERNS.values() if p.starts_from_task]
+    return [(p.name, p.label) for p in task_patterns()]
 
 
 def _all_patterns():
@@ -46,17 +45,21 @@ def _all_patterns():
 def _task_roles() -> dict[str, list[str]]:
     """Each role of the patterns started from a task, with the patterns that use it."""
     roles: dict[str, list[str]] = {}
-    for p in PATTERNS.values():
-        if p.starts_from_task:
-            for role in p.roles:
-                roles.setdefault(role, []).append(p.name)
+    for p in task_patterns():
+        for role in p.roles:
+            roles.setdefault(role, []).append(p.name)
     return roles
 
 
+def role_default(role: str) -> str:
+    return settings.QUORUM_ROLE_MODELS.get(role, settings.QUORUM_DEFAULT_MODEL)
+
+
 class StartRunForm(forms.Form):
-    """The dashboard's start form. Every task pattern's roles and options are fields; each
-    carries the patterns it belongs to (``data-patterns``), so the page shows only those of
-    the chosen pattern, and only those are read."""
+    """The dashboard's start form. Every task pattern's roles and options are fields, made
+    from the patterns' option models (``option_fields``); each carries the patterns it belongs
+    to (``data-patterns``), so the page shows only those of the chosen pattern, and only those
+    are read."""
 
     pattern = forms.ChoiceField(choices=_task_patterns)
     task = forms.CharField(error_messages={"required": "Describe the task."},
@@ -67,84 +70,40 @@ class StartRunForm(forms.Form):
                                       max_value=Decimal("1000"), decimal_places=4, required=False)
     max_tokens = forms.IntegerField(label="Max tokens", min_value=100, max_value=50_000_000,
                                     required=False)
-    max_steps = forms.IntegerField(label="Max steps", min_value=1, max_value=30, required=False)
-    max_replans = forms.IntegerField(label="Max replans", min_value=0, max_value=10, required=False)
-    max_reflections = forms.IntegerField(label="Max rounds", min_value=1, max_value=10,
-                                         required=False)
-    max_rounds = forms.IntegerField(label="Rounds", min_value=1, max_value=5, required=False)
-    positions = forms.CharField(label="Positions", required=False, max_length=6000,
-                                widget=forms.Textarea(attrs={"rows": 3}),
-                                help_text="One per line, “name: stance”; 2 to 5 positions.")
-    max_iterations = forms.IntegerField(label="Max iterations", min_value=1, max_value=30,
-                                        required=False)
-    max_tool_calls = forms.IntegerField(label="Max tool calls", min_value=1, max_value=50,
-                                        required=False)
-    top_k_sketches = forms.IntegerField(label="Max tool calls planned", min_value=1,
-                                        max_value=10, required=False)
-    max_parallel_work = forms.IntegerField(label="Calls at once", min_value=1, max_value=10,
-                                           required=False)
-    max_verify_passes = forms.IntegerField(label="Verify passes", min_value=0, max_value=3,
-                                           required=False)
-    tools = forms.MultipleChoiceField(label="Tools", required=False,
-                                      widget=forms.CheckboxSelectMultiple,
-                                      help_text="None ticked: all of them.")
-    approval = forms.MultipleChoiceField(label="Ask me before running", required=False,
-                                         widget=forms.CheckboxSelectMultiple)
-    strategy = forms.ChoiceField(label="Strategy", required=False, initial="dynamic",
-                                 choices=[("dynamic", "Dynamic (the lead reviews and may "
-                                           "reassign)"), ("sequential", "Sequential"),
-                                          ("parallel", "Parallel")])
-    team = forms.CharField(label="Team", required=False, max_length=4000,
-                           widget=forms.Textarea(attrs={"rows": 3}),
-                           help_text="One per line, “name: what they do”; 1 to 6 members.")
-    max_reassignments = forms.IntegerField(label="Reassignment rounds", min_value=0,
-                                           max_value=5, required=False)
-    auto_approve = forms.BooleanField(label="Auto-approve the plan", required=False)
-    complexity_gate = forms.BooleanField(label="Skip planning for simple tasks", required=False)
-
-    OPTION_PATTERNS = {
-        "strategy": "team_lead", "team": "team_lead", "max_reassignments": "team_lead",
-        "max_iterations": "react", "max_tool_calls": "react", "approval": "react",
-        "top_k_sketches": "rewoo", "max_parallel_work": "rewoo", "max_verify_passes": "rewoo",
-        "tools": "react rewoo",
-        "max_steps": "plan_execute", "max_replans": "plan_execute",
-        "auto_approve": "plan_execute", "complexity_gate": "plan_execute",
-        "max_reflections": "reflective", "max_rounds": "debate", "positions": "debate",
-    }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.role_fields = {}
         for role, patterns in _task_roles().items():
             name = f"model_{role}"
-            default = settings.QUORUM_ROLE_MODELS.get(role, settings.QUORUM_DEFAULT_MODEL)
+            default = role_default(role)
             self.fields[name] = forms.CharField(
                 label=f"{role.capitalize()} model", required=False, help_text=f"Default: {default}",
                 widget=forms.TextInput(attrs={"placeholder": default,
                                               "data-patterns": " ".join(patterns)}))
             self.role_fields[role] = name
-        from .patterns.toolbox import PERSON, registry
-
-        every = registry([])
-        self.fields["tools"].choices = [(n, n.replace("_", " ")) for n in every]
-        self.fields["approval"].choices = [(n, n.replace("_", " ")) for n, t in every.items()
-                                           if t.kind != PERSON]
-        for name, pattern in self.OPTION_PATTERNS.items():
-            self.fields[name].widget.attrs["data-patterns"] = pattern
+        self.options_fields = option_fields()
+        for name, entry in self.options_fields.items():
+            self.fields[name] = entry.field
         self.fields["max_cost_usd"].widget.attrs["placeholder"] = settings.QUORUM_DEFAULT_MAX_COST_USD
         self.fields["max_tokens"].widget.attrs["placeholder"] = settings.QUORUM_DEFAULT_MAX_TOKENS
-        self.fields["max_steps"].widget.attrs["placeholder"] = settings.QUORUM_MAX_STEPS
-        self.fields["max_replans"].widget.attrs["placeholder"] = settings.QUORUM_MAX_REPLANS
-        self.fields["max_reflections"].widget.attrs["placeholder"] = 3
-        self.fields["max_rounds"].widget.attrs["placeholder"] = 2
-        self.fields["positions"].widget.attrs["placeholder"] = "For: argue in favour\nAgainst: argue against"
-        self.fields["team"].widget.attrs["placeholder"] = ("researcher: finds and summarizes "
-                                                           "information\nwriter: writes clear "
-                                                           "reports")
-        self.fields["max_reassignments"].widget.attrs["placeholder"] = 2
+        self._options: dict | None = None
 
     def model_fields(self):
         return [self[name] for name in self.role_fields.values()]
+
+    def limit_fields(self):
+        """The budget and the number-and-choice options, laid out in a grid."""
+        names = ["max_cost_usd", "max_tokens", *[n for n, e in self.options_fields.items()
+                                                 if e.kind == "value"]]
+        return [self[n] for n in names]
+
+    def other_option_fields(self):
+        """Lists of choices, text boxes and check boxes, each on a line of its own."""
+        order = {"choices": 0, "text": 1, "flag": 2}
+        entries = sorted((e for e in self.options_fields.values() if e.kind != "value"),
+                         key=lambda e: order[e.kind])
+        return [(self[e.name], e.kind) for e in entries]
 
     def clean_task(self):
         return clean_task_text(self.cleaned_data["task"], "task", "Describe the task.")
@@ -155,64 +114,30 @@ class StartRunForm(forms.Form):
         if pattern is None:
             return data
         # Fields of other patterns are not read, so their values cannot block this one.
-        for name, patterns in self.OPTION_PATTERNS.items():
-            if pattern.name not in patterns.split() and name in self._errors:
+        for name, entry in self.options_fields.items():
+            if pattern.name not in entry.patterns and name in self._errors:
                 del self._errors[name]
                 data.pop(name, None)
         for role, name in self.role_fields.items():
             if role not in pattern.roles and name in self._errors:
                 del self._errors[name]
-        if pattern.name == "rewoo" and "ask_person" in (data.get("tools") or []):
-            self.add_error("tools", "ReWOO plans all its calls before any runs, so it cannot "
-                                    "stop to ask a person: untick “ask person”.")
         check_models(self, data, [self.role_fields[role] for role in pattern.roles])
-        if pattern.name in ("debate", "team_lead"):
-            # the pattern's list of named participants: (field, parser, default)
-            field, parse, default = {"debate": ("positions", parse_positions, DEFAULT_POSITIONS),
-                                     "team_lead": ("team", parse_team, DEFAULT_TEAM)}[pattern.name]
-            text = (data.get(field) or "").strip()
-            try:
-                data[f"{field}_parsed"] = parse(text) if text else default
-            except InvalidDecision as exc:
-                self.add_error(field, str(exc))
+        if not any(pattern.name in e.patterns and n in self._errors
+                   for n, e in self.options_fields.items()):
+            self._options, problem = options_from(pattern, self.options_fields, data)
+            if problem:
+                self.add_error(problem[0] or None, problem[1])
         return data
-
 
     def models(self) -> dict[str, str]:
         d = self.cleaned_data
         pattern = PATTERNS[d["pattern"]]
-        return {role: (d.get(self.role_fields[role]) or "").strip()
-                or settings.QUORUM_ROLE_MODELS.get(role, settings.QUORUM_DEFAULT_MODEL)
+        return {role: (d.get(self.role_fields[role]) or "").strip() or role_default(role)
                 for role in pattern.roles}
 
     def options(self) -> dict:
-        d = self.cleaned_data
-        if d["pattern"] == "reflective":
-            return {"max_reflections": d.get("max_reflections") or 3}
-        if d["pattern"] == "debate":
-            return {"max_rounds": d.get("max_rounds") or 2, "positions": d["positions_parsed"]}
-        if d["pattern"] == "team_lead":
-            return {"strategy": d.get("strategy") or "dynamic", "team": d["team_parsed"],
-                    "max_reassignments": 2 if d.get("max_reassignments") is None
-                    else d["max_reassignments"]}
-        if d["pattern"] == "react":
-            return {"max_iterations": d.get("max_iterations") or 10,
-                    "max_tool_calls": d.get("max_tool_calls") or 20,
-                    "tools": d.get("tools") or [], "approval": d.get("approval") or [],
-                    "repo_roots": list(settings.QUORUM_REPO_ROOTS)}
-        if d["pattern"] == "rewoo":
-            return {"top_k_sketches": d.get("top_k_sketches") or 4,
-                    "max_parallel_work": d.get("max_parallel_work") or 4,
-                    "max_verify_passes": 1 if d.get("max_verify_passes") is None
-                    else d["max_verify_passes"],
-                    "tools": d.get("tools") or [], "repo_roots": list(settings.QUORUM_REPO_ROOTS)}
-        return {
-            "auto_approve": d["auto_approve"],
-            "complexity_gate": d["complexity_gate"],
-            "max_steps": d.get("max_steps") or settings.QUORUM_MAX_STEPS,
-            "max_replans": settings.QUORUM_MAX_REPLANS if d.get("max_replans") is None
-            else d["max_replans"],
-        }
+        assert self._options is not None, "options() before a valid clean()"  # noqa: S101
+        return self._options
 
     def budget(self) -> tuple[Decimal, int]:
         d = self.cleaned_data

@@ -1,3 +1,5 @@
+from importlib import import_module
+
 from django.urls import path
 
 from . import (
@@ -5,6 +7,7 @@ from . import (
     converters,  # noqa: F401 - registers <id:...>
     views,
 )
+from .patterns import PATTERNS
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -20,3 +23,14 @@ urlpatterns = [
     path("changes/<id:pk>/decide/", change_views.change_decision, name="change_decision"),
     path("changes/<id:pk>/files/<id:index>/", change_views.change_file, name="change_file"),
 ]
+
+
+# Each pattern package may bring the URLs of its gates and pages (its ``urls.py``).
+for _pattern in PATTERNS.values():
+    try:
+        _module = import_module(f"{_pattern.package}.urls")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{_pattern.package}.urls":
+            raise
+        continue
+    urlpatterns += _module.urlpatterns

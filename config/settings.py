@@ -67,7 +67,8 @@ ASGI_APPLICATION = "config.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The pattern packages keep their run-page panels beside their code ("debate/panel.html").
+        "DIRS": [BASE_DIR / "templates", BASE_DIR / "agents_app" / "patterns"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -168,28 +169,20 @@ def _other_family_model(default: str) -> str:
 
 QUORUM_DEFAULT_MODEL = _default_model()
 QUORUM_CHEAP_MODEL = _cheap_model(QUORUM_DEFAULT_MODEL)
-QUORUM_ROLE_MODELS = {
-    "planner": env.str("QUORUM_MODEL_PLANNER", default=QUORUM_DEFAULT_MODEL),
-    "executor": env.str("QUORUM_MODEL_EXECUTOR", default=QUORUM_DEFAULT_MODEL),
-    "synthesizer": env.str("QUORUM_MODEL_SYNTHESIZER", default=QUORUM_DEFAULT_MODEL),
-    # Code review: three specialist reviewers; style is the light one.
-    "security": env.str("QUORUM_MODEL_SECURITY", default=QUORUM_DEFAULT_MODEL),
-    "architecture": env.str("QUORUM_MODEL_ARCHITECTURE", default=QUORUM_DEFAULT_MODEL),
-    "style": env.str("QUORUM_MODEL_STYLE", default=QUORUM_CHEAP_MODEL),
-    # Reflective and Debate.
-    "actor": env.str("QUORUM_MODEL_ACTOR", default=QUORUM_DEFAULT_MODEL),
-    "critic": env.str("QUORUM_MODEL_CRITIC", default=QUORUM_DEFAULT_MODEL),
-    "debater": env.str("QUORUM_MODEL_DEBATER", default=QUORUM_DEFAULT_MODEL),
-    "judge": env.str("QUORUM_MODEL_JUDGE", default=QUORUM_DEFAULT_MODEL),
-    # Team lead.
-    "lead": env.str("QUORUM_MODEL_LEAD", default=QUORUM_DEFAULT_MODEL),
-    "member": env.str("QUORUM_MODEL_MEMBER", default=QUORUM_DEFAULT_MODEL),
-    # ReAct's agent and ReWOO's organizer (ReWOO's planner is the planner above).
-    "agent": env.str("QUORUM_MODEL_AGENT", default=QUORUM_DEFAULT_MODEL),
-    "organizer": env.str("QUORUM_MODEL_ORGANIZER", default=QUORUM_DEFAULT_MODEL),
-    # Plan-execute-review: the reviewer comes from another family than the executor if it can.
-    "reviewer": _other_family_model(env.str("QUORUM_MODEL_EXECUTOR", default=QUORUM_DEFAULT_MODEL)),
-}
+# Each role of each pattern (agents_app/patterns/registry.py) gets QUORUM_MODEL_<ROLE>, else
+# the kind of model its pattern asks for: the default, the cheap one for light work, or (for a
+# reviewer) one from another family than the executor's.
+def _role_models() -> dict[str, str]:
+    from agents_app.patterns.registry import role_defaults
+
+    executor = env.str("QUORUM_MODEL_EXECUTOR", default=QUORUM_DEFAULT_MODEL)
+    by_kind = {"default": QUORUM_DEFAULT_MODEL, "cheap": QUORUM_CHEAP_MODEL,
+               "other-family": _other_family_model(executor)}
+    return {role: env.str(f"QUORUM_MODEL_{role.upper()}", default=by_kind[kind])
+            for role, kind in role_defaults().items()}
+
+
+QUORUM_ROLE_MODELS = _role_models()
 # One OpenAI-compatible base URL for every non-offline call (a gateway or a local server).
 QUORUM_API_BASE = env.str("QUORUM_API_BASE", default="")
 QUORUM_LLM_TIMEOUT = env.float("QUORUM_LLM_TIMEOUT", default=120.0)
@@ -201,8 +194,9 @@ QUORUM_OFFLINE_LATENCY = env.float("QUORUM_OFFLINE_LATENCY", default=0.0)
 
 QUORUM_DEFAULT_MAX_COST_USD = env.float("QUORUM_MAX_COST_USD", default=1.0)
 QUORUM_DEFAULT_MAX_TOKENS = env.int("QUORUM_MAX_TOKENS", default=200_000)
-QUORUM_MAX_STEPS = env.int("QUORUM_MAX_STEPS", default=10)
-QUORUM_MAX_REPLANS = env.int("QUORUM_MAX_REPLANS", default=2)
+# Site-wide overrides of pattern option defaults (unset: the pattern's own default).
+QUORUM_MAX_STEPS = env.int("QUORUM_MAX_STEPS", default=None)
+QUORUM_MAX_REPLANS = env.int("QUORUM_MAX_REPLANS", default=None)
 QUORUM_MAX_RUN_SECONDS = env.float("QUORUM_MAX_RUN_SECONDS", default=300.0)
 QUORUM_MAX_TASK_CHARS = env.int("QUORUM_MAX_TASK_CHARS", default=8000)
 QUORUM_STAGE_LEASE_SECONDS = env.float("QUORUM_STAGE_LEASE_SECONDS", default=300.0)

@@ -18,7 +18,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from agents_app.models import Run
 from agents_app.patterns.base import InvalidDecision
-from agents_app.views import keyset_page, live_message
+from agents_app.live import live_message
+from agents_app.search import keyset_page
 
 from . import services, triage
 from .forms import (

@@ -6,7 +6,7 @@ import pytest
 from django.db.models import Q
 from django.urls import reverse
 
-from agents_app import views
+from agents_app import search
 from agents_app.models import Run
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +36,7 @@ def test_search_beyond_the_window_uses_the_index_and_matches_icontains(client, d
     late.save()
     gone = Run.objects.create(owner=alice, pattern="plan_execute", task="needle, then deleted")
     gone.delete()
-    assert views._search_index_ready()
+    assert search._search_index_ready()
     for params in ({"q": "needle"}, {"q": "eedl", "status": "failed"}, {"q": "nothing like it"}):
         runs = Run.objects.filter(owner=alice, **({"status": params["status"]} if "status" in params else {}))
         truth = list(runs.filter(Q(task__icontains=params["q"]) | Q(answer__icontains=params["q"]))

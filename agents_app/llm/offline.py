@@ -24,6 +24,7 @@ _STOP = set(
     "also just only some more most very such which while where finally first second".split()
 )
 LABEL = "_Offline model: a deterministic stand-in with no language model behind it._"
+PLAIN_LABEL = "(Offline model: a deterministic stand-in, no language model.)"
 
 
 def sections(messages: list[dict[str, str]]) -> dict[str, str]:
@@ -38,7 +39,7 @@ def _find(secs: dict[str, str], prefix: str) -> str:
     return ""
 
 
-def _clip(text: str, n: int = 90) -> str:
+def clip(text: str, n: int = 90) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
@@ -71,7 +72,7 @@ def plan(messages: list[dict[str, str]]) -> dict:
     feedback = _find(secs, "Feedback")
     failed = _find(secs, "Failed step")
     previous = [m.strip() for m in _LIST_ITEM.findall(_find(secs, "Previous plan"))]
-    subject = _clip(task, 80)
+    subject = clip(task, 80)
     if failed:
         failed_desc = failed.splitlines()[0]
         steps = [f"Retry with a narrower scope: {failed_desc}",
@@ -89,10 +90,10 @@ def plan(messages: list[dict[str, str]]) -> dict:
     if feedback:
         # Feedback is taken into account in a way a person can see: it becomes a step of
         # its own, before the final check when there is one.
-        extra = f"Address the feedback: {_clip(feedback, 200)}"
+        extra = f"Address the feedback: {clip(feedback, 200)}"
         at = len(steps) - 1 if len(steps) > 1 else len(steps)
         steps.insert(at, extra)
-        reasoning = f"Revised to take the feedback into account: \u201c{_clip(feedback, 120)}\u201d."
+        reasoning = f"Revised to take the feedback into account: \u201c{clip(feedback, 120)}\u201d."
     return {"goal": f"Answer: {subject}", "reasoning": reasoning, "steps": steps}
 
 
@@ -118,14 +119,14 @@ def synthesis(messages: list[dict[str, str]]) -> str:
     outputs = _find(secs, "Step outputs")
     titles = re.findall(r"^### (.+)$", outputs, re.MULTILINE)
     lines = "\n".join(f"{i}. {t}" for i, t in enumerate(titles, 1))
-    return (f"### Answer to: {_clip(task, 120)}\n\n"
+    return (f"### Answer to: {clip(task, 120)}\n\n"
             f"The plan was carried out in {len(titles)} step{'s' if len(titles) != 1 else ''}:\n\n"
             f"{lines}\n\n{LABEL} Set a provider key to get a real answer.")
 
 
 def direct(messages: list[dict[str, str]]) -> str:
     task = _find(sections(messages), "Task")
-    return (f"### {_clip(task, 120)}\n\nKey terms: {', '.join(key_terms(task)) or 'none'}.\n\n"
+    return (f"### {clip(task, 120)}\n\nKey terms: {', '.join(key_terms(task)) or 'none'}.\n\n"
             f"{LABEL} Set a provider key to get a real answer.")
 
 

@@ -6,45 +6,12 @@ from __future__ import annotations
 
 import re
 
-from .offline import LABEL, key_terms, sections
-
-PLAIN_LABEL = "(Offline model: a deterministic stand-in, no language model.)"
+from .offline import LABEL, PLAIN_LABEL, key_terms, sections
 
 
 def _clip(text: str, n: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
-
-
-def actor(messages) -> str:
-    secs = sections(messages)
-    task = secs.get("Task", "")
-    terms = key_terms(task, 5)
-    previous = secs.get("Previous draft", "")
-    critique = secs.get("Critique", "")
-    if not previous:
-        points = "\n".join(f"- {t.capitalize()}: what it means for this task." for t in terms)
-        return (f"# {_clip(task, 80)}\n\nA first draft covering the key terms of the task.\n\n"
-                f"{points}\n\n{LABEL}")
-    issues = [i.strip("- ").strip() for i in critique.split("Issues:", 1)[-1].splitlines()
-              if i.strip().startswith("-")]
-    body = previous.replace(LABEL, "").rstrip()
-    added = "\n".join(f"- Addressed: {i}" for i in issues) or "- Tightened the wording."
-    return f"{body}\n\n## Revisions\n{added}\n\n{LABEL}"
-
-
-def critic(messages) -> dict:
-    secs = sections(messages)
-    draft_title = next((t for t in secs if t.startswith("Draft ")), "Draft 1")
-    n = int(re.sub(r"\D", "", draft_title) or 1)
-    task = secs.get("Task", "")
-    if n >= 2:
-        return {"approved": True, "score": 8, "issues": [],
-                "summary": f"The revision addresses the issues raised. {PLAIN_LABEL}"}
-    terms = key_terms(task, 3) or ["the task"]
-    return {"approved": False, "score": 5,
-            "summary": f"A start, but too general. {PLAIN_LABEL}",
-            "issues": [f"Give a concrete example for “{t}”." for t in terms]}
 
 
 def debater(messages) -> str:
@@ -75,8 +42,6 @@ def judge(messages) -> dict:
 def register() -> None:
     from . import offline
 
-    offline.register(None, actor, role="actor")
-    offline.register("Critique", critic, role="critic")
     offline.register(None, debater, role="debater")
     offline.register("Conclusion", judge, role="judge")
     register_tools()

@@ -12,10 +12,14 @@ paying for them twice.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel
+
+from .options import NoOptions, PatternOptions
 
 
 # --- the model client -------------------------------------------------------------------
@@ -153,15 +157,53 @@ def parse_named_lines(text: str, *, key: str, line_form: str, name_re: re.Patter
     return items
 
 
-class Pattern:
-    """Base class. Subclasses define the stages and the decisions at their gates."""
+OfflineReply = tuple[str | None, str | None, Callable[[list[dict[str, str]]], Any]]
 
-    name: str = ""
-    label: str = ""
+
+class Pattern:
+    """Base class. Subclasses define the stages and the decisions at their gates, and
+    describe themselves to the web app, the command line and the offline model."""
+
+    name: str = ""  # the key: stored on each run, used in URLs, flags and settings
+    label: str = ""  # its name for people
+    summary: str = ""  # one sentence: what it does (the README's table, the start form)
     roles: tuple[str, ...] = ()
+    # The kind of model a role gets unless configured: "default", "cheap" (a light task) or
+    # "other-family" (a reviewer from another model family than the default, when there is one).
+    role_defaults: dict[str, str] = {}
+    options: type[PatternOptions] = NoOptions
     gates: tuple[str, ...] = ()
     starts_from_task = True  # False: started from its own form (a code review needs a diff)
     page = "run_detail"  # URL name of the page that shows a run of this pattern
+    # The run page: the partials of the package's ``panel.html``, in page order, and which of
+    # them an event of each kind this pattern emits changes (for the live channel).
+    panels: tuple[str, ...] = ("items-panel",)
+    live_events: dict[str, tuple[str, ...]] = {}
+    # Django-side hooks, as dotted paths the web app imports when it needs them: the function
+    # that starts a run from checked options (default: the engine's create_run), the one that
+    # renders live updates of a page of its own, and one called when a run ends.
+    starter: str = ""
+    live_renderer: str = ""
+    on_terminal: str = ""
+    # Set by the registry when it loads the pattern.
+    package: str = ""
+    directory: Path | None = None
+
+    def offline_replies(self) -> list[OfflineReply]:
+        """What the offline model answers for this pattern's calls: (schema name or None,
+        role or None, messages -> reply). Kept beside the prompts they answer."""
+        return []
+
+    @property
+    def panel_template(self) -> str:
+        """The template of this pattern's panel on the run page ("" when it has none)."""
+        if self.directory is None or not (self.directory / "panel.html").is_file():
+            return ""
+        return f"{self.directory.name}/panel.html"
+
+    def check_options(self, data: dict[str, Any], *, headless: bool = False) -> dict[str, Any]:
+        """``data`` checked and completed with defaults (pydantic ValidationError if not)."""
+        return self.options.model_validate(data, context={"headless": headless}).model_dump()
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         return {"task": task, "options": dict(options)}

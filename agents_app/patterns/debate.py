@@ -12,11 +12,12 @@ Stages: ``round:N`` and ``judge``. Arguments and the conclusion are ``Item`` rec
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from .base import Event, Item, ModelClient, Pattern, StageResult, parse_named_lines
+from .options import PatternOptions, named_lines, option
 from .parallel import run_parallel
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9 _-]{0,39}$")
@@ -56,6 +57,15 @@ DEFAULT_POSITIONS = [{"name": "For", "stance": "Argue in favour of the proposal.
                      {"name": "Against", "stance": "Argue against the proposal."}]
 
 
+class DebateOptions(PatternOptions):
+    max_rounds: int = option(2, label="Rounds", ge=1, le=5, help="rounds of arguments")
+    positions: Annotated[list[dict[str, str]], BeforeValidator(named_lines(parse_positions))] = \
+        option(DEFAULT_POSITIONS, label="Positions", widget="textarea", max_chars=6000,
+               help="One per line, “name: stance”; 2 to 5 positions.",
+               placeholder="For: argue in favour\nAgainst: argue against")
+    timeout: float = option(180.0, label="Seconds per round", hidden=True)
+
+
 def transcript(arguments: list[dict[str, Any]]) -> str:
     blocks = []
     for a in arguments:
@@ -68,11 +78,10 @@ class Debate(Pattern):
     name = "debate"
     label = "Debate"
     roles = ("debater", "judge")
-    defaults: dict[str, Any] = {"max_rounds": 2, "positions": DEFAULT_POSITIONS,
-                                "timeout": 180.0}
+    options = DebateOptions
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
-        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        opts = self.check_options(options)
         return {"task": task, "options": opts, "arguments": []}
 
     def first_stage(self, state: dict[str, Any]) -> str:
@@ -148,3 +157,6 @@ class Debate(Pattern):
                            events=[Event("concluded", "The judge concluded"
                                          + (f", favouring {data['favoured']}." if data["favoured"]
                                             else " without favouring a position."))])
+
+
+PATTERN = Debate()

@@ -28,6 +28,7 @@ from .base import (
 )
 from .complexity import complexity_score
 from .gate_input import check_text
+from .options import PatternOptions, option
 
 PLAN_GATE = "plan_approval"
 MAX_STEP_CHARS = 2000
@@ -125,22 +126,30 @@ def _numbered(steps: list[str]) -> str:
     return "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1))
 
 
+class PlanExecuteOptions(PatternOptions):
+    max_steps: int = option(10, label="Max steps", ge=1, le=30, setting="QUORUM_MAX_STEPS",
+                            help="most steps in a plan")
+    max_replans: int = option(2, label="Max replans", ge=0, le=10, setting="QUORUM_MAX_REPLANS",
+                              help="replans after a failed step before the run fails")
+    auto_approve: bool = option(False, label="Auto-approve the plan",
+                                help="skip the plan gate (recorded as auto-approved)")
+    complexity_gate: bool = option(False, label="Skip planning for simple tasks",
+                                   help="a simple one-line question is answered directly")
+    min_complexity: int = option(2, label="Least complexity planned", ge=1, le=10, hidden=True)
+
+
 class PlanExecute(Pattern):
     name = "plan_execute"
     label = "Plan and execute"
+    summary = ("A planner writes numbered steps; you approve, edit or reject the plan; an "
+               "executor carries out each step; a synthesizer writes the answer.")
     roles = ("planner", "executor", "synthesizer")
     gates = (PLAN_GATE,)
-    defaults = {
-        "auto_approve": False,
-        "complexity_gate": False,
-        "min_complexity": 2,
-        "max_steps": 10,
-        "max_replans": 2,
-    }
+    options = PlanExecuteOptions
 
     # --- setup ----------------------------------------------------------------------------
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
-        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        opts = self.check_options(options)
         return {"task": task, "options": opts, "plan": None, "results": [], "replans": 0,
                 "feedback": "", "failure": None}
 
@@ -362,3 +371,6 @@ class PlanExecute(Pattern):
             raise InvalidDecision(f"Step {n} is {size:,} characters; the limit is "
                                   f"{MAX_STEP_CHARS:,}.")
         return steps
+
+
+PATTERN = PlanExecute()

@@ -298,6 +298,9 @@ class PlanExecuteReview(Pattern):
     name = "plan_execute_review"
     label = "Plan, execute, review (git)"
     roles = ("planner", "executor", "reviewer")
+    role_defaults = {"reviewer": "other-family"}
+    live_renderer = "agents_app.change_views.render_live_update"
+    on_terminal = "agents_app.changes.close_after_end"
     gates = (PLAN_GATE, MERGE_GATE, ESCALATION_GATE)
     starts_from_task = False  # needs a repository: started from its own form
     page = "change_detail"
@@ -923,3 +926,6 @@ class PlanExecuteReview(Pattern):
                 events=[Event("escalation_decided", f"{who} stopped the run.")])
         raise InvalidDecision(f"unknown action {decision.action!r}")
 
+
+
+PATTERN = PlanExecuteReview()

@@ -24,12 +24,23 @@ import json
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from . import safe_json
 from .base import Decision, Event, Gate, InvalidDecision, Item, ModelClient, Pattern, StageResult
 from .gate_input import check_arguments, check_text
-from .toolbox import PERSON, check_args, describe, registry, run_tool
+from .options import PatternOptions, option
+from .toolbox import (
+    ASK_PERSON,
+    PERSON,
+    TOOL_NAMES,
+    ApprovableTool,
+    ToolName,
+    check_args,
+    describe,
+    registry,
+    run_tool,
+)
 
 APPROVAL_GATE = "tool_approval"
 ASK_GATE = "ask_person"
@@ -83,17 +94,41 @@ def detect_loop(history: list[dict[str, Any]], tool: str, args: dict[str, Any]) 
     return ""
 
 
+class ReActOptions(PatternOptions):
+    max_iterations: int = option(10, label="Max iterations", ge=1, le=30,
+                                 help="most think-act-observe iterations")
+    max_tool_calls: int = option(20, label="Max tool calls", ge=1, le=50,
+                                 help="most tool calls")
+    tools: list[ToolName] = option([], label="Tools", help="None ticked: all of them.")
+    approval: list[ApprovableTool] = option(
+        [], label="Ask me before running", web_only=True,
+        help="the run waits for you at each call of these (ask person always does)")
+    repo_roots: list[str] = option([], label="Repository roots", hidden=True,
+                                   setting="QUORUM_REPO_ROOTS")
+    max_seconds: float = option(300.0, label="Seconds in all", hidden=True)
+    step_timeout: float = option(60.0, label="Seconds per tool call", hidden=True)
+
+    @field_validator("tools")
+    @classmethod
+    def _headless_tools(cls, tools: list[str], info: ValidationInfo) -> list[str]:
+        if (info.context or {}).get("headless"):
+            if ASK_PERSON in tools:
+                raise ValueError("ask_person needs the web page to answer; leave it out on "
+                                 "the command line.")
+            # No one can answer a question at a terminal: all tools but that one.
+            return tools or [n for n in TOOL_NAMES if n != ASK_PERSON]
+        return tools
+
+
 class ReAct(Pattern):
     name = "react"
     label = "ReAct (think, act, observe)"
     roles = ("agent",)
     gates = (APPROVAL_GATE, ASK_GATE)
-    defaults: dict[str, Any] = {"max_iterations": 10, "max_tool_calls": 20,
-                                "max_seconds": 300.0, "step_timeout": 60.0,
-                                "tools": [], "approval": [], "repo_roots": []}
+    options = ReActOptions
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
-        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        opts = self.check_options(options)
         return {"task": task, "options": opts, "history": [], "tool_calls": 0,
                 "seconds": 0.0, "pending": None, "stop_reason": ""}
 
@@ -284,3 +319,6 @@ class ReAct(Pattern):
         return StageResult(state=state, next_stage=f"step:{n + 1}",
                            records=[Item("step", str(n), {"iteration": n, **entry})],
                            events=[Event("tool_decided", message, {"iteration": n})])
+
+
+PATTERN = ReAct()

@@ -19,11 +19,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from .base import Event, Item, ModelClient, Pattern, StageResult
+from .options import PatternOptions, option
 from .parallel import run_parallel
-from .toolbox import PERSON, describe, registry, run_tool
+from .toolbox import ASK_PERSON, PERSON, ToolName, describe, registry, run_tool
 
 CITATION = re.compile(r"\[(E\d+)\]")
 
@@ -81,16 +82,35 @@ def evidence_block(evidence: list[dict[str, Any]]) -> str:
     return "\n\n".join(out) or "(no evidence: no tool was needed or none ran)"
 
 
+class ReWOOOptions(PatternOptions):
+    top_k_sketches: int = option(4, label="Max tool calls planned", ge=1, le=10,
+                                 help="most tool calls in the plan")
+    max_parallel_work: int = option(4, label="Calls at once", ge=1, le=10,
+                                    help="tool calls run at once")
+    max_verify_passes: int = option(1, label="Verify passes", ge=0, le=3,
+                                    help="checks of the answer against the evidence")
+    tools: list[ToolName] = option([], label="Tools", help="None ticked: all of them.")
+    repo_roots: list[str] = option([], label="Repository roots", hidden=True,
+                                   setting="QUORUM_REPO_ROOTS")
+    per_work_timeout: float = option(25.0, label="Seconds per tool call", hidden=True)
+
+    @field_validator("tools")
+    @classmethod
+    def _no_person(cls, tools: list[str], info: ValidationInfo) -> list[str]:
+        if ASK_PERSON in tools:
+            raise ValueError("ReWOO plans all its calls before any runs, so it cannot stop to "
+                             "ask a person: untick “ask person”.")
+        return tools
+
+
 class ReWOO(Pattern):
     name = "rewoo"
     label = "ReWOO (plan, work in parallel, organize)"
     roles = ("planner", "organizer")
-    defaults: dict[str, Any] = {"top_k_sketches": 4, "max_parallel_work": 4,
-                                "per_work_timeout": 25.0, "max_verify_passes": 1,
-                                "tools": [], "repo_roots": []}
+    options = ReWOOOptions
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
-        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        opts = self.check_options(options)
         return {"task": task, "options": opts, "sketches": [], "evidence": [],
                 "organized": None, "problems": []}
 
@@ -225,3 +245,6 @@ class ReWOO(Pattern):
                            events=[Event("verified", f"Verification {k} failed "
                                          f"({len(problems)} problem(s)); organizing again.",
                                          {"pass": k, "supported": False})])
+
+
+PATTERN = ReWOO()

@@ -16,11 +16,12 @@ attempt, status and result.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from .base import Event, Item, ModelClient, ModelError, Pattern, StageResult, parse_named_lines
+from .options import PatternOptions, named_lines, option
 from .parallel import run_parallel
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,29}$")
@@ -95,15 +96,28 @@ def work_log(subtasks: list[dict[str, Any]]) -> str:
     return "\n\n".join(out) or "(nothing done yet)"
 
 
+class TeamLeadOptions(PatternOptions):
+    strategy: Literal["dynamic", "sequential", "parallel"] = option(
+        "dynamic", label="Strategy", help="how the members' work is ordered",
+        choice_labels={"dynamic": "Dynamic (the lead reviews and may reassign)",
+                       "sequential": "Sequential", "parallel": "Parallel"})
+    team: Annotated[list[dict[str, str]], BeforeValidator(named_lines(parse_team))] = option(
+        DEFAULT_TEAM, label="Team", widget="textarea", max_chars=4000,
+        help="One per line, “name: what they do”; 1 to 6 members.",
+        placeholder="researcher: finds and summarizes information\nwriter: writes clear reports")
+    max_reassignments: int = option(2, label="Reassignment rounds", ge=0, le=5,
+                                    help="rounds in which the lead may reassign work (dynamic)")
+    timeout: float = option(180.0, label="Seconds per round", hidden=True)
+
+
 class TeamLead(Pattern):
     name = "team_lead"
     label = "Team lead"
     roles = ("lead", "member")
-    defaults: dict[str, Any] = {"strategy": "dynamic", "max_reassignments": 2,
-                                "team": DEFAULT_TEAM, "timeout": 180.0}
+    options = TeamLeadOptions
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
-        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        opts = self.check_options(options)
         return {"task": task, "options": opts, "subtasks": [], "reviews": 0}
 
     def first_stage(self, state: dict[str, Any]) -> str:
@@ -256,3 +270,6 @@ class TeamLead(Pattern):
              f"{work_log(state['subtasks'])}"}], key="synthesis").text
         return StageResult(state=state, outcome="completed", answer=answer,
                            events=[Event("answer", "The lead wrote the final answer.")])
+
+
+PATTERN = TeamLead()

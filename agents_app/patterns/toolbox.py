@@ -19,7 +19,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -271,3 +271,10 @@ def run_tool(tools: dict[str, AgentTool], name: str, args: Any, *,
     if len(text) > MAX_OBSERVATION:
         text = text[:MAX_OBSERVATION] + f"\n[... {len(text) - MAX_OBSERVATION:,} characters cut]"
     return True, text, outcome.seconds
+
+
+# The tools' names, for the options of the patterns that use them.
+ASK_PERSON = "ask_person"
+TOOL_NAMES: tuple[str, ...] = tuple(registry([]))
+ToolName = Literal[TOOL_NAMES]  # type: ignore[valid-type]
+ApprovableTool = Literal[tuple(n for n, t in registry([]).items() if t.kind != PERSON)]  # type: ignore[valid-type]

@@ -100,6 +100,8 @@ class CodeReview(Pattern):
     name = "code_review"
     label = "Code review"
     roles = ("security", "architecture", "style", "synthesizer")
+    role_defaults = {"style": "cheap"}
+    live_renderer = "reviews_app.views.render_live_update"
     gates = (TRIAGE_GATE,)
     starts_from_task = False
     page = "review_detail"
@@ -433,3 +435,6 @@ def _fallback_summary(kept: list[dict], verdict: str, reviewers: dict[str, dict]
     if failed:
         text += f" Not reviewed by: {', '.join(failed)}."
     return text
+
+
+PATTERN = CodeReview()

@@ -244,7 +244,7 @@ def verify_search(owner, terms, max_pages: int = 8) -> list[str]:
     from django.db.models import Q
     from django.test import RequestFactory
 
-    from agents_app import views
+    from agents_app import search
     from agents_app.models import Run
 
     problems = []
@@ -254,7 +254,7 @@ def verify_search(owner, terms, max_pages: int = 8) -> list[str]:
         for _ in range(max_pages):
             request = factory.get("/", {**params, **({"before": before} if before else {})})
             request.user = owner
-            ctx = views._history(request)
+            ctx = search.history(request)
             shown += [r.pk for r in ctx["runs"]]
             before = ctx["next_before"]
             if not before:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-from django import forms
 from django.conf import settings
 from django.core.management.base import CommandError
 
@@ -21,9 +20,8 @@ from agents_app.cli import (
 )
 from agents_app.forms import StartChangeForm, StartRunForm
 from agents_app.models import MergeRequest
+from agents_app.option_fields import add_flags, option_fields, options_from
 from agents_app.patterns import PATTERNS, pattern_label
-from agents_app.patterns.base import InvalidDecision
-from agents_app.patterns.debate import DEFAULT_POSITIONS, parse_positions
 
 CHANGE = "plan_execute_review"
 
@@ -43,46 +41,20 @@ class Command(CheckedCommand):
     def add_arguments(self, parser):
         # Patterns that start from something else than a task (a code review) have commands
         # of their own (``manage.py review``).
-        startable = sorted(n for n, p in PATTERNS.items() if p.starts_from_task)
+        startable = [n for n, p in PATTERNS.items() if p.starts_from_task]
         parser.add_argument("pattern", choices=[*startable, CHANGE])
         parser.add_argument("--task", required=True)
-        parser.add_argument("--auto-approve", action="store_true",
-                            help="Approve the plan without asking (recorded as auto-approved).")
+        self.option_fields = option_fields()
+        add_flags(parser, self.option_fields)
         change = parser.add_argument_group(f"{CHANGE} (changes a git repository)")
         change.add_argument("--repo", help="Repository under QUORUM_REPO_ROOTS.")
         change.add_argument("--base", default="", help="Base branch (default: the current one).")
         change.add_argument("--auto-approve-plan", action="store_true",
-                            help="Approve the plan without asking (recorded as auto-approved).")
+                            help="Approve the plan without asking.")
         change.add_argument("--auto-merge", action="store_true",
-                            help="Merge when the reviewer approves, without asking.")
+                            help="Merge an approved change without asking.")
         change.add_argument("--test-command", default="",
                             help="One of QUORUM_TEST_COMMANDS, run after each change.")
-        change.add_argument("--max-rounds", type=form_type(forms.IntegerField(min_value=1),
-                                                           "a whole number"), default=None,
-                            help="plan_execute_review: execute/review rounds before escalating "
-                                 "(default QUORUM_CHANGE_MAX_ROUNDS); debate: rounds (default 2).")
-        others = parser.add_argument_group("reflective, debate, team_lead, react, rewoo")
-        others.add_argument("--max-reflections", type=option("max_reflections"), default=None,
-                            help="reflective: most actor/critic rounds (default 3).")
-        others.add_argument("--strategy", default="dynamic",
-                            help="team_lead: sequential, parallel or dynamic (default).")
-        others.add_argument("--team", default="",
-                            help="team_lead: members, one per line, 'name: what they do'.")
-        others.add_argument("--max-iterations", type=option("max_iterations"), default=None,
-                            help="react: most think-act-observe iterations (default 10).")
-        others.add_argument("--max-tool-calls", type=option("max_tool_calls"), default=None,
-                            help="react: most tool calls (default 20).")
-        others.add_argument("--max-verify-passes", type=option("max_verify_passes"),
-                            default=None,
-                            help="rewoo: verify passes (default 1).")
-        others.add_argument("--max-reassignments", type=option("max_reassignments"),
-                            default=None,
-                            help="team_lead (dynamic): reassignment rounds (default 2).")
-        others.add_argument("--tools", default="",
-                            help="react, rewoo: comma-separated tool names (default: all).")
-        others.add_argument("--positions", default="",
-                            help="debate: positions, one per line, 'name: stance' "
-                                 "(default For / Against).")
         parser.add_argument("--model", action="append", default=[], metavar="ROLE=NAME",
                             help="Model for a role, e.g. --model planner=gpt-4o. Repeatable.")
         parser.add_argument("--max-cost", type=option("max_cost_usd", "an amount in USD"),
@@ -106,65 +78,19 @@ class Command(CheckedCommand):
         owner = command_owner(opts["user"])
         if pattern.name == CHANGE:
             return self._change(owner, task, models, opts)
+        fields = getattr(self, "option_fields", None) or option_fields()
+        options, problem = options_from(pattern, fields, opts, headless=True)
+        if problem:
+            name, message = problem
+            flag = fields[name].flag if name in fields else ""
+            raise bad_input(f"{flag}: {message}" if flag else message)
         run = engine.create_run(
-            owner, pattern.name, task, options=self._options(pattern.name, opts),
-            models=models,
+            owner, pattern.name, task, options=options, models=models,
             max_cost_usd=opts["max_cost"] if opts["max_cost"] is not None else Decimal(str(settings.QUORUM_DEFAULT_MAX_COST_USD)),
             max_tokens=opts["max_tokens"] if opts["max_tokens"] is not None else settings.QUORUM_DEFAULT_MAX_TOKENS,
             enqueue=False)
         run = engine.run_inline(run.pk)
         self._report(run, opts["json"])
-
-    @staticmethod
-    def _options(name: str, opts) -> dict:
-        def ranged(option: str, default: int) -> int:
-            value = opts[option.replace("-", "_")]
-            return default if value is None else value
-
-        if name == "reflective":
-            return {"max_reflections": ranged("max-reflections", 3)}
-        if name == "debate":
-            rounds = ranged("max-rounds", 2)
-            check_with(RUN_FIELDS["max_rounds"], rounds, "--max-rounds")
-            try:
-                positions = parse_positions(opts["positions"]) if opts["positions"].strip() \
-                    else DEFAULT_POSITIONS
-            except InvalidDecision as exc:
-                raise bad_input(f"--positions: {exc}") from None
-            return {"max_rounds": rounds, "positions": positions}
-        if name == "team_lead":
-            from agents_app.patterns.team_lead import DEFAULT_TEAM, STRATEGIES, parse_team
-
-            if opts["strategy"] not in STRATEGIES:
-                raise bad_input(f"--strategy takes {', '.join(STRATEGIES)}.")
-            try:
-                team = parse_team(opts["team"]) if opts["team"].strip() else DEFAULT_TEAM
-            except InvalidDecision as exc:
-                raise bad_input(f"--team: {exc}") from None
-            return {"strategy": opts["strategy"], "team": team,
-                    "max_reassignments": ranged("max-reassignments", 2)}
-        if name in ("react", "rewoo"):
-            from agents_app.patterns.toolbox import registry
-
-            tools = [t.strip() for t in opts["tools"].split(",") if t.strip()]
-            unknown = sorted(set(tools) - set(registry([])))
-            if unknown:
-                raise bad_input(f"--tools: unknown {', '.join(unknown)}; choose from "
-                                   f"{', '.join(registry([]))}.")
-            # No one can answer a question at a terminal: ask_person only when named.
-            tools = tools or [n for n, t in registry([]).items() if t.kind != "person"]
-            base = {"tools": tools, "repo_roots": list(settings.QUORUM_REPO_ROOTS)}
-            if name == "react":
-                if "ask_person" in tools:
-                    raise bad_input("--tools: ask_person needs the web page to answer; "
-                                       "leave it out on the command line.")
-                return {**base, "max_iterations": ranged("max-iterations", 10),
-                        "max_tool_calls": ranged("max-tool-calls", 20)}
-            if "ask_person" in tools:
-                raise bad_input("--tools: ReWOO cannot ask a person.")
-            return {**base, "max_verify_passes": ranged("max-verify-passes", 1)}
-        return {"auto_approve": opts["auto_approve"], "max_steps": settings.QUORUM_MAX_STEPS,
-                "max_replans": settings.QUORUM_MAX_REPLANS}
 
     def _change(self, owner, task, models, opts):
         if not opts["repo"]:
@@ -177,7 +103,7 @@ class Command(CheckedCommand):
             run = start_change(owner, repo=opts["repo"], base=opts["base"], task=task,
                                models=models, max_rounds=opts["max_rounds"],
                                test_command=opts["test_command"],
-                               auto_approve_plan=opts["auto_approve_plan"] or opts["auto_approve"],
+                               auto_approve_plan=opts["auto_approve_plan"] or opts.get("auto_approve", False),
                                auto_merge=opts["auto_merge"], max_cost_usd=opts["max_cost"],
                                max_tokens=opts["max_tokens"], enqueue=False)
         except ChangeError as exc:

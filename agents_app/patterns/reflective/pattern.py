@@ -15,7 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from .base import Event, Item, ModelClient, Pattern, StageResult
+from ..base import Event, Item, ModelClient, OfflineReply, Pattern, StageResult
+from ..options import PatternOptions, option
+from . import offline
+from .prompts import actor_messages, critic_messages
 
 
 class Critique(BaseModel):
@@ -34,28 +37,25 @@ class Critique(BaseModel):
         return [s.strip() for s in items if s and s.strip()]
 
 
-ACTOR_SYSTEM = """You write the answer to the user's task, in Markdown. When you are given a
-previous draft and a critique, produce a complete revised draft that fixes every issue raised
-while keeping what was already good. Reply with the draft only, no commentary."""
-
-CRITIC_SYSTEM = """You are a demanding editor judging a draft against its task. Check that it
-answers the task completely and correctly, and is clear and concise. Set `approved` to true
-only if nothing important remains to fix; otherwise list the concrete issues, most important
-first. Do not rewrite the draft yourself."""
-
-
-def _section(title: str, body: str) -> str:
-    return f"## {title}\n{(body or '').strip() or '(none)'}\n"
+class ReflectiveOptions(PatternOptions):
+    max_reflections: int = option(3, label="Max rounds", ge=1, le=10,
+                                  help="most actor/critic rounds")
 
 
 class Reflective(Pattern):
     name = "reflective"
     label = "Reflective (actor and critic)"
+    summary = ("An actor drafts, a critic judges the draft against the task, the actor revises "
+               "until the critic approves or the round limit is reached.")
     roles = ("actor", "critic")
-    defaults: dict[str, Any] = {"max_reflections": 3}
+    options = ReflectiveOptions
+    live_events = {"draft_written": ("items-panel",), "critique": ("items-panel",)}
+
+    def offline_replies(self) -> list[OfflineReply]:
+        return [(None, "actor", offline.actor), ("Critique", "critic", offline.critic)]
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
-        opts = {**self.defaults, **{k: v for k, v in options.items() if k in self.defaults}}
+        opts = self.check_options(options)
         return {"task": task, "options": opts, "draft": "", "critique": None, "round": 0}
 
     def first_stage(self, state: dict[str, Any]) -> str:
@@ -80,14 +80,8 @@ class Reflective(Pattern):
         raise ValueError(f"unknown stage {stage!r}")
 
     def _draft(self, n: int, state, client) -> StageResult:
-        parts = [_section("Task", state["task"])]
-        if n > 1:
-            c = state["critique"]
-            issues = "\n".join(f"- {i}" for i in c["issues"]) or "(none listed)"
-            parts += [_section("Previous draft", state["draft"]),
-                      _section("Critique", f"{c['summary']}\n\nIssues:\n{issues}")]
-        messages = [{"role": "system", "content": ACTOR_SYSTEM},
-                    {"role": "user", "content": "\n".join(parts)}]
+        messages = actor_messages(state["task"], state["draft"], state["critique"]) if n > 1 \
+            else actor_messages(state["task"])
         draft = client.complete("actor", messages).text.strip()
         state = {**state, "draft": draft, "round": n}
         return StageResult(state=state, next_stage=f"critique:{n}",
@@ -96,9 +90,7 @@ class Reflective(Pattern):
                                          f"({len(draft.split())} words).", {"round": n})])
 
     def _critique(self, n: int, state, client) -> StageResult:
-        messages = [{"role": "system", "content": CRITIC_SYSTEM},
-                    {"role": "user", "content": _section("Task", state["task"]) + "\n"
-                     + _section(f"Draft {n}", state["draft"])}]
+        messages = critic_messages(state["task"], n, state["draft"])
         critique: Critique = client.complete("critic", messages, schema=Critique).data  # type: ignore[assignment]
         data = critique.model_dump()
         state = {**state, "critique": data}

@@ -1,0 +1,97 @@
+"""The patterns Quorum offers: one line each.
+
+Each line names a package (or module) whose ``PATTERN`` is the pattern: its options, roles,
+prompts, offline replies, stage wording, run-page panel and live event kinds all live there.
+The start form, the dashboard, the run page, the live channel, ``manage.py run_pattern``, the
+role-model settings and the README's pattern table iterate this list; none of them names a
+pattern. To add one, write its package (docs/ARCHITECTURE.md, "Adding a pattern") and add its
+line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from threading import Lock
+
+from .base import Pattern
+
+PACKAGES: tuple[str, ...] = (
+    "agents_app.patterns.plan_execute",
+    "agents_app.patterns.plan_execute_review",
+    "agents_app.patterns.reflective",
+    "agents_app.patterns.debate",
+    "agents_app.patterns.team_lead",
+    "agents_app.patterns.rewoo",
+    "agents_app.patterns.react",
+    "reviews_app.pipeline.pattern",
+)
+
+_loaded: dict[str, Pattern] = {}
+_lock = Lock()
+
+
+def _load() -> dict[str, Pattern]:
+    if _loaded:
+        return _loaded
+    with _lock:
+        if not _loaded:
+            from ..llm import offline
+
+            found: dict[str, Pattern] = {}
+            for dotted in PACKAGES:
+                module = importlib.import_module(dotted)
+                pattern: Pattern = module.PATTERN
+                if pattern.name in found:
+                    raise ImportError(f"two patterns are called {pattern.name!r}")
+                pattern.package = dotted
+                pattern.directory = Path(module.__file__).parent
+                for schema, role, handler in pattern.offline_replies():
+                    offline.register(schema, handler, role=role)
+                found[pattern.name] = pattern
+            _loaded.update(found)
+    return _loaded
+
+
+class _Patterns(Mapping[str, Pattern]):
+    """The registered patterns by key, in registry order; loaded on first use."""
+
+    def __getitem__(self, key: str) -> Pattern:
+        return _load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_load())
+
+    def __len__(self) -> int:
+        return len(_load())
+
+
+PATTERNS: Mapping[str, Pattern] = _Patterns()
+
+
+def get_pattern(name: str) -> Pattern:
+    return PATTERNS[name]
+
+
+def task_patterns() -> list[Pattern]:
+    """The patterns started from a task on the dashboard's form (the others have pages of
+    their own: a change needs a repository, a review a diff)."""
+    return [p for p in PATTERNS.values() if p.starts_from_task]
+
+
+def pattern_label(name: str) -> str:
+    """A pattern's name in words for people (``plan_execute`` → "Plan and execute"); a key
+    no pattern registers is shown with spaces, never as an error."""
+    pattern = PATTERNS.get(name or "")
+    return pattern.label if pattern and pattern.label else (name or "").replace("_", " ")
+
+
+def role_defaults() -> dict[str, str]:
+    """Every role of every pattern with the kind of model it gets by default ("default",
+    "cheap" or "other-family"), for the settings that route roles to models."""
+    roles: dict[str, str] = {}
+    for pattern in PATTERNS.values():
+        for role in pattern.roles:
+            roles.setdefault(role, pattern.role_defaults.get(role, "default"))
+    return roles
