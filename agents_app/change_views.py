@@ -12,10 +12,10 @@ from django_htmx.http import HttpResponseClientRedirect
 from .change_forms import ChangeDecisionForm, ChangeListForm
 from .changes import ChangeError, change_context, diff_views, start_change
 from .forms import StartChangeForm
+from .live import live_message
 from .models import Run
 from .patterns.base import Decision
 from .patterns.plan_execute_review import PlanExecuteReview
-from .live import live_message
 from .search import keyset_page
 from .views import decide_and_show, owned_run, render_panel
 

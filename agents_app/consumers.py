@@ -13,9 +13,9 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from .converters import MAX_ID
 from .events import group_name
+from .live import panels_for, render_live
 from .models import Event, Run
 from .patterns import safe_json
-from .live import panels_for, render_live
 
 BATCH = 200
 

@@ -7,29 +7,10 @@ import json
 import re
 
 from .llm.gateway import redact
+from .patterns import PATTERNS
 
-# Stage names are keys such as ``step:2:0`` or ``organize:1``: a kind, then numbers. Each
-# pattern's kinds in words; ``{0}``, ``{1}`` are the numbers after the kind.
-_STAGES: dict[str, dict[str, str]] = {
-    "plan_execute": {"start": "Getting started", "plan": "Planning (plan v{0})",
-                     "step": "Step {1+} of plan v{0}", "synthesize": "Final answer",
-                     "direct": "Direct answer"},
-    "plan_execute_review": {"setup": "Setting up the branch", "plan": "Planning (plan v{0})",
-                            "execute": "Round {1}: changing the code (plan v{0})",
-                            "review": "Round {1}: review (plan v{0})", "merge": "Merging",
-                            "close": "Closing"},
-    "reflective": {"draft": "Draft {0}", "critique": "Critique of draft {0}"},
-    "debate": {"round": "Round {0}", "judge": "Judge's conclusion"},
-    "team_lead": {"delegate": "Splitting the task", "work": "Team work, batch {0}",
-                  "review": "Lead's review of batch {0}", "synthesize": "Final answer"},
-    "rewoo": {"sketch": "Planning the tool calls", "work": "Running the tool calls",
-              "organize": "Answer, draft {0}", "verify": "Checking draft {0}"},
-    "react": {"step": "Iteration {0}", "act": "Iteration {0}: tool call",
-              "final": "Final answer"},
-    "code_review": {"analyze": "Analyzers", "review": "Reviewers", "reflect":
-                    "Reviewers reading each other's findings", "synthesize": "Verdict",
-                    "close": "Closing"},
-}
+# A pattern's stage names are keys such as ``step:2:0``: a kind, then numbers. Its
+# ``stage_labels`` put each kind in words; ``{0}``, ``{1}`` are the numbers after the kind.
 _NUMBER = re.compile(r"\{(\d)(\+?)\}")
 
 
@@ -37,7 +18,8 @@ def stage_label(pattern: str, stage: str) -> str:
     """``stage`` of a run of ``pattern`` in words: ``step:2:0`` → "Step 1 of plan v2"."""
     kind, *args = [part for part in (stage or "").split(":")]
     args = [a for a in args if a]
-    template = _STAGES.get(pattern, {}).get(kind)
+    spec = PATTERNS.get(pattern)
+    template = spec.stage_labels.get(kind) if spec else None
     if template is None or len(_NUMBER.findall(template)) > len(args):
         words = kind.replace("_", " ").capitalize() or "Stage"
         return " ".join([words, *args])

@@ -16,9 +16,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from agents_app.live import live_message
 from agents_app.models import Run
 from agents_app.patterns.base import InvalidDecision
-from agents_app.live import live_message
 from agents_app.search import keyset_page
 
 from . import services, triage

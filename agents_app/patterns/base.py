@@ -166,6 +166,9 @@ class Pattern:
 
     name: str = ""  # the key: stored on each run, used in URLs, flags and settings
     label: str = ""  # its name for people
+    # Each kind of stage in words for the trace ("step" → "Step {1+} of plan v{0}": ``{n}`` is
+    # the n-th number after the kind in the stage name, ``{n+}`` that index counted from one).
+    stage_labels: dict[str, str] = {}
     summary: str = ""  # one sentence: what it does (the README's table, the start form)
     roles: tuple[str, ...] = ()
     # The kind of model a role gets unless configured: "default", "cheap" (a light task) or

@@ -77,6 +77,7 @@ def transcript(arguments: list[dict[str, Any]]) -> str:
 class Debate(Pattern):
     name = "debate"
     label = "Debate"
+    stage_labels = {"round": "Round {0}", "judge": "Judge's conclusion"}
     roles = ("debater", "judge")
     options = DebateOptions
 

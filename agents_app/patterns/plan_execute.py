@@ -141,6 +141,9 @@ class PlanExecuteOptions(PatternOptions):
 class PlanExecute(Pattern):
     name = "plan_execute"
     label = "Plan and execute"
+    stage_labels = {"start": "Getting started", "plan": "Planning (plan v{0})",
+                    "step": "Step {1+} of plan v{0}", "synthesize": "Final answer",
+                    "direct": "Direct answer"}
     summary = ("A planner writes numbered steps; you approve, edit or reject the plan; an "
                "executor carries out each step; a synthesizer writes the answer.")
     roles = ("planner", "executor", "synthesizer")

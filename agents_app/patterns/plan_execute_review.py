@@ -297,6 +297,10 @@ def same_family(a: str, b: str) -> bool:
 class PlanExecuteReview(Pattern):
     name = "plan_execute_review"
     label = "Plan, execute, review (git)"
+    stage_labels = {"setup": "Setting up the branch", "plan": "Planning (plan v{0})",
+                    "execute": "Round {1}: changing the code (plan v{0})",
+                    "review": "Round {1}: review (plan v{0})", "merge": "Merging",
+                    "close": "Closing"}
     roles = ("planner", "executor", "reviewer")
     role_defaults = {"reviewer": "other-family"}
     live_renderer = "agents_app.change_views.render_live_update"

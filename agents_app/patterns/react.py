@@ -123,6 +123,8 @@ class ReActOptions(PatternOptions):
 class ReAct(Pattern):
     name = "react"
     label = "ReAct (think, act, observe)"
+    stage_labels = {"step": "Iteration {0}", "act": "Iteration {0}: tool call",
+                    "final": "Final answer"}
     roles = ("agent",)
     gates = (APPROVAL_GATE, ASK_GATE)
     options = ReActOptions

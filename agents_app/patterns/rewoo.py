@@ -106,6 +106,8 @@ class ReWOOOptions(PatternOptions):
 class ReWOO(Pattern):
     name = "rewoo"
     label = "ReWOO (plan, work in parallel, organize)"
+    stage_labels = {"sketch": "Planning the tool calls", "work": "Running the tool calls",
+                    "organize": "Answer, draft {0}", "verify": "Checking draft {0}"}
     roles = ("planner", "organizer")
     options = ReWOOOptions
 

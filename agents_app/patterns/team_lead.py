@@ -113,6 +113,8 @@ class TeamLeadOptions(PatternOptions):
 class TeamLead(Pattern):
     name = "team_lead"
     label = "Team lead"
+    stage_labels = {"delegate": "Splitting the task", "work": "Team work, batch {0}",
+                    "review": "Lead's review of batch {0}", "synthesize": "Final answer"}
     roles = ("lead", "member")
     options = TeamLeadOptions
 

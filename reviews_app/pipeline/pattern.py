@@ -99,6 +99,9 @@ def batches(files: list[dict], budget: int) -> list[list[dict]]:
 class CodeReview(Pattern):
     name = "code_review"
     label = "Code review"
+    stage_labels = {"analyze": "Analyzers", "review": "Reviewers", "reflect":
+                    "Reviewers reading each other's findings", "synthesize": "Verdict",
+                    "close": "Closing"}
     roles = ("security", "architecture", "style", "synthesizer")
     role_defaults = {"style": "cheap"}
     live_renderer = "reviews_app.views.render_live_update"

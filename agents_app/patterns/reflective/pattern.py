@@ -45,6 +45,7 @@ class ReflectiveOptions(PatternOptions):
 class Reflective(Pattern):
     name = "reflective"
     label = "Reflective (actor and critic)"
+    stage_labels = {"draft": "Draft {0}", "critique": "Critique of draft {0}"}
     summary = ("An actor drafts, a critic judges the draft against the task, the actor revises "
                "until the critic approves or the round limit is reached.")
     roles = ("actor", "critic")
