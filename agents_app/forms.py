@@ -11,7 +11,7 @@ from .models import Status
 from .option_fields import option_fields, options_from
 from .patterns import PATTERNS, safe_json, task_patterns
 from .patterns.base import InvalidDecision
-from .patterns.gate_input import check_arguments, control_message, without_control_characters
+from .patterns.gate_input import check_arguments, control_message
 from .patterns.react import APPROVAL_GATE, ASK_GATE
 
 
@@ -175,31 +175,6 @@ def read_errors(form: forms.Form) -> str:
     if {"action", "seq"} & set(form.errors):
         return "That decision could not be read; reload the page and try again."
     return " ".join(e for errs in form.errors.values() for e in errs)
-
-
-class PlanDecisionForm(forms.Form):
-    """The plan gate. ``steps`` (repeated) is the plan on the screen, every step in order:
-    approving approves exactly that list, so a form whose steps were all deleted approves
-    nothing (the plan pattern refuses an empty plan). ``seq`` is the state the page saw."""
-
-    action = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
-    seq = forms.IntegerField(min_value=0)
-    feedback = PersonTextField(what="Your feedback", required=False, max_length=4000)
-
-    def shown_steps(self) -> list[str]:
-        """The steps as posted, for the page to show again (control characters removed)."""
-        return [without_control_characters(s) for s in self.data.getlist("steps")]
-
-    def clean(self):
-        data = super().clean()
-        steps = [s.replace("\r\n", "\n") for s in self.data.getlist("steps")]
-        if data.get("action") == "approve":
-            for n, step in enumerate(steps, 1):
-                if message := control_message(f"Step {n}", step, removed=True):
-                    self.add_error(None, message)
-                    break
-        data["steps"] = steps
-        return data
 
 
 class StartChangeForm(forms.Form):

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from .models import AgentReport, Approval, MergeRequest, PlanVersion, Run, RunItem, StepResult
 from .patterns.base import Item
-from .patterns.plan_execute import GateDecided, PlanProposed, StepRecorded
 from .patterns.plan_execute_review import AgentWorked, MergeRequestChanged
+from .patterns.records import GateDecided, PlanProposed, StepRecorded
 
 _PERSISTERS: dict[type, Callable[[Run, Any, Any], None]] = {}
 

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 
 from .models import Run
 from .patterns import PATTERNS
-from .rendering import step_diff
 
-LEGACY_PANELS = ("plan-panel", "steps-panel", "items-panel")
+LEGACY_PANELS = ("items-panel",)
 
 
 def run_context(run: Run, **extra) -> dict:
@@ -26,37 +26,31 @@ def run_context(run: Run, **extra) -> dict:
         "last_seq": events[-1].seq if events else 0,
     }
     if template:
-        try:
-            panel = importlib.import_module(f"{pattern.package}.panel")
-        except ModuleNotFoundError:
-            panel = None
-        if panel is not None:
-            ctx.update(panel.context(run, **extra) if getattr(panel, "TAKES_EXTRA", False)
-                       else panel.context(run))
+        ctx.update(_panel_context(pattern, run, extra))
     else:
         ctx.update(_legacy_context(run, extra))
     ctx.update(extra)
     return ctx
 
 
+def _panel_context(pattern, run: Run, extra: dict) -> dict:
+    """The context of the package's ``panel.py`` (``context(run, **extra)``; ``extra`` is what
+    a gate view adds, such as the text a person typed), or nothing when it has none."""
+    name = f"{pattern.package}.panel"
+    try:
+        panel = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        return {}
+    takes_extra = any(p.kind is p.VAR_KEYWORD
+                      for p in inspect.signature(panel.context).parameters.values())
+    return panel.context(run, **extra) if takes_extra else panel.context(run)
+
+
 def _legacy_items(run: Run) -> dict:
     """What the panels of the patterns still drawn by run_detail.html show."""
     items = list(run.items.all())
-    if run.pattern == "reflective":
-        drafts = {i.key: i.data for i in items if i.kind == "draft"}
-        critiques = {i.key: i.data for i in items if i.kind == "critique"}
-        rounds, previous = [], None
-        for key in sorted(drafts, key=int):
-            text = drafts[key]["text"]
-            changes = None
-            if previous is not None:
-                changes = [(op, line) for op, line in step_diff(previous.splitlines(),
-                                                                 text.splitlines())
-                           if op != "same" and line.strip()]
-            rounds.append({"n": int(key), "draft": text, "critique": critiques.get(key),
-                           "changes": changes})
-            previous = text
-        return {"reflection_rounds": rounds}
     if run.pattern == "debate":
         by_round: dict[int, list] = {}
         for i in items:
@@ -84,26 +78,5 @@ def _legacy_items(run: Run) -> dict:
 
 
 def _legacy_context(run: Run, extra: dict) -> dict:
-    plans = list(run.plan_versions.all())
-    plan = plans[-1] if plans else None
-    diff = step_diff(plans[-2].steps, plan.steps) if len(plans) > 1 else []
-    state_plan = run.state.get("plan") or {}
-    done = len(run.state.get("results") or [])
-    total = len(state_plan.get("steps") or [])
-    return {
-        "plans": plans,
-        "plan": plan,
-        "plan_diff": diff,
-        "diff_changed": any(op != "same" for op, _ in diff),
-        "steps": list(run.step_results.all()),
-        "approvals": list(run.approvals.select_related("user")),
-        "progress_done": done,
-        "progress_total": total,
-        "progress_pct": int(100 * done / total) if total else (100 if run.status == "completed" else 0),
-        "at_plan_gate": run.status == "awaiting_plan_approval",
-        # The plan editor shows the steps as last posted (even none), else the plan's own.
-        "gate_steps": plan.steps if plan and extra.get("edited_steps") is None
-        else extra.get("edited_steps") or [],
-        **(items := _legacy_items(run)),
-        "item_panel": bool(items),
-    }
+    items = _legacy_items(run)
+    return {**items, "item_panel": bool(items)}

@@ -13,7 +13,6 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from . import engine
 from .forms import (
-    PlanDecisionForm,
     StartRunForm,
     ToolDecisionForm,
     read_errors,
@@ -21,7 +20,6 @@ from .forms import (
 from .models import ModelCall, Run
 from .patterns.base import Decision, InvalidDecision
 from .patterns.gate_input import without_control_characters
-from .patterns.plan_execute import EMPTY_PLAN
 from .patterns.react import APPROVAL_GATE, ASK_GATE
 from .run_page import run_context
 from .search import history
@@ -105,7 +103,7 @@ def decide_and_show(request, run: Run, seq: int, decision: Decision, show, **inv
 RUN_PAGE = "agents_app/run_detail.html"
 
 
-def _gate_answer(request, run: Run, panel: str, status: int, gate_status: str = "", **extra):
+def gate_answer(request, run: Run, panel: str, status: int, gate_status: str = "", **extra):
     """The answer to a gate decision: the gate's panel, and the page's status region with
     ``gate_status`` (what was decided, focused so that a screen reader says it). The status
     region is outside the panels, which live updates replace, so focus stays on it."""
@@ -119,45 +117,6 @@ def _gate_answer(request, run: Run, panel: str, status: int, gate_status: str = 
     return HttpResponse(html, status=status)
 
 
-def _plan_decided(run: Run) -> str:
-    last = run.approvals.order_by("-id").first()
-    if last is None:
-        return ""
-    if last.action == "reject":
-        return (f"You rejected plan v{last.plan_version}. The planner is writing a new version "
-                "from your feedback.")
-    edited = " with your edits" if last.edited else ""
-    return f"You approved plan v{last.plan_version}{edited}. Its steps are being carried out."
-
-
-def _plan_panel(request, run: Run, status: int = 200, **extra):
-    if status == 200:
-        extra["gate_status"] = _plan_decided(run)
-    # An empty plan cannot be approved: the page opens "Reject with feedback" beside the reason.
-    extra.setdefault("empty_plan", extra.get("error") == EMPTY_PLAN)
-    return _gate_answer(request, run, "plan-panel", status, **extra)
-
-
-@login_required
-@require_POST
-def plan_decision(request, pk: int):
-    """The plan gate. Approving approves the steps on the screen, exactly: the form posts
-    every step, so a plan whose steps were all deleted is an empty plan, refused."""
-    run = owned_run(request, pk)
-    form = PlanDecisionForm(request.POST)
-    shown = {"edited_steps": form.shown_steps(),
-             "feedback": without_control_characters(request.POST.get("feedback", ""))}
-    if not form.is_valid():
-        return _plan_panel(request, run, 400, error=read_errors(form), **shown)
-    d = form.cleaned_data
-    decision = Decision(action=d["action"], feedback=d["feedback"],
-                        edits=d["steps"] if d["action"] == "approve" else None,
-                        author=request.user.get_username())
-    return decide_and_show(request, run, d["seq"], decision,
-                           lambda r, status, **extra: _plan_panel(request, r, status, **extra),
-                           **shown)
-
-
 def _tool_decided(run: Run, gate: str, action: str) -> str:
     if gate == ASK_GATE:
         return "Your answer was sent to the agent; it is thinking again."
@@ -167,7 +126,7 @@ def _tool_decided(run: Run, gate: str, action: str) -> str:
 
 
 def _items_panel(request, run: Run, status: int = 200, **extra):
-    return _gate_answer(request, run, "items-panel", status, **extra)
+    return gate_answer(request, run, "items-panel", status, **extra)
 
 
 @login_required

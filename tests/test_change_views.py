@@ -370,15 +370,15 @@ def test_worktrees_inside_the_repository_are_refused(alice, repo, settings):
 
 def test_a_live_update_too_large_for_one_frame_asks_to_load_the_page(alice, repo, started,
                                                                       monkeypatch):
-    from agents_app import views
+    from agents_app import live
     from agents_app.models import Event
 
     run = started(auto_approve_plan=True)
     events = list(Event.objects.filter(run=run, kind="execution_reported"))
-    whole = views.render_live(run, events, {"header"})
+    whole = live.render_live(run, events, {"header"})
     assert 'id="mr-panel"' in whole and "too large to update live" not in whole
-    monkeypatch.setattr(views, "LIVE_MESSAGE_LIMIT", len(whole.encode()) - 1)
-    cut = views.render_live(run, events, {"header"})
+    monkeypatch.setattr(live, "LIVE_MESSAGE_LIMIT", len(whole.encode()) - 1)
+    cut = live.render_live(run, events, {"header"})
     assert "too large to update live" in cut and 'id="rounds-panel"' not in cut
     assert 'id="run-header"' in cut and len(cut) < len(whole)
 

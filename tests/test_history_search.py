@@ -26,7 +26,7 @@ def _walk(client, params):
 def test_search_beyond_the_window_uses_the_index_and_matches_icontains(client, django_user_model, monkeypatch):
     alice = django_user_model.objects.create_user("alice")
     client.force_login(alice)
-    monkeypatch.setattr(views, "SEARCH_WINDOW", 5)
+    monkeypatch.setattr(search, "SEARCH_WINDOW", 5)
     for i in range(60):
         Run.objects.create(owner=alice, pattern="plan_execute", task=f"task {i}" + (" Needle here" if i % 7 == 0 else ""),
                            status="completed" if i % 2 else "failed",
@@ -47,8 +47,8 @@ def test_search_beyond_the_window_uses_the_index_and_matches_icontains(client, d
 def test_a_search_that_runs_out_of_time_continues_where_it_stopped(client, django_user_model, monkeypatch):
     alice = django_user_model.objects.create_user("alice")
     client.force_login(alice)
-    monkeypatch.setattr(views, "SEARCH_WINDOW", 4)
-    monkeypatch.setattr(views, "SEARCH_SECONDS", 0)  # every step is the last of its request
+    monkeypatch.setattr(search, "SEARCH_WINDOW", 4)
+    monkeypatch.setattr(search, "SEARCH_SECONDS", 0)  # every step is the last of its request
     ids = [Run.objects.create(owner=alice, pattern="plan_execute", task=f"t{i}" + (" xyzzy" if i in (3, 17) else "")).pk
            for i in range(30)]
     response = client.get(reverse("dashboard"), {"q": "xy"})  # shorter than a trigram: no index

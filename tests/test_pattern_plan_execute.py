@@ -3,8 +3,8 @@
 import pytest
 
 from agents_app.patterns.base import Decision, InvalidDecision, ModelError
-from agents_app.patterns.complexity import complexity_score, needs_planning
 from agents_app.patterns.plan_execute import PLAN_GATE, PlanExecute
+from agents_app.patterns.plan_execute.complexity import complexity_score, needs_planning
 from agents_app.patterns.testing import FunctionModel, QueueModel
 
 P = PlanExecute()

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 _SECTION = re.compile(r"^## (.+?)\n(.*?)(?=^## |\Z)", re.MULTILINE | re.DOTALL)
-_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$", re.MULTILINE)
+LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$", re.MULTILINE)
 _SEQUENCE_SPLIT = re.compile(
     r"(?:;|\.\s+|,?\s+(?:and\s+)?\b(?:then|after that|afterwards|finally|next)\b\s*,?\s*)",
     re.IGNORECASE,
@@ -32,7 +32,7 @@ def sections(messages: list[dict[str, str]]) -> dict[str, str]:
     return {m.group(1).strip(): m.group(2).strip() for m in _SECTION.finditer(text)}
 
 
-def _find(secs: dict[str, str], prefix: str) -> str:
+def find_section(secs: dict[str, str], prefix: str) -> str:
     for title, body in secs.items():
         if title.lower().startswith(prefix.lower()):
             return body
@@ -55,77 +55,19 @@ def key_terms(text: str, n: int = 6) -> list[str]:
 
 def split_task(task: str) -> list[str]:
     """Concrete steps from the task's own structure: its list items or its sequence."""
-    items = [m.strip() for m in _LIST_ITEM.findall(task)]
+    items = [m.strip() for m in LIST_ITEM.findall(task)]
     if len(items) >= 2:
         return items
     parts = [p.strip(" .,") for p in _SEQUENCE_SPLIT.split(task) if p and p.strip(" .,")]
     return parts if len(parts) >= 2 else []
 
 
-def _capitalise(s: str) -> str:
+def capitalise(s: str) -> str:
     return s[:1].upper() + s[1:]
 
 
-def plan(messages: list[dict[str, str]]) -> dict:
-    secs = sections(messages)
-    task = _find(secs, "Task")
-    feedback = _find(secs, "Feedback")
-    failed = _find(secs, "Failed step")
-    previous = [m.strip() for m in _LIST_ITEM.findall(_find(secs, "Previous plan"))]
-    subject = clip(task, 80)
-    if failed:
-        failed_desc = failed.splitlines()[0]
-        steps = [f"Retry with a narrower scope: {failed_desc}",
-                 f"Check the result against the task: {subject}"]
-        reasoning = "The failed step is retried with a smaller scope, then checked."
-    elif previous:
-        steps = list(previous)
-    else:
-        steps = [_capitalise(s) for s in split_task(task)] or [
-            f"Pin down what the task asks for and what a complete answer contains: {subject}",
-            f"Work out the substance of the answer, covering {', '.join(key_terms(task, 4)) or 'each point'}",
-            "Check the draft against the task and list any gaps or assumptions",
-        ]
-        reasoning = "Steps follow the structure of the task as written."
-    if feedback:
-        # Feedback is taken into account in a way a person can see: it becomes a step of
-        # its own, before the final check when there is one.
-        extra = f"Address the feedback: {clip(feedback, 200)}"
-        at = len(steps) - 1 if len(steps) > 1 else len(steps)
-        steps.insert(at, extra)
-        reasoning = f"Revised to take the feedback into account: \u201c{clip(feedback, 120)}\u201d."
-    return {"goal": f"Answer: {subject}", "reasoning": reasoning, "steps": steps}
-
-
-def step_report(messages: list[dict[str, str]]) -> dict:
-    secs = sections(messages)
-    task = _find(secs, "Task")
-    current = _find(secs, "Current step")
-    earlier = _find(secs, "Outputs of earlier steps")
-    n_prior = len(re.findall(r"^### Step", earlier, re.MULTILINE))
-    terms = ", ".join(key_terms(current + " " + task)) or "none found"
-    output = (
-        f"**{current}**\n\n"
-        f"- Key terms: {terms}\n"
-        f"- Builds on {n_prior} earlier step{'s' if n_prior != 1 else ''}.\n"
-        f"- Task length: {len(task.split())} words.\n\n{LABEL}"
-    )
-    return {"output": output, "succeeded": True, "problem": ""}
-
-
-def synthesis(messages: list[dict[str, str]]) -> str:
-    secs = sections(messages)
-    task = _find(secs, "Task")
-    outputs = _find(secs, "Step outputs")
-    titles = re.findall(r"^### (.+)$", outputs, re.MULTILINE)
-    lines = "\n".join(f"{i}. {t}" for i, t in enumerate(titles, 1))
-    return (f"### Answer to: {clip(task, 120)}\n\n"
-            f"The plan was carried out in {len(titles)} step{'s' if len(titles) != 1 else ''}:\n\n"
-            f"{lines}\n\n{LABEL} Set a provider key to get a real answer.")
-
-
 def direct(messages: list[dict[str, str]]) -> str:
-    task = _find(sections(messages), "Task")
+    task = find_section(sections(messages), "Task")
     return (f"### {clip(task, 120)}\n\nKey terms: {', '.join(key_terms(task)) or 'none'}.\n\n"
             f"{LABEL} Set a provider key to get a real answer.")
 
@@ -153,10 +95,4 @@ def reply(role: str, schema_name: str | None, messages: list[dict[str, str]]) ->
         return answer if isinstance(answer, str) else json.dumps(answer)
     if schema_name in HANDLERS:
         return json.dumps(HANDLERS[schema_name](messages))
-    if schema_name == "PlanDraft":
-        return json.dumps(plan(messages))
-    if schema_name == "StepReport":
-        return json.dumps(step_report(messages))
-    if role == "synthesizer":
-        return synthesis(messages)
     return direct(messages)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 
-from .offline import _find, sections
+from .offline import find_section, sections
 
 # Plain text: these answers are shown as text (plan fields, reports, commit messages).
 LABEL = "(Offline model: a deterministic stand-in, no language model.)"
@@ -143,7 +143,7 @@ def execution_report(messages) -> dict:
             skipped.append(f"{step}: {reason}")
     summary = (f"Carried out {len(done)} of {len(todo)} edit instruction(s)." if todo else
                f"No change made. {HOWTO}")
-    asked = _find(sections(messages[:2]), PERSON_COMMENTS)
+    asked = find_section(sections(messages[:2]), PERSON_COMMENTS)
     if asked and not instructions(asked):
         # Say so instead of passing over the person's words in silence.
         said = " ".join(line.strip().removeprefix("- ") for line in asked.splitlines())

@@ -46,7 +46,7 @@ from .base import (
     Pattern,
     StageResult,
 )
-from .plan_execute import GateDecided, PlanProposed
+from .records import GateDecided, PlanProposed
 
 PLAN_GATE = "plan_approval"
 MERGE_GATE = "merge_request"

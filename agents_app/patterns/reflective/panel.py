@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...rendering import step_diff
 
 
-def context(run) -> dict:
+def context(run, **extra) -> dict:
     drafts, critiques = {}, {}
     for item in run.items.all():
         if item.kind == "draft":

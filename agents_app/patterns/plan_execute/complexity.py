@@ -14,7 +14,7 @@ _SEQUENCE = re.compile(
     r"\b(then|after that|afterwards|finally|next|first|second|third|lastly|followed by)\b",
     re.IGNORECASE,
 )
-_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+\S", re.MULTILINE)
+LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+\S", re.MULTILINE)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 _CHARS_PER_TOKEN = 4
 _LONG_TOKENS = 120
@@ -25,7 +25,7 @@ def complexity_score(task: str) -> int:
     score = 0
     if _SEQUENCE.search(text):
         score += 1
-    if len(_LIST_ITEM.findall(text)) >= 2:
+    if len(LIST_ITEM.findall(text)) >= 2:
         score += 1
     if len(_SENTENCE_END.findall(text)) >= 3:
         score += 1

@@ -11,24 +11,44 @@ Stages (the name is also the journal key of the stage's model calls):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from .base import (
+from ..base import (
     Decision,
     Event,
     Gate,
     InvalidDecision,
     ModelClient,
     ModelError,
+    OfflineReply,
     Pattern,
     StageResult,
 )
+from ..gate_input import check_text
+from ..options import PatternOptions, option
+from ..records import GateDecided, PlanProposed, StepRecorded
+from . import offline
 from .complexity import complexity_score
-from .gate_input import check_text
-from .options import PatternOptions, option
+from .prompts import (
+    COMPLETED,
+    CURRENT,
+    DIRECT_SYSTEM,
+    EARLIER,
+    EXECUTOR_SYSTEM,
+    FAILED,
+    FEEDBACK,
+    INSTRUCTION,
+    OUTPUTS,
+    PLAN,
+    PLANNER_SYSTEM,
+    PREVIOUS_PLAN,
+    SYNTHESIZER_SYSTEM,
+    TASK,
+    _numbered,
+    _section,
+)
 
 PLAN_GATE = "plan_approval"
 MAX_STEP_CHARS = 2000
@@ -65,67 +85,6 @@ class StepReport(BaseModel):
     problem: str = Field(default="", description="When not succeeded: what stood in the way.")
 
 
-# --- records the engine persists ------------------------------------------------------------
-@dataclass
-class PlanProposed:
-    version: int
-    steps: list[str]
-    goal: str = ""
-    reasoning: str = ""
-    author: str = "model"  # "model" or a user's name
-    reason: str = ""  # why this version exists
-    frozen: int = 0  # steps already executed and kept from an earlier version
-    details: dict[str, Any] = field(default_factory=dict)  # a richer plan document's fields
-
-
-@dataclass
-class StepRecorded:
-    plan_version: int
-    index: int
-    description: str
-    status: str  # "done" or "failed"
-    output: str = ""
-    problem: str = ""
-
-
-@dataclass
-class GateDecided:
-    gate: str
-    action: str  # approve | reject | auto_approve
-    plan_version: int
-    feedback: str = ""
-    edited: bool = False
-    author: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-# --- prompts (ours) ---------------------------------------------------------------------------
-PLANNER_SYSTEM = """You are the planner of a small team of language models.
-Break the user's task into concrete, ordered steps. An executor will carry out each
-step in a single reply, seeing the task, the whole plan and the outputs of the steps
-before it, so each step must be doable in one answer and must say what it produces.
-Use as few steps as the task allows (at most {max_steps}). Do not number the steps."""
-
-EXECUTOR_SYSTEM = """You are the executor of a plan. Carry out only the current step,
-using the task and the outputs of earlier steps. Put the step's result in `output`
-(Markdown, no preamble). If the step cannot be done, set `succeeded` to false and say
-in `problem` what stands in the way; do not invent results."""
-
-SYNTHESIZER_SYSTEM = """You write the final answer to the user's task from the outputs
-of the steps that were carried out. Answer the task directly and completely, in
-Markdown. Do not describe the process or repeat the steps one by one."""
-
-DIRECT_SYSTEM = """Answer the user's task directly and concisely, in Markdown."""
-
-
-def _section(title: str, body: str) -> str:
-    return f"## {title}\n{body.strip()}\n"
-
-
-def _numbered(steps: list[str]) -> str:
-    return "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1))
-
-
 class PlanExecuteOptions(PatternOptions):
     max_steps: int = option(10, label="Max steps", ge=1, le=30, setting="QUORUM_MAX_STEPS",
                             help="most steps in a plan")
@@ -149,6 +108,31 @@ class PlanExecute(Pattern):
     roles = ("planner", "executor", "synthesizer")
     gates = (PLAN_GATE,)
     options = PlanExecuteOptions
+    panels = ("plan-panel", "steps-panel")
+    live_events = {"plan_proposed": ("plan-panel",), "plan_edited": ("plan-panel",),
+                   "plan_decided": ("plan-panel",), "plan_trimmed": ("plan-panel",),
+                   "step_completed": ("steps-panel",), "step_failed": ("steps-panel",)}
+
+    def offline_replies(self) -> list[OfflineReply]:
+        return [("PlanDraft", None, offline.plan), ("StepReport", None, offline.step_report),
+                (None, "synthesizer", offline.synthesis)]
+
+    def describe_stage(self, stage: str) -> str | None:
+        kind, *args = stage.split(":")
+        if kind == "start":
+            return "The run has started."
+        if kind == "plan":
+            return f"The planner is writing plan v{args[0]}."
+        if kind == "step":
+            return f"The executor is working on step {int(args[1]) + 1} (plan v{args[0]})."
+        if kind == "synthesize":
+            return "The synthesizer is writing the answer."
+        if kind == "direct":
+            return "Answering directly."
+        return None
+
+    def gate_message(self, gate: str) -> str | None:
+        return "Waiting for you: approve, edit or reject the plan." if gate == PLAN_GATE else None
 
     # --- setup ----------------------------------------------------------------------------
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -195,21 +179,21 @@ class PlanExecute(Pattern):
 
     def _planner_messages(self, state) -> list[dict[str, str]]:
         opts = state["options"]
-        parts = [_section("Task", state["task"])]
+        parts = [_section(TASK, state["task"])]
         done = state["results"]
         plan = state["plan"]
         if done:
-            parts.append(_section("Completed steps (keep; do not repeat them)", "\n\n".join(
+            parts.append(_section(COMPLETED, "\n\n".join(
                 f"{i}. {r['description']}\nOutput: {r['output'][:1500]}" for i, r in
                 enumerate(done, 1))))
         if state.get("failure"):
             f = state["failure"]
-            parts.append(_section("Failed step", f"{f['description']}\nProblem: {f['problem']}"))
+            parts.append(_section(FAILED, f"{f['description']}\nProblem: {f['problem']}"))
         if plan and state.get("feedback"):
-            parts.append(_section("Previous plan", _numbered(plan["steps"])))
+            parts.append(_section(PREVIOUS_PLAN, _numbered(plan["steps"])))
         if state.get("feedback"):
-            parts.append(_section("Feedback on the previous plan", state["feedback"]))
-        parts.append(_section("Instruction", "Write the remaining steps only."
+            parts.append(_section(FEEDBACK, state["feedback"]))
+        parts.append(_section(INSTRUCTION, "Write the remaining steps only."
                               if done or state.get("failure") else "Write the plan."))
         return [
             {"role": "system", "content": PLANNER_SYSTEM.format(max_steps=opts["max_steps"])},
@@ -259,10 +243,10 @@ class PlanExecute(Pattern):
         messages = [
             {"role": "system", "content": EXECUTOR_SYSTEM},
             {"role": "user", "content": "\n".join([
-                _section("Task", state["task"]),
-                _section("Plan", _numbered(plan["steps"])),
-                _section("Outputs of earlier steps", prior),
-                _section("Current step", f"{index + 1}. {description}"),
+                _section(TASK, state["task"]),
+                _section(PLAN, _numbered(plan["steps"])),
+                _section(EARLIER, prior),
+                _section(CURRENT, f"{index + 1}. {description}"),
             ])},
         ]
         try:
@@ -298,8 +282,8 @@ class PlanExecute(Pattern):
         outputs = "\n\n".join(f"### {r['description']}\n{r['output']}" for r in state["results"])
         messages = [
             {"role": "system", "content": SYNTHESIZER_SYSTEM},
-            {"role": "user", "content": _section("Task", state["task"]) + "\n"
-             + _section("Step outputs", outputs)},
+            {"role": "user", "content": _section(TASK, state["task"]) + "\n"
+             + _section(OUTPUTS, outputs)},
         ]
         answer = client.complete("synthesizer", messages).text
         return StageResult(state=state, outcome="completed", answer=answer,
@@ -307,7 +291,7 @@ class PlanExecute(Pattern):
 
     def _direct(self, state, client):
         messages = [{"role": "system", "content": DIRECT_SYSTEM},
-                    {"role": "user", "content": _section("Task", state["task"])}]
+                    {"role": "user", "content": _section(TASK, state["task"])}]
         answer = client.complete("executor", messages).text
         return StageResult(state=state, outcome="completed", answer=answer,
                            events=[Event("answer", "Answered directly.")])
@@ -376,4 +360,4 @@ class PlanExecute(Pattern):
         return steps
 
 
-PATTERN = PlanExecute()
+
