@@ -7,11 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.utils import timezone
-
-from .models import AgentReport, Approval, MergeRequest, PlanVersion, Run, RunItem, StepResult
+from .models import Approval, PlanVersion, Run, RunItem, StepResult
 from .patterns.base import Item
-from .patterns.plan_execute_review import AgentWorked, MergeRequestChanged
 from .patterns.records import GateDecided, PlanProposed, StepRecorded
 
 _PERSISTERS: dict[type, Callable[[Run, Any, Any], None]] = {}
@@ -49,33 +46,6 @@ def _decision(run: Run, rec: GateDecided, user) -> None:
     Approval.objects.create(run=run, gate=rec.gate, action=rec.action,
                             plan_version=rec.plan_version, edited=rec.edited,
                             feedback=rec.feedback, user=user)
-
-
-@persister(AgentWorked)
-def _agent_report(run: Run, rec: AgentWorked, user) -> None:
-    AgentReport.objects.create(
-        run=run, stage=rec.stage, kind=rec.kind, plan_version=rec.plan_version, round=rec.round,
-        trace=rec.trace, stopped=rec.stopped, answer=rec.answer, commit_sha=rec.commit_sha,
-        base_sha=rec.base_sha, diff=rec.diff, diff_truncated=rec.diff_truncated, files=rec.files,
-        test_ran=rec.test_ran, test_output=rec.test_output, test_exit=rec.test_exit)
-
-
-@persister(MergeRequestChanged)
-def _merge_request(run: Run, rec: MergeRequestChanged, user) -> None:
-    opts = run.options or {}
-    mr, _ = MergeRequest.objects.get_or_create(run=run, defaults={
-        "repo": opts.get("repo", ""), "base_branch": opts.get("base", ""),
-        "branch": opts.get("branch", "")})
-    mr.status = rec.status
-    for name in ("head_sha", "base_sha", "merged_sha", "message"):
-        value = getattr(rec, name)
-        if value:
-            setattr(mr, name, value)
-    if rec.status == "draft" and not rec.message:
-        mr.message = ""
-    if rec.decided:
-        mr.decided_by, mr.decided_at = user, timezone.now()
-    mr.save()
 
 
 @persister(Item)

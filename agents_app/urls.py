@@ -3,7 +3,6 @@ from importlib import import_module
 from django.urls import path
 
 from . import (
-    change_views,
     converters,  # noqa: F401 - registers <id:...>
     views,
 )
@@ -16,11 +15,6 @@ urlpatterns = [
     path("runs/<id:pk>/cancel/", views.cancel_run, name="cancel_run"),
     path("runs/<id:pk>/tool/", views.tool_decision, name="tool_decision"),
     path("runs/<id:pk>/calls/<id:call>/", views.model_call, name="model_call"),
-    path("changes/", change_views.change_list, name="change_list"),
-    path("changes/new/", change_views.change_new, name="change_new"),
-    path("changes/<id:pk>/", change_views.change_detail, name="change_detail"),
-    path("changes/<id:pk>/decide/", change_views.change_decision, name="change_decision"),
-    path("changes/<id:pk>/files/<id:index>/", change_views.change_file, name="change_file"),
 ]
 
 

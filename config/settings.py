@@ -211,7 +211,7 @@ QUORUM_WORKTREE_ROOT = env.str("QUORUM_WORKTREE_ROOT", default=str(VAR_DIR / "wo
 QUORUM_TEST_COMMANDS = [c.strip() for c in re.split(r"[;\n]", env.str("QUORUM_TEST_COMMANDS",
                         default="")) if c.strip()]
 QUORUM_TEST_TIMEOUT = env.float("QUORUM_TEST_TIMEOUT", default=300.0)
-QUORUM_CHANGE_MAX_ROUNDS = env.int("QUORUM_CHANGE_MAX_ROUNDS", default=2)
+QUORUM_CHANGE_MAX_ROUNDS = env.int("QUORUM_CHANGE_MAX_ROUNDS", default=None)  # the pattern's: 2
 QUORUM_CHANGE_MAX_RUN_SECONDS = env.float("QUORUM_CHANGE_MAX_RUN_SECONDS", default=1800.0)
 GITHUB_TOKEN = env.str("GITHUB_TOKEN", default="")
 QUORUM_GITHUB_API_URL = env.str("QUORUM_GITHUB_API_URL", default="https://api.github.com")

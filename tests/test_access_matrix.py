@@ -8,8 +8,8 @@ import pytest
 from django.urls import get_resolver, reverse
 
 from agents_app import engine
-from agents_app.changes import start_change
 from agents_app.models import Run
+from agents_app.patterns.plan_execute_review.service import start_change
 from reviews_app import services
 from tests.review_corpus import GOOD
 

@@ -11,8 +11,8 @@ import pytest
 from django.urls import reverse
 
 from agents_app import engine
-from agents_app.changes import ChangeError, start_change
 from agents_app.models import AgentReport, Approval, MergeRequest, Run
+from agents_app.patterns.plan_execute_review.service import ChangeError, start_change
 
 pytestmark = pytest.mark.django_db
 

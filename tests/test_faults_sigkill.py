@@ -7,10 +7,10 @@ again: the side effects must be found done, not reported as a failure.
 import pytest
 
 from agents_app import engine
-from agents_app.changes import start_change
 from agents_app.models import Approval, Event, MergeRequest
 from agents_app.patterns import get_pattern
 from agents_app.patterns.base import Decision
+from agents_app.patterns.plan_execute_review.service import start_change
 from tests.faults.common import git, make_repo
 
 pytestmark = pytest.mark.django_db(transaction=True)

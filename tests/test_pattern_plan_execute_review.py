@@ -8,17 +8,15 @@ import sys
 
 import pytest
 
+from agents_app.llm.families import model_family, same_family
 from agents_app.patterns.base import Decision, InvalidDecision
 from agents_app.patterns.plan_execute_review import (
     ESCALATION_GATE,
     MERGE_GATE,
     PLAN_GATE,
-    AgentWorked,
-    MergeRequestChanged,
     PlanExecuteReview,
-    model_family,
-    same_family,
 )
+from agents_app.patterns.plan_execute_review.schemas import AgentWorked, MergeRequestChanged
 from agents_app.patterns.testing import QueueModel
 from agents_app.repos import gitops
 

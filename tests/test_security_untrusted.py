@@ -17,8 +17,8 @@ import pytest
 from django.urls import reverse
 
 from agents_app import engine, live
-from agents_app.changes import start_change
 from agents_app.models import AgentReport, Event, ModelCall, PlanVersion, Run, RunItem, StepResult
+from agents_app.patterns.plan_execute_review.service import start_change
 from reviews_app import services
 from reviews_app.models import Finding, Review
 from tests.test_change_views import repo  # noqa: F401 - the repository fixture

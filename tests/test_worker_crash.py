@@ -44,8 +44,8 @@ def test_worker_killed_during_execution_finishes_with_one_commit(
     import subprocess
     import sys
 
-    from agents_app.changes import start_change
     from agents_app.models import AgentReport, MergeRequest, ModelCall
+    from agents_app.patterns.plan_execute_review.service import start_change
 
     root = tmp_path / "repos"
     repo = root / "proj"

@@ -89,8 +89,8 @@ def bench_run(tmp: Path, owner, files: int, latency: float, repeat: int) -> dict
     from django.conf import settings
 
     from agents_app import engine
-    from agents_app.changes import start_change
     from agents_app.models import MergeRequest
+    from agents_app.patterns.plan_execute_review.service import start_change
 
     settings.QUORUM_REPO_ROOTS = [str(tmp / "runs")]
     settings.QUORUM_WORKTREE_ROOT = str(tmp / "worktrees")

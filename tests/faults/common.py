@@ -394,7 +394,7 @@ def start(variant: Variant, i: int, *, enqueue: bool = True, models: dict | None
     roles = get_pattern(variant.pattern).roles
     routes = models or {r: OFFLINE for r in roles}
     if variant.pattern == "plan_execute_review":
-        from agents_app.changes import start_change
+        from agents_app.patterns.plan_execute_review.service import start_change
 
         repo = make_repo(Path(settings.QUORUM_REPO_ROOTS[0]) / (repo_name or f"repo-{i}"))
         auto = variant.options["auto"]

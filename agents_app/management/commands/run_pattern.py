@@ -4,31 +4,33 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from importlib import import_module
 
 from django.conf import settings
-from django.core.management.base import CommandError
 
 from agents_app import engine
-from agents_app.changes import ChangeError, family_warning, start_change
-from agents_app.cli import (
-    CheckedCommand,
-    bad_input,
-    check_with,
-    command_owner,
-    form_type,
-    parse_models,
-)
-from agents_app.forms import StartChangeForm, StartRunForm
-from agents_app.models import MergeRequest
+from agents_app.cli import CheckedCommand, bad_input, command_owner, form_type, parse_models
+from agents_app.forms import StartRunForm
 from agents_app.option_fields import add_flags, option_fields, options_from
 from agents_app.patterns import PATTERNS, pattern_label
 
-CHANGE = "plan_execute_review"
-
-
-# The start forms' own fields: the command line takes what the web form takes.
+# The start form's own fields: the command line takes what the web form takes.
 RUN_FIELDS = StartRunForm.base_fields
-CHANGE_FIELDS = StartChangeForm.base_fields
+
+
+def own_commands() -> dict:
+    """Patterns started from their own form whose package brings a command-line part
+    (``command.py``: ``add_arguments(parser)`` and ``run(command, pattern, owner, task, models,
+    opts)``), by key."""
+    found = {}
+    for pattern in PATTERNS.values():
+        name = f"{pattern.package}.command"
+        try:
+            found[pattern.name] = import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+    return found
 
 
 def option(name: str, what: str = "a whole number"):
@@ -41,20 +43,14 @@ class Command(CheckedCommand):
     def add_arguments(self, parser):
         # Patterns that start from something else than a task (a code review) have commands
         # of their own (``manage.py review``).
-        startable = [n for n, p in PATTERNS.items() if p.starts_from_task]
-        parser.add_argument("pattern", choices=[*startable, CHANGE])
+        self.own = own_commands()
+        startable = [n for n, p in PATTERNS.items() if p.starts_from_task or n in self.own]
+        parser.add_argument("pattern", choices=startable)
         parser.add_argument("--task", required=True)
         self.option_fields = option_fields()
         add_flags(parser, self.option_fields)
-        change = parser.add_argument_group(f"{CHANGE} (changes a git repository)")
-        change.add_argument("--repo", help="Repository under QUORUM_REPO_ROOTS.")
-        change.add_argument("--base", default="", help="Base branch (default: the current one).")
-        change.add_argument("--auto-approve-plan", action="store_true",
-                            help="Approve the plan without asking.")
-        change.add_argument("--auto-merge", action="store_true",
-                            help="Merge an approved change without asking.")
-        change.add_argument("--test-command", default="",
-                            help="One of QUORUM_TEST_COMMANDS, run after each change.")
+        for module in self.own.values():
+            module.add_arguments(parser)
         parser.add_argument("--model", action="append", default=[], metavar="ROLE=NAME",
                             help="Model for a role, e.g. --model planner=gpt-4o. Repeatable.")
         parser.add_argument("--max-cost", type=option("max_cost_usd", "an amount in USD"),
@@ -76,8 +72,9 @@ class Command(CheckedCommand):
                   for r in pattern.roles}
         models.update(parse_models(opts["model"], pattern.roles))
         owner = command_owner(opts["user"])
-        if pattern.name == CHANGE:
-            return self._change(owner, task, models, opts)
+        own = (getattr(self, "own", None) or own_commands()).get(pattern.name)
+        if own is not None:
+            return own.run(self, pattern, owner, task, models, opts)
         fields = getattr(self, "option_fields", None) or option_fields()
         options, problem = options_from(pattern, fields, opts, headless=True)
         if problem:
@@ -91,57 +88,6 @@ class Command(CheckedCommand):
             enqueue=False)
         run = engine.run_inline(run.pk)
         self._report(run, opts["json"])
-
-    def _change(self, owner, task, models, opts):
-        if not opts["repo"]:
-            raise bad_input(f"{CHANGE} needs --repo PATH.")
-        if opts["max_rounds"] is not None:
-            check_with(CHANGE_FIELDS["max_rounds"], opts["max_rounds"], "--max-rounds")
-        if warning := family_warning(models):
-            self.stderr.write(self.style.WARNING(warning))
-        try:
-            run = start_change(owner, repo=opts["repo"], base=opts["base"], task=task,
-                               models=models, max_rounds=opts["max_rounds"],
-                               test_command=opts["test_command"],
-                               auto_approve_plan=opts["auto_approve_plan"] or opts.get("auto_approve", False),
-                               auto_merge=opts["auto_merge"], max_cost_usd=opts["max_cost"],
-                               max_tokens=opts["max_tokens"], enqueue=False)
-        except ChangeError as exc:
-            raise bad_input(str(exc)) from None
-        run = engine.run_inline(run.pk)
-        mr = MergeRequest.objects.get(run=run)
-        review = run.agent_reports.filter(kind="review").last()
-        result = {"run": run.pk, "status": run.status, "offline": run.offline,
-                  "branch": mr.branch, "base": mr.base_branch, "merge_request": mr.status,
-                  "merged_sha": mr.merged_sha, "head_sha": mr.head_sha,
-                  "plan": run.state.get("plan"), "rounds": run.state.get("round", 0),
-                  "review": review.answer if review else None, "error": run.error,
-                  "answer": run.answer, "cost_usd": float(run.cost_usd),
-                  "tokens": run.total_tokens, "calls": run.calls}
-        if opts["json"]:
-            self.stdout.write(json.dumps(result, indent=2))
-        else:
-            self.stdout.write(f"Run {run.pk} ({pattern_label(run.pattern)}): "
-                              f"{run.get_status_display()}"
-                              + (" (offline model)" if run.offline else ""))
-            self.stdout.write(f"Merge request {mr.branch} → {mr.base_branch}: "
-                              f"{mr.get_status_display()}")
-            waiting = {"awaiting_plan_approval": "The plan waits for approval: open the run page "
-                       "or rerun with --auto-approve-plan.",
-                       "awaiting_merge_request": "The merge request waits for you: open the run "
-                       "page, or rerun with --auto-merge.",
-                       "awaiting_escalation": "The agents could not settle the change: open the "
-                       "run page to decide."}
-            if run.status in waiting:
-                self.stdout.write(waiting[run.status] + f" /changes/{run.pk}/")
-            if run.answer:
-                self.stdout.write("\n" + run.answer)
-            if run.error:
-                self.stdout.write(self.style.ERROR(run.error))
-            self.stdout.write(f"\nCost ${run.cost_usd:.4f}, {run.total_tokens:,} tokens, "
-                              f"{run.calls} calls.")
-        if run.status in ("failed", "budget_exceeded"):
-            raise CommandError(run.error or run.get_status_display())
 
     def _report(self, run, as_json: bool):
         plan = run.plan_versions.last()

@@ -9,19 +9,18 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from .change_forms import ChangeDecisionForm, ChangeListForm
-from .changes import ChangeError, change_context, diff_views, start_change
-from .forms import StartChangeForm
-from .live import live_message
-from .models import Run
-from .patterns.base import Decision
-from .patterns.plan_execute_review import PlanExecuteReview
-from .search import keyset_page
-from .views import decide_and_show, owned_run, render_panel
+from ...live import live_message
+from ...models import Run
+from ...search import keyset_page
+from ...views import decide_and_show, owned_run, render_panel
+from ..base import Decision
+from .forms import ChangeDecisionForm, ChangeListForm, StartChangeForm
+from .pattern import PlanExecuteReview
+from .service import ChangeError, change_context, diff_views, start_change
 
-PAGE = "agents_app/change_detail.html"
-NEW_PAGE = "agents_app/change_new.html"
-LIST_PAGE = "agents_app/change_list.html"
+PAGE = "plan_execute_review/change_detail.html"
+NEW_PAGE = "plan_execute_review/change_new.html"
+LIST_PAGE = "plan_execute_review/change_list.html"
 
 
 @login_required

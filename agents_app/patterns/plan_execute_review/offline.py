@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 
-from .offline import find_section, sections
+from ...llm.offline import find_section, sections
 
 # Plain text: these answers are shown as text (plan fields, reports, commit messages).
 LABEL = "(Offline model: a deterministic stand-in, no language model.)"
@@ -194,12 +194,8 @@ def review_verdict(messages) -> dict:
             f"{checked}. A rule-based check only: read the diff yourself. {LABEL}"}
 
 
-def register() -> None:
-    from . import offline
-
-    offline.register("AgentTurn", planner_turn, role="planner")
-    offline.register("AgentTurn", executor_turn, role="executor")
-    offline.register("AgentTurn", reviewer_turn, role="reviewer")
-    offline.register("PlanDoc", plan_doc)
-    offline.register("ExecutionReport", execution_report)
-    offline.register("ReviewVerdict", review_verdict)
+def replies() -> list:
+    """(schema, role, reply) for the pattern's ``offline_replies``."""
+    return [("AgentTurn", "planner", planner_turn), ("AgentTurn", "executor", executor_turn),
+            ("AgentTurn", "reviewer", reviewer_turn), ("PlanDoc", None, plan_doc),
+            ("ExecutionReport", None, execution_report), ("ReviewVerdict", None, review_verdict)]

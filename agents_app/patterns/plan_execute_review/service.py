@@ -11,19 +11,16 @@ from pathlib import Path
 from django.conf import settings
 from django.db.models import Count, Sum
 
-from . import engine
-from .models import AgentReport, MergeRequest, Run
-from .patterns import safe_json
-from .patterns.plan_execute_review import (
-    DEFAULT_MERGE_MODE,
-    MAX_COMMIT_MESSAGE,
-    MERGE_MODES,
-    PlanExecuteReview,
-    proposed_merge_message,
-    same_family,
-)
-from .repos import gitops
-from .repos.roots import RepoRootError, allowed_repo
+from ... import engine
+from ...llm.families import same_family
+from ...models import AgentReport, MergeRequest, Run
+from ...option_fields import default_of
+from ...repos import gitops
+from ...repos.roots import RepoRootError, allowed_repo
+from .. import safe_json
+from .messages import proposed_merge_message
+from .pattern import PlanExecuteReview
+from .schemas import DEFAULT_MERGE_MODE, MAX_COMMIT_MESSAGE, MERGE_MODES
 
 PATTERN = PlanExecuteReview.name
 
@@ -110,7 +107,7 @@ def start_change(owner, *, repo: str, base: str, task: str, models: dict[str, st
     allowlist = [shlex.split(c) for c in test_commands()]
     options = {
         "repo": top, "base": base, "worktree_root": str(settings.QUORUM_WORKTREE_ROOT),
-        "max_rounds": max_rounds or settings.QUORUM_CHANGE_MAX_ROUNDS,
+        "max_rounds": max_rounds or default_of(PlanExecuteReview, "max_rounds"),
         "test_command": argv, "test_allowlist": allowlist if argv else [],
         "test_timeout": settings.QUORUM_TEST_TIMEOUT,
         "auto_approve_plan": auto_approve_plan, "auto_merge": auto_merge,
