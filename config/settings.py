@@ -67,7 +67,7 @@ ASGI_APPLICATION = "config.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        # The pattern packages keep their run-page panels beside their code ("debate/panel.html").
+        # The pattern packages keep their run-page panels beside their code ("<key>/panel.html").
         "DIRS": [BASE_DIR / "templates", BASE_DIR / "agents_app" / "patterns"],
         "APP_DIRS": True,
         "OPTIONS": {

@@ -191,6 +191,7 @@ class Pattern:
     # Set by the registry when it loads the pattern.
     package: str = ""
     directory: Path | None = None
+    source: Path | None = None
 
     def offline_replies(self) -> list[OfflineReply]:
         """What the offline model answers for this pattern's calls: (schema name or None,

@@ -46,7 +46,10 @@ def _load() -> dict[str, Pattern]:
                 if pattern.name in found:
                     raise ImportError(f"two patterns are called {pattern.name!r}")
                 pattern.package = dotted
-                pattern.directory = Path(module.__file__).parent
+                # A package's folder (its panel template, its files); a single module has none.
+                pattern.directory = Path(module.__file__).parent if hasattr(module, "__path__") \
+                    else None
+                pattern.source = Path(module.__file__)
                 for schema, role, handler in pattern.offline_replies():
                     offline.register(schema, handler, role=role)
                 found[pattern.name] = pattern
