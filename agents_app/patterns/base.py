@@ -231,6 +231,10 @@ class Pattern:
         """A sentence for the timeline when the run stops at ``gate``; None for the default."""
         return None
 
+    def headless_hint(self, gate: str) -> str:
+        """How to get past ``gate`` on the command line, if there is a way ("rerun with …")."""
+        return ""
+
     def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
         raise NotImplementedError  # pragma: no cover
 

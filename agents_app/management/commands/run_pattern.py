@@ -111,8 +111,12 @@ class Command(CheckedCommand):
             self.stdout.write(f"Plan v{plan.version}:")
             for i, s in enumerate(plan.steps, 1):
                 self.stdout.write(f"  {i}. {s}")
-        if run.status == "awaiting_plan_approval":
-            self.stdout.write("The plan waits for approval: open the run page, or rerun with --auto-approve.")
+        if run.is_waiting:
+            pattern = PATTERNS.get(run.pattern)
+            said = (pattern.gate_message(run.gate) if pattern else None) or "Waiting for you."
+            hint = pattern.headless_hint(run.gate) if pattern else ""
+            self.stdout.write(f"{said} Open the run page ({run.get_absolute_url()})"
+                              + (f", or {hint}." if hint else "."))
         if run.answer:
             self.stdout.write("\n" + run.answer)
         if run.error:

@@ -131,6 +131,9 @@ class PlanExecute(Pattern):
             return "Answering directly."
         return None
 
+    def headless_hint(self, gate: str) -> str:
+        return "rerun with --auto-approve" if gate == PLAN_GATE else ""
+
     def gate_message(self, gate: str) -> str | None:
         return "Waiting for you: approve, edit or reject the plan." if gate == PLAN_GATE else None
 
