@@ -122,4 +122,3 @@ def md_fence(value) -> str:
         longest = max(longest, run)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{body}\n{fence}"
-
