@@ -8,7 +8,7 @@ from agents_app.models import Run
 from agents_app.records import persister
 
 from .models import Finding, Review
-from .pipeline.pattern import ReviewersFinished, ReviewSynthesized, VerdictDecided
+from .pipeline.pattern.records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 from .pipeline.secret_keys import mask, mask_deep, mask_finding
 from .pipeline.synthesis import severity_counts
 from .triage import record_final

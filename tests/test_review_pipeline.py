@@ -12,7 +12,8 @@ import pytest
 from agents_app.patterns.base import Decision, InvalidDecision, ModelError
 from agents_app.patterns.testing import FunctionModel, QueueModel
 from reviews_app.pipeline import synthesis
-from reviews_app.pipeline.pattern import TRIAGE_GATE, CodeReview, batches
+from reviews_app.pipeline.pattern import TRIAGE_GATE, CodeReview
+from reviews_app.pipeline.pattern.helpers import batches
 
 P = CodeReview()
 

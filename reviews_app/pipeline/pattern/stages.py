@@ -1,24 +1,8 @@
-"""Multi-agent code review as a pattern of the run engine.
-
-Stages (each name is also the journal key of its model calls):
-  ``analyze``     ruff and bandit on the changed Python files; no model call
-  ``review``      security, architecture and style reviewers, concurrently
-  ``reflect``     each reviewer reads its colleagues' findings and amends, concurrently
-  ``synthesize``  amendments applied, duplicates merged, weak findings dropped, verdict
-  (gate ``triage``: the person accepts or overrides the verdict; findings are triaged
-  one by one outside the state machine, since they do not move the run)
-  ``close``       the run completes with the decided verdict
-
-A reviewer that raises or times out degrades the review (the others go on); the review
-fails only when no reviewer succeeded. Synthesis records what really examined each file
-(``coverage.py``); a review that left part of the change unexamined, or missed a reviewer,
-does not propose approve. The critical path is three model latencies:
-reviewers overlap, reflections overlap, and synthesis is one call.
-"""
+"""The code review pattern: its stages, its gate and the person's verdict (see the package
+docstring for the flow)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from agents_app.patterns.base import (
@@ -34,66 +18,11 @@ from agents_app.patterns.base import (
 )
 from agents_app.patterns.parallel import run_parallel
 
-from . import analyzers, coverage, prompts, secret_keys, synthesis
-from .schema import CATEGORIES, VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
-
-TRIAGE_GATE = "triage"
-VERDICT_LABELS = {"approve": "approve", "request_changes": "request changes",
-                  "needs_discussion": "needs discussion"}
-DEFAULTS = {
-    "reviewers": list(CATEGORIES),
-    "min_confidence": 0.5,
-    "reviewer_timeout": 180.0,
-    "max_prompt_chars": 60_000,
-    "max_parallel_calls": 24,
-    # Roles served by a model that reads no code (the built-in offline model): their answers
-    # do not count as having examined a file.
-    "offline_roles": [],
-}
-
-
-# --- records the Django side persists ------------------------------------------------------------
-@dataclass
-class ReviewersFinished:
-    reviewers: dict[str, dict]
-
-
-@dataclass
-class ReviewSynthesized:
-    kept: list[dict]
-    dropped: list[dict]
-    verdict: str
-    rule_verdict: str
-    model_verdict: str
-    summary: str
-    notes: list[str] = field(default_factory=list)
-    coverage: list[dict] | None = None  # what was examined, once the reviewers have run
-
-
-@dataclass
-class VerdictDecided:
-    action: str  # accept | override
-    verdict: str
-    reason: str = ""
-    author: str = ""
-
-
-
-
-def batches(files: list[dict], budget: int) -> list[list[dict]]:
-    """Pack files into prompts of at most ``budget`` characters (a file larger than the
-    budget goes alone), so a large change costs more calls in parallel, not a longer path."""
-    out: list[list[dict]] = []
-    size = 0
-    for f in files:
-        n = len(prompts.file_block(f))
-        if out and size + n <= budget:
-            out[-1].append(f)
-            size += n
-        else:
-            out.append([f])
-            size = n
-    return out or [[]]
+from .. import analyzers, coverage, prompts, secret_keys, synthesis
+from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
+from .constants import DEFAULTS, TRIAGE_GATE, VERDICT_LABELS
+from .helpers import batches, code_lookup, fallback_summary, true_coverage
+from .records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 
 
 class CodeReview(Pattern):
@@ -296,9 +225,9 @@ class CodeReview(Pattern):
         opts = state["options"]
         findings = state["findings"]
         synthesis.merge_duplicates(findings)
-        synthesis.drop_weak(findings, float(opts["min_confidence"]), _code_lookup(state["files"]))
+        synthesis.drop_weak(findings, float(opts["min_confidence"]), code_lookup(state["files"]))
         kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
-        state["coverage"] = _true_coverage(state)
+        state["coverage"] = true_coverage(state)
         left = coverage.incomplete_text(coverage.unexamined(state["coverage"]))
         rule = synthesis.rule_verdict(kept)
         if left and rule == "approve":
@@ -340,7 +269,7 @@ class CodeReview(Pattern):
                 rule = "needs_discussion"
         verdict = synthesis.combine_verdicts(rule, model_verdict or None)
         if not summary:
-            summary = _fallback_summary(kept, verdict, state["reviewers"])
+            summary = fallback_summary(kept, verdict, state["reviewers"])
         if left:
             summary = f"Incomplete review: {left}. " + summary
         if missing:
@@ -397,47 +326,3 @@ class CodeReview(Pattern):
         answer = (f"**Verdict: {VERDICT_LABELS[d['verdict']]}** (decided by {d['author']})\n\n"
                   f"{state['result']['summary']}")
         return StageResult(state=state, outcome="completed", answer=answer)
-
-
-def _true_coverage(state: dict) -> list[dict]:
-    opts = state["options"]
-    return coverage.examined(
-        state["files"], state["coverage"], state.get("analysis") or {},
-        state.get("model_readers") or {}, list(opts["reviewers"]),
-        set(opts.get("offline_roles") or ()), state.get("reviewers") or {})
-
-
-def _code_lookup(files: list[dict]):
-    """``code_at(path, line, end_line)``: the new code at those lines, if we have it."""
-    by_path = {f["path"]: f for f in files}
-
-    def code_at(path: str, line: int | None, end_line: int | None) -> str | None:
-        f = by_path.get(path)
-        if f is None or not line:
-            return None
-        end = max(line, end_line or line)
-        if f.get("content") is not None:
-            lines = f["content"].split("\n")
-            return "\n".join(lines[line - 1:end]) if line <= len(lines) else None
-        got = {ln["new"]: ln["text"] for h in f["hunks"] for ln in h["lines"]
-               if ln["new"] is not None}
-        if not all(n in got for n in range(line, end + 1)):
-            return None
-        return "\n".join(got[n] for n in range(line, end + 1))
-
-    return code_at
-
-
-def _fallback_summary(kept: list[dict], verdict: str, reviewers: dict[str, dict]) -> str:
-    counts = synthesis.severity_counts(kept)
-    parts = [f"{n} {sev}" for sev, n in counts.items() if n]
-    found = ", ".join(parts) if parts else "no findings"
-    failed = [r for r, v in reviewers.items() if v["status"] not in ("ok", "partial")]
-    text = f"The reviewers kept {found}. By the severity rules the verdict is " \
-           f"{VERDICT_LABELS[verdict]}."
-    if failed:
-        text += f" Not reviewed by: {', '.join(failed)}."
-    return text
-
-
-PATTERN = CodeReview()

@@ -1,0 +1,104 @@
+"""What every export format shares: which findings to export and in what order, the counts,
+the review's verdict/source/triage fields, and the hygiene of untrusted plain text.
+
+Pure Python on the plain ``review`` dict (no Django)."""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+
+from ..schema import SEVERITIES, SEVERITY_RANK
+
+# Invisible characters that reorder or hide text (bidi controls, zero-width joiners...).
+HIDDEN = frozenset("\u061c\u200b\u200c\u200d\u200e\u200f\u2060\ufeff") | frozenset(
+    chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+)
+
+
+def is_hidden(char: str) -> bool:
+    return char in HIDDEN or unicodedata.category(char) == "Cc"
+
+
+def plain(value) -> str:
+    """Untrusted text for a plain-text field: characters that hide or reorder text, and
+    control characters other than line breaks and tabs, become U+FFFD."""
+    text = str(value if value is not None else "").replace("\r\n", "\n").strip()
+    return "".join("\ufffd" if is_hidden(c) and c not in "\n\t" else c for c in text)
+
+
+def as_line(value) -> int | None:
+    """A usable line number, or None (bools and non-integers are not line numbers)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value
+
+
+def _sort_key(finding: dict):
+    severity = finding.get("severity")
+    rank = SEVERITY_RANK.get(severity, len(SEVERITIES)) if isinstance(severity, str) else 99
+    line = as_line(finding.get("line"))
+    return (rank, str(finding.get("file") or ""), line if line is not None else 0,
+            str(finding.get("key") or ""))
+
+
+def ordered(findings: Iterable[dict] | None) -> list[dict]:
+    return sorted((f for f in findings or () if isinstance(f, dict)), key=_sort_key)
+
+
+def select_findings(review: dict, only_accepted: bool) -> list[dict]:
+    """The kept findings to export, strongest severity first, then by file and line.
+
+    With ``only_accepted`` only findings whose decision is ``"accepted"`` are returned. The
+    dicts are the review's own (not copies); the list is new.
+    """
+    findings = ordered(review.get("findings"))
+    if only_accepted:
+        findings = [f for f in findings if f.get("decision") == "accepted"]
+    return findings
+
+
+def severity_of(finding: dict) -> str | None:
+    """The finding's severity if it is a string (other values cannot be looked up)."""
+    severity = finding.get("severity")
+    return severity if isinstance(severity, str) else None
+
+
+def severity_counts(findings: list[dict]) -> dict[str, int]:
+    counts = dict.fromkeys(SEVERITIES, 0)
+    for finding in findings:
+        severity = severity_of(finding)
+        if severity in counts:
+            counts[severity] += 1
+    return counts
+
+
+def verdict_fields(review: dict) -> dict:
+    verdict = review.get("verdict") or {}
+    return {
+        "proposed": verdict.get("proposed"),
+        "final": verdict.get("final"),
+        "decided_by": verdict.get("decided_by"),
+        "decided_at": verdict.get("decided_at"),
+        "version": verdict.get("version"),
+        "override_reason": verdict.get("override_reason") or "",
+        "by_rules": verdict.get("by_rules"),
+    }
+
+
+def triage_text(review: dict) -> str:
+    """Which triage the export shows: a finalised version, or a draft that may still change."""
+    verdict = verdict_fields(review)
+    if not (verdict["final"] and verdict["version"]):
+        return "draft: not finalised"
+    text = f"triage version {verdict['version']}, finalised"
+    if verdict["decided_by"]:
+        text += f" by {verdict['decided_by']}"
+    if verdict["decided_at"]:
+        text += f" at {verdict['decided_at']}"
+    return text
+
+
+def source_fields(review: dict) -> dict:
+    source = review.get("source") or {}
+    return {"kind": source.get("kind") or "", "label": source.get("label") or ""}
