@@ -28,6 +28,8 @@ from .records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 class CodeReview(Pattern):
     name = "code_review"
     label = "Code review"
+    summary = ("Analyzers and a security, an architecture and a style reviewer read a diff; a "
+               "synthesizer proposes a verdict; you triage every finding and decide it.")
     stage_labels = {"analyze": "Analyzers", "review": "Reviewers", "reflect":
                     "Reviewers reading each other's findings", "synthesize": "Verdict",
                     "close": "Closing"}
