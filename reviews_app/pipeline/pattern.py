@@ -33,8 +33,9 @@ from agents_app.patterns.base import (
     StageResult,
 )
 from agents_app.patterns.parallel import run_parallel
+from common import analyzers, secret_keys
 
-from . import analyzers, coverage, prompts, secret_keys, synthesis
+from . import coverage, prompts, synthesis
 from .schema import CATEGORIES, VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 
 TRIAGE_GATE = "triage"
