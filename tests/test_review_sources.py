@@ -327,6 +327,14 @@ def test_git_reads_neither_our_git_variables_nor_the_users_config(repo, tmp_path
     assert src.contents == clean.contents and src.meta == clean.meta
 
 
+def test_git_output_past_its_cap_is_an_error_not_a_silent_cut(repo):
+    """Only the diff is cut (at a file boundary); any other git answer over its cap is refused."""
+    with pytest.raises(SourceError, match=r"git printed more than 10 bytes in .*smaller range"):
+        git_source._git(repo["proj"], ["log", "--format=%H"], timeout=30, limit=10)
+    assert git_source._git(repo["proj"], ["rev-parse", "main"], timeout=30, limit=100).strip() \
+        == repo["base"].encode()
+
+
 # --- parse_pr_url --------------------------------------------------------------------------------
 @pytest.mark.parametrize("url,expected", [
     ("https://github.com/octo/demo/pull/12", ("octo", "demo", 12)),
