@@ -3,7 +3,7 @@ import json
 from django.contrib import admin
 from django.db import models
 
-from reviews_app.pipeline import secret_keys
+from common import secret_keys
 
 from .llm.gateway import redact
 from .models import Approval, Event, ModelCall, PlanVersion, Run, StepResult

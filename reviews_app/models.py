@@ -9,9 +9,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents_app.models import Run
+from common.secret_keys import mask_deep
 
 from .pipeline.schema import CATEGORIES, SEVERITIES, VERDICTS
-from .pipeline.secret_keys import mask_deep
 
 
 class MaskedOnRead:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from agents_app.models import Run
 from agents_app.records import persister
+from common.secret_keys import mask, mask_deep, mask_finding
 
 from .models import Finding, Review
 from .pipeline.pattern.records import ReviewersFinished, ReviewSynthesized, VerdictDecided
-from .pipeline.secret_keys import mask, mask_deep, mask_finding
 from .pipeline.synthesis import severity_counts
 from .triage import record_final
 

@@ -16,8 +16,9 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import TextLexer, get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from common.secret_keys import mask_lines
+
 from .pipeline.schema import SEVERITY_RANK
-from .pipeline.secret_keys import mask_lines
 
 HIGHLIGHT_MAX_LINES = 4000  # per file; beyond it lines are escaped but not coloured
 _FORMATTER = HtmlFormatter(nowrap=True, classprefix="pg-")

@@ -25,6 +25,7 @@ from . import sources
 from .models import Finding, Review
 from .pipeline import diffs
 from .pipeline.pattern import CodeReview
+from .sources import git, github
 
 PATTERN = CodeReview.name
 ROLES = CodeReview.roles
@@ -116,7 +117,7 @@ def _from_source(src: sources.Source) -> ReviewInput:
 
 def from_git(repo: str, rng: str) -> ReviewInput:
     try:
-        return _from_source(sources.git_range(
+        return _from_source(git.git_range(
             repo, rng, roots=settings.QUORUM_REPO_ROOTS,
             max_bytes=settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES,
             max_files=settings.QUORUM_REVIEW_MAX_FILES))
@@ -126,7 +127,7 @@ def from_git(repo: str, rng: str) -> ReviewInput:
 
 def from_github(url: str) -> ReviewInput:
     try:
-        return _from_source(sources.github_pr(
+        return _from_source(github.github_pr(
             url, token=settings.GITHUB_TOKEN or None, api_url=settings.QUORUM_GITHUB_API_URL,
             max_bytes=settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES,
             max_files=settings.QUORUM_REVIEW_MAX_FILES))

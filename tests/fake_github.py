@@ -7,8 +7,8 @@ Usage::
     with FakeGitHub(require_token="t0ken") as gh:
         gh.add_pr("octo", "demo", 7, title="Fix it",
                   base_files={"a.py": "x = 1\\n"}, files={"a.py": "x = 2\\n"})
-        src = sources.github_pr("https://github.com/octo/demo/pull/7", token="t0ken",
-                                api_url=gh.url)
+        src = github.github_pr("https://github.com/octo/demo/pull/7", token="t0ken",
+                               api_url=gh.url)
         assert gh.requests[0].headers["authorization"] == "Bearer t0ken"
 
 Or configure ``gh.prs[(owner, repo, number)]`` directly with a dict of

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reviews_app.pipeline import analyzers
-from reviews_app.pipeline.analyzers import (
+from common import analyzers, proc
+from common.analyzers import (
     AnalyzerInput,
     for_category,
     input_from_file,
@@ -212,7 +212,7 @@ def test_broken_line_inside_a_hunk_is_blanked():
         hunk(60, [("ctx", "    def ok(self):"), ("add", "        return eval(self.s)")]),
     ]}
     inp = input_from_file(frag)
-    units = analyzers._units(0, inp)
+    units = analyzers.fragments.units_for(0, inp)
     assert [u.name for u in units] == ["f0.py"]
     assert "y = [1, 2)" not in units[0].text and "x = eval(q)" in units[0].text
     report = run_analyzers([inp])
@@ -230,7 +230,7 @@ def test_hunk_that_cannot_be_repaired_is_analyzed_alone():
         hunk(60, [("ctx", "    def ok(self):"), ("add", "        return eval(self.s)")]),
     ]}
     inp = input_from_file(frag)
-    assert [u.name for u in analyzers._units(0, inp)] == ["f0.py", "f0_0.py"]
+    assert [u.name for u in analyzers.fragments.units_for(0, inp)] == ["f0.py", "f0_0.py"]
     report = run_analyzers([inp])
     assert report.errors == []  # bandit's parse failure on a cut fragment is expected
     assert not {e["rule"] for e in report.evidence} & {"E999", "invalid-syntax"}
@@ -244,25 +244,28 @@ def test_hostile_paths_never_reach_the_disk(monkeypatch):
 
     def spy(cmd, *args, **kwargs):
         if kwargs.get("cwd"):
-            seen.append((list(cmd), sorted(os.listdir(kwargs["cwd"]))))
+            seen.append((list(cmd), sorted(os.listdir(kwargs["cwd"])), kwargs.get("env")))
         return real_popen(cmd, *args, **kwargs)
 
-    monkeypatch.setattr(analyzers.subprocess, "Popen", spy)
+    monkeypatch.setattr(proc.subprocess, "Popen", spy)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-the-analyzers")
     hostile = ["../../x.py", "<script>.py", "/etc/passwd", "a b;rm -rf ~.py"]
     inputs = [AnalyzerInput(path=p, text="y = eval(input())\n") for p in hostile]
     report = run_analyzers(inputs)
     assert len(seen) == 2  # one ruff and one bandit process
-    for cmd, listing in seen:
+    for cmd, listing, env in seen:
         assert listing == ["f0.py", "f1.py", "f2.py", "f3.py"]
         assert not any(p in arg for arg in cmd for p in hostile)
         assert "shell" not in cmd
+        assert env == proc.child_env()  # common.proc's scrubbed environment: no keys of ours
+        assert "OPENAI_API_KEY" not in env
     assert {e["file"] for e in report.evidence if e["rule"] == "B307"} == set(hostile)
     assert not Path("x.py").exists()
 
 
 # --- failures ------------------------------------------------------------------------------------
 def test_missing_analyzers_are_errors_not_exceptions(monkeypatch):
-    monkeypatch.setattr(analyzers, "_find_tool", lambda name: f"/nonexistent/bin/{name}")
+    monkeypatch.setattr(analyzers.runner, "find_tool", lambda name: f"/nonexistent/bin/{name}")
     report = run_analyzers([AnalyzerInput(path="a.py", text=BAD)])
     assert report.evidence == [] and report.tools == {}
     assert len(report.errors) == 2
@@ -271,8 +274,8 @@ def test_missing_analyzers_are_errors_not_exceptions(monkeypatch):
 
 
 def test_one_missing_analyzer_leaves_the_other(monkeypatch):
-    real = analyzers._find_tool
-    monkeypatch.setattr(analyzers, "_find_tool",
+    real = analyzers.runner.find_tool
+    monkeypatch.setattr(analyzers.runner, "find_tool",
                         lambda name: None if name == "bandit" else real(name))
     report = run_analyzers([AnalyzerInput(path="a.py", text=BAD)])
     assert set(report.tools) == {"ruff"}
@@ -285,8 +288,8 @@ def test_timeout_stops_the_tool(monkeypatch, tmp_path):
     slow = tmp_path / "slow-tool"
     slow.write_text("#!/bin/sh\nexec sleep 30\n")
     slow.chmod(slow.stat().st_mode | stat.S_IEXEC)
-    real = analyzers._find_tool
-    monkeypatch.setattr(analyzers, "_find_tool",
+    real = analyzers.runner.find_tool
+    monkeypatch.setattr(analyzers.runner, "find_tool",
                         lambda name: str(slow) if name == "ruff" else real(name))
     started = time.monotonic()
     report = run_analyzers([AnalyzerInput(path="a.py", text=BAD)], timeout=2)
@@ -301,13 +304,16 @@ def test_no_inputs_runs_nothing():
     assert (report.evidence, report.errors, report.tools) == ([], [], {})
 
 
-def test_module_is_plain_python():
-    tree = ast.parse(Path(analyzers.__file__).read_text())
-    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
-                for a in n.names}
-    imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
-                 if isinstance(n, ast.ImportFrom)}
-    assert "django" not in imported
+def test_package_is_plain_python():
+    modules = sorted(Path(analyzers.__file__).parent.glob("*.py"))
+    assert len(modules) > 1
+    for module in modules:
+        tree = ast.parse(module.read_text())
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                    for a in n.names}
+        imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
+                     if isinstance(n, ast.ImportFrom)}
+        assert not imported & {"django", "reviews_app", "agents_app"}, module.name
 
 
 # --- timing --------------------------------------------------------------------------------------

@@ -9,10 +9,10 @@ from django.urls import reverse
 
 from agents_app import engine
 from agents_app.patterns.testing import FunctionModel
+from common.analyzers import AnalyzerInput, rules, run_analyzers, suggestion_for
 from reviews_app import services
 from reviews_app.models import Review
-from reviews_app.pipeline import analyzers, offline_review, synthesis
-from reviews_app.pipeline.analyzers import AnalyzerInput, run_analyzers, suggestion_for
+from reviews_app.pipeline import offline_review, synthesis
 from reviews_app.pipeline.pattern import CodeReview
 
 P = CodeReview()
@@ -194,7 +194,7 @@ def test_formatting_and_f_string_nits_are_style_low_and_fix_texts_name_the_code(
     ("S324", ("security", "medium")),
 ])
 def test_the_ruff_rule_table(rule, expected):
-    assert analyzers.rule_policy(analyzers.RUFF_RULES, rule) == expected
+    assert rules.rule_policy(rules.RUFF_RULES, rule) == expected
 
 
 def test_shell_true_fix_says_what_to_change():

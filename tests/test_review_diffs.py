@@ -718,7 +718,7 @@ def test_only_a_single_all_added_hunk_from_line_one_makes_a_whole_file(text):
 def test_a_pasted_new_file_is_analysed_as_a_whole_file():
     """Unused imports and names are real findings in a whole new file (they were dropped as
     fragment artefacts when the file was known only by its hunk)."""
-    from reviews_app.pipeline.analyzers import input_from_file, run_analyzers
+    from common.analyzers import input_from_file, run_analyzers
 
     (file,) = prepare(NEW_PY).files
     inp = input_from_file(file)

@@ -12,10 +12,11 @@ from django.urls import reverse
 
 from agents_app import engine
 from agents_app.models import Event, ModelCall, Run
+from common import analyzers, secret_keys
+from common.secret_keys import mask, mask_lines, scan_files, scan_lines
 from reviews_app import services
 from reviews_app.models import Review
-from reviews_app.pipeline import analyzers, offline_review, secret_keys, synthesis
-from reviews_app.pipeline.secret_keys import mask, mask_lines, scan_files, scan_lines
+from reviews_app.pipeline import offline_review, synthesis
 
 AWS_KEY_ID = "AKIAQUORUMTESTKEY7EX"
 STRIPE_KEY = "sk_live_51QuorumTestKey0000000000abcdEFGH"

@@ -29,7 +29,7 @@ from litellm import CustomLLM, ModelResponse  # noqa: E402
 from litellm.types.utils import Usage  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
-from reviews_app.pipeline import secret_keys  # noqa: E402
+from common import secret_keys  # noqa: E402
 
 from ..patterns.base import ModelError, Reply, StructuredOutputError  # noqa: E402
 from ..patterns.structured import ParseError, parse_structured, schema_instructions  # noqa: E402

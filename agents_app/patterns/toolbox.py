@@ -176,7 +176,7 @@ class AskArgs(_Args):
 
 
 def _analyze(a: AnalyzeArgs) -> str:
-    from reviews_app.pipeline.analyzers import AnalyzerInput, run_analyzers
+    from common.analyzers import AnalyzerInput, run_analyzers
 
     report = run_analyzers([AnalyzerInput(path="snippet.py", text=a.code)], timeout=30)
     lines = [f"line {e.get('line')}: [{e.get('tool')} {e.get('rule')}] {e.get('message')}"

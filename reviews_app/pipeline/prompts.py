@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 
+from common.secret_keys import mask_lines
+
 from .diffs import numbered_patch
-from .secret_keys import mask_lines
 
 FOCUS = {
     "security": (

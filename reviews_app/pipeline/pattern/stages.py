@@ -17,8 +17,9 @@ from agents_app.patterns.base import (
     StageResult,
 )
 from agents_app.patterns.parallel import run_parallel
+from common import analyzers, secret_keys
 
-from .. import analyzers, coverage, prompts, secret_keys, synthesis
+from .. import coverage, prompts, synthesis
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 from .constants import DEFAULTS, TRIAGE_GATE, VERDICT_LABELS
 from .helpers import batches, code_lookup, fallback_summary, true_coverage
