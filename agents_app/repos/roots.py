@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .gitops import GitError, _git
+from .gitcmd import GitError, git
 
 TURNED_OFF = ("Reading local repositories is turned off: set QUORUM_REPO_ROOTS to the folders "
               "Quorum may read.")
@@ -59,7 +59,7 @@ def allowed_repo(path: str, roots: list[str]) -> Path:
         raise RepoRootError(f"{path} is not a folder, so it is not a git repository.")
     not_repo = RepoRootError(f"{path} is not a git repository (no git work tree found there).")
     try:
-        proc = _git(resolved, "rev-parse", "--show-toplevel", "--absolute-git-dir", check=False)
+        proc = git(resolved, "rev-parse", "--show-toplevel", "--absolute-git-dir", check=False)
     except GitError:
         raise not_repo from None
     if proc.returncode != 0:
