@@ -378,6 +378,23 @@ def test_apply_patch_second_hunk_failing_names_it_and_changes_nothing(ws):
     assert (ws.root / "src/pkg/mod.py").read_text() == before
 
 
+def test_apply_patch_in_a_git_worktree_and_in_a_folder_of_one(repo):
+    """In a worktree git apply works on the files (index untouched); in a folder inside a
+    repository the patch's paths are still relative to the workspace root."""
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "m.py").write_text("a = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "pkg")
+    summary = Workspace(repo).apply_patch(
+        "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n"
+        "-print('v1')\n+print('v2')\n--- /dev/null\n+++ b/pkg/n.py\n@@ -0,0 +1 @@\n+b = 2\n")
+    assert "modified app.py (+1 -1)" in summary and "created pkg/n.py (+1)" in summary
+    assert (repo / "app.py").read_text() == "print('v2')\n"
+    assert git(repo, "status", "--porcelain") == "M app.py\n?? pkg/n.py"
+    Workspace(repo / "pkg").apply_patch("--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-a = 1\n+a = 3\n")
+    assert (repo / "pkg" / "m.py").read_text() == "a = 3\n"
+
+
 # ---------------------------------------------------------------- commands
 def test_run_command_allowlist(ws):
     (ws.root / "test_tiny.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n")

@@ -64,8 +64,10 @@ def allowed_repo(path: str, roots: list[str]) -> Path:
         raise not_repo from None
     if proc.returncode != 0:
         if "dubious ownership" in proc.stderr:
-            raise RepoRootError(f"git refuses to read {path}: it belongs to another user. Add "
-                                "it to safe.directory in the server's git config.")
+            raise RepoRootError(f"git refuses to read {path}: it belongs to another user. "
+                                "Quorum runs git without the server's git config (so "
+                                "safe.directory there does not apply); give the repository to "
+                                "the user Quorum runs as.")
         raise not_repo
     lines = proc.stdout.splitlines()
     if len(lines) != 2 or not lines[0]:
