@@ -275,6 +275,8 @@ def test_apply_patch_no_newline_and_existing_target(ws):
     assert (ws.root / "n.txt").read_text() == "a\nb\nc\n"
     with pytest.raises(ToolError, match="already exists"):
         ws.apply_patch("--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+x\n")
+    with pytest.raises(ToolError, match="missing.txt: No such file.*use /dev/null"):
+        ws.apply_patch("--- a/missing.txt\n+++ b/missing.txt\n@@ -1 +1 @@\n-x\n+y\n")
 
 
 def test_apply_patch_roundtrips_real_git_diff(repo, tmp_path):

@@ -24,7 +24,7 @@ MAX_OUTPUT = 256 * 1024 * 1024  # bytes of stdout kept; more is an error, never 
 LOCK_FILE = "quorum.lock"  # in the repository's git dir: one writer of worktrees and refs
 LOCK_TIMEOUT = 300.0
 _AUTHOR = re.compile(r"^\s*(?P<name>[^<>]+?)\s*<(?P<email>[^<>\s]+)>\s*$")
-_FLAGS = ("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
+GIT_FLAGS = ("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
           "-c", "core.fsmonitor=false", "-c", "core.quotePath=false")
 
 
@@ -44,7 +44,7 @@ def git(cwd, *args: str, check: bool = True, env: dict[str, str] | None = None,
     """``git <flags> *args`` in ``cwd``; :class:`GitError` when git is missing, ``cwd`` is
     gone, it times out or (with ``check``) exits with a code outside ``ok_codes``."""
     try:
-        result = proc.run(["git", *_FLAGS, *args], cwd=cwd, timeout=GIT_TIMEOUT, env=env,
+        result = proc.run(["git", *GIT_FLAGS, *args], cwd=cwd, timeout=GIT_TIMEOUT, env=env,
                           limit=MAX_OUTPUT)
     except FileNotFoundError:
         if not Path(cwd).is_dir():

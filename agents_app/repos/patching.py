@@ -19,6 +19,7 @@ from unidiff.errors import UnidiffParseError
 
 from common import proc
 
+from .gitcmd import GIT_FLAGS
 from .paths import BINARY_SNIFF_BYTES, ToolError, is_binary, resolve
 
 DEV_NULL = "/dev/null"
@@ -66,8 +67,8 @@ def apply_patch(root: Path, diff: str, *, max_write_bytes: int) -> str:
 def git_apply(root: Path, text: str, strip: int, *flags: str) -> proc.Result:
     """``git apply -p<strip>`` of ``text`` in ``root``; git looks for a repository no higher
     than ``root`` (a worktree is one; a plain folder is patched as by GNU patch)."""
-    argv = ["git", "-c", "core.hooksPath=/dev/null", "apply", f"-p{strip}", "--unidiff-zero",
-            "--whitespace=nowarn", *flags, "-"]
+    argv = ["git", *GIT_FLAGS, "apply", f"-p{strip}", "--unidiff-zero", "--whitespace=nowarn",
+            *flags, "-"]
     try:
         result = proc.run(argv, cwd=root, timeout=GIT_APPLY_TIMEOUT,
                           stdin=text.encode("utf-8", "surrogateescape"),
@@ -194,6 +195,8 @@ def _explain(root: Path, patch, strip: int, stderr: str) -> str:
     detail = "; ".join(lines[:10]) or "git apply refused it"
     if "invalid path" in detail or "beyond a symbolic link" in detail:
         return f"Refused: {detail}. Nothing was changed."
+    if "No such file or directory" in detail:
+        detail += " (to create a file, use /dev/null as its source)"
     return f"The patch does not apply: {detail}. Nothing was changed."
 
 
