@@ -13,6 +13,7 @@ One set of rules for git, the analyzers and the commands an agent may run:
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess  # noqa: S404 # nosec B404 - argument lists only, see start()
 import threading
@@ -128,11 +129,7 @@ class Child:
             pass
 
     def wait(self, timeout: float) -> Result:
-        timed_out = False
-        try:
-            self.proc.wait(timeout=max(timeout, 0.0))
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        timed_out = not _exited(self.proc, max(timeout, 0.0))
         self.kill()  # on a timeout, and whatever the command left running behind it
         self.proc.wait()
         for reader in self._readers:
@@ -145,6 +142,26 @@ class Child:
                       stdout=out_head, stdout_tail=out_tail, stderr=self.err.parts()[0],
                       timed_out=timed_out, truncated=self.out.truncated,
                       seconds=round(time.monotonic() - self.began, 3))
+
+
+def _exited(proc: subprocess.Popen, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for ``proc`` to exit; True if it did. Sleeps on a pidfd
+    where there is one: ``Popen.wait(timeout)`` polls, adding up to 50 ms to every call."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux >= 5.3, or it has been reaped already
+        fd = None
+    if fd is not None:
+        try:
+            if not select.select([fd], [], [], timeout)[0]:
+                return False
+        finally:
+            os.close(fd)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def start(argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str] | None = None,

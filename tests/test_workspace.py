@@ -275,6 +275,8 @@ def test_apply_patch_no_newline_and_existing_target(ws):
     assert (ws.root / "n.txt").read_text() == "a\nb\nc\n"
     with pytest.raises(ToolError, match="already exists"):
         ws.apply_patch("--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1 @@\n+x\n")
+    with pytest.raises(ToolError, match="missing.txt: No such file.*use /dev/null"):
+        ws.apply_patch("--- a/missing.txt\n+++ b/missing.txt\n@@ -1 +1 @@\n-x\n+y\n")
 
 
 def test_apply_patch_roundtrips_real_git_diff(repo, tmp_path):
@@ -310,6 +312,91 @@ def test_apply_patch_roundtrips_real_git_diff(repo, tmp_path):
     assert not (export / "mv.txt").exists() and not (export / "same.txt").exists()
 
 
+def test_git_apply_itself_refuses_paths_outside_the_root(ws, tmp_path):
+    """Even without our own checks, git apply will not write outside the root or into .git."""
+    from agents_app.repos import patching
+
+    for name in ["../escaped.txt", ".git/hooks/pre-commit", "src/../../escaped.txt"]:
+        patch = f"--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n+pwned\n"
+        checked = patching.git_apply(ws.root, patch, 1, "--check")
+        assert checked.returncode != 0 and "invalid path" in checked.text("stderr"), name
+        applied = patching.git_apply(ws.root, patch, 1)
+        assert applied.returncode != 0, name
+    assert not (tmp_path / "escaped.txt").exists()
+    assert not (ws.root / ".git" / "hooks").exists()
+
+
+def test_apply_patch_refuses_rename_headers_outside_the_root(ws, tmp_path):
+    before = (ws.root / "README.md").read_text()
+    patch = ("diff --git a/README.md b/README.md\nsimilarity index 100%\n"
+             "rename from README.md\nrename to ../moved.md\n")
+    with pytest.raises(ToolError, match="Refused"):
+        ws.apply_patch(patch)
+    assert (ws.root / "README.md").read_text() == before
+    assert not (tmp_path / "moved.md").exists()
+
+
+def test_apply_patch_refuses_a_path_through_a_symlink(ws, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.txt").write_text("x\n")
+    (ws.root / "link").symlink_to(outside)
+    with pytest.raises(ToolError, match="Refused"):
+        ws.apply_patch("--- a/link/x.txt\n+++ b/link/x.txt\n@@ -1 +1 @@\n-x\n+y\n")
+    with pytest.raises(ToolError, match="Refused"):
+        ws.apply_patch("--- /dev/null\n+++ b/link/new.txt\n@@ -0,0 +1 @@\n+y\n")
+    assert (outside / "x.txt").read_text() == "x\n" and not (outside / "new.txt").exists()
+
+
+def test_apply_patch_keeps_crlf_line_ends(ws):
+    """A model reads a CRLF file as plain lines and writes its patch with plain newlines; the
+    patched file keeps CRLF on every line, old and new."""
+    (ws.root / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    summary = ws.apply_patch("--- a/win.txt\n+++ b/win.txt\n@@ -1,3 +1,4 @@\n one\n-two\n"
+                             "+TWO\n+two and a half\n three\n")
+    assert "modified win.txt (+2 -1)" in summary
+    assert (ws.root / "win.txt").read_bytes() == b"one\r\nTWO\r\ntwo and a half\r\nthree\r\n"
+
+
+def test_apply_patch_hunk_without_trailing_context_and_plain_names(ws):
+    """Models often leave out the trailing context or the a/ b/ prefixes; the hunk still
+    applies where its old lines are."""
+    ws.apply_patch("--- src/pkg/mod.py\n+++ src/pkg/mod.py\n@@ -4,2 +4,2 @@\n line 4\n"
+                   "-line 5\n+line five\n")
+    lines = (ws.root / "src/pkg/mod.py").read_text().splitlines()
+    assert lines[3:6] == ["line 4", "line five", "line 6"] and len(lines) == 10
+
+
+def test_apply_patch_second_hunk_failing_names_it_and_changes_nothing(ws):
+    before = (ws.root / "src/pkg/mod.py").read_text()
+    patch = ("--- a/src/pkg/mod.py\n+++ b/src/pkg/mod.py\n@@ -1,2 +1,2 @@\n-line 1\n+line one\n"
+             " line 2\n@@ -8,2 +8,2 @@\n line 8\n-line 9 (changed)\n+line nine\n")
+    with pytest.raises(ToolError) as info:
+        ws.apply_patch(patch)
+    message = str(info.value)
+    assert "Hunk #2" in message and "'src/pkg/mod.py'" in message
+    assert "line 9 is 'line 9' but the hunk expects 'line 9 (changed)'" in message
+    assert "Nothing was changed" in message
+    assert (ws.root / "src/pkg/mod.py").read_text() == before
+
+
+def test_apply_patch_in_a_git_worktree_and_in_a_folder_of_one(repo):
+    """In a worktree git apply works on the files (index untouched); in a folder inside a
+    repository the patch's paths are still relative to the workspace root."""
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "m.py").write_text("a = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "pkg")
+    summary = Workspace(repo).apply_patch(
+        "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n"
+        "-print('v1')\n+print('v2')\n--- /dev/null\n+++ b/pkg/n.py\n@@ -0,0 +1 @@\n+b = 2\n")
+    assert "modified app.py (+1 -1)" in summary and "created pkg/n.py (+1)" in summary
+    assert (repo / "app.py").read_text() == "print('v2')\n"
+    assert git(repo, "status", "--porcelain") == "M app.py\n?? pkg/n.py"
+    Workspace(repo / "pkg").apply_patch("--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-a = 1\n+a = 3\n")
+    assert (repo / "pkg" / "m.py").read_text() == "a = 3\n"
+
+
 # ---------------------------------------------------------------- commands
 def test_run_command_allowlist(ws):
     (ws.root / "test_tiny.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n")
@@ -339,21 +426,38 @@ def test_run_command_no_shell(ws):
     assert not list(ws.root.glob("pwned*"))
 
 
+def _gone(pid: int) -> bool:
+    """True once ``pid`` has exited (a zombie nobody reaped yet counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
 def test_run_command_timeout_kills_process_group(ws, tmp_path):
-    marker = tmp_path / "child_survived"
+    """The command starts a grandchild and waits for it to say it is running, then hangs; at
+    the time limit the whole process group goes, grandchild included."""
+    pid_file = tmp_path / "grandchild.pid"
     child = ws.root / "child.py"
-    child.write_text(f"import time\ntime.sleep(3)\nopen({str(marker)!r}, 'w').close()\n")
+    child.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                     "time.sleep(300)\n")
     script = ws.root / "sleepy.py"
-    script.write_text("import subprocess, sys, time\n"
+    script.write_text("import os, subprocess, sys, time\n"
                       f"subprocess.Popen([sys.executable, {str(child)!r}])\n"
-                      "time.sleep(30)\n")
-    began = time.monotonic()
+                      f"while not os.path.exists({str(pid_file)!r}):\n"
+                      "    time.sleep(0.01)\n"
+                      "print('grandchild running', flush=True)\n"
+                      "time.sleep(300)\n")
     result = ws.run_command([sys.executable, str(script)],
-                            allowlist=[[sys.executable, str(script)]], timeout=1)
+                            allowlist=[[sys.executable, str(script)]], timeout=3)
     assert result.timed_out and result.exit_code is None
-    assert time.monotonic() - began < 5
-    time.sleep(3.5)
-    assert not marker.exists(), "the grandchild outlived the timeout"
+    assert "grandchild running" in result.output, "the grandchild did not start in time"
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 30
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _gone(pid), "the grandchild outlived the timeout"
 
 
 def test_run_command_truncation_keeps_head_and_tail(ws):

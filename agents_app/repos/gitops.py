@@ -1,97 +1,23 @@
-"""Git plumbing for agent branches, run as argument lists without a shell.
+"""Git plumbing for agent branches: worktrees, commits, diffs and merges.
 
-Every call runs with ``GIT_TERMINAL_PROMPT=0`` and ``GIT_CONFIG_NOSYSTEM=1``, with inherited
-``GIT_*`` variables removed (so a stray ``GIT_DIR`` cannot redirect us), and with
-``core.hooksPath=/dev/null`` and ``commit.gpgsign=false`` so the repository's hooks never run
-and no signing prompt appears. Agents work in separate worktrees, never in the person's. Merges
-are computed in the object database; the result is published with a compare-and-swap ref update,
-or, when the base branch is checked out, by fast-forwarding that checkout (see
-``merge_into_base``), so its files never fall behind its branch.
+git runs through :func:`.gitcmd.git` (an argument list without a shell, a scrubbed environment,
+no hooks, no signing, explicit identities). Agents work in separate worktrees, never in the
+person's. Merges are computed in the object database; the result is published with a
+compare-and-swap ref update, or, when the base branch is checked out, by fast-forwarding that
+checkout (see ``merge_into_base``), so its files never fall behind its branch.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-import re
 import shutil
-import subprocess
-import time
 from pathlib import Path
+
+from .gitcmd import GitError, author_env, check_branch, check_ref_arg, git, git_version, repo_lock
 
 DEFAULT_AUTHOR = "Quorum Executor <executor@quorum.local>"
 MERGE_AUTHOR = "Quorum <quorum@quorum.local>"
 BASE_MARKER = "quorum-base"  # file in the worktree's admin dir recording its base commit
-LOCK_FILE = "quorum.lock"  # in the repository's git dir: one writer of worktrees and refs
-LOCK_TIMEOUT = 300.0
-_AUTHOR = re.compile(r"^\s*(?P<name>[^<>]+?)\s*<(?P<email>[^<>\s]+)>\s*$")
-
-
-class GitError(Exception):
-    pass
-
-
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C",
-                "GIT_OPTIONAL_LOCKS": "0"})
-    env.update(extra or {})
-    return env
-
-
-def _git(cwd, *args: str, check: bool = True, env: dict[str, str] | None = None,
-         ok_codes: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
-    argv = ["git", "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
-            "-c", "core.fsmonitor=false", "-c", "core.quotePath=false", *args]
-    try:
-        proc = subprocess.run(  # noqa: S603 - fixed git argv, no shell
-            argv, cwd=str(cwd), env=_env(env), capture_output=True, text=True,
-            errors="surrogateescape", stdin=subprocess.DEVNULL, timeout=300, check=False)
-    except FileNotFoundError:
-        if not Path(cwd).is_dir():
-            raise GitError(f"{cwd} does not exist (was the repository or worktree moved or "
-                           "deleted?)") from None
-        raise GitError("git is not installed") from None
-    except NotADirectoryError:
-        raise GitError(f"not a directory: {cwd}") from None
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git {args[0]} timed out") from None
-    if check and proc.returncode not in ok_codes:
-        detail = (proc.stderr or proc.stdout).strip()
-        raise GitError(f"git {' '.join(args)} failed ({proc.returncode}): {detail}")
-    return proc
-
-
-def _check_ref_arg(value: str, what: str) -> str:
-    if not value or value.startswith("-") or "\0" in value or "\n" in value:
-        raise GitError(f"invalid {what}: {value!r}")
-    return value
-
-
-def _check_branch(repo, branch: str) -> str:
-    _check_ref_arg(branch, "branch name")
-    proc = _git(repo, "check-ref-format", "--branch", branch, check=False)
-    if proc.returncode != 0:
-        raise GitError(f"invalid branch name: {branch!r}")
-    return branch
-
-
-def _author_env(author: str) -> dict[str, str]:
-    match = _AUTHOR.match(author or "")
-    if not match:
-        raise GitError(f"author must look like 'Name <email>': {author!r}")
-    name, email = match["name"], match["email"]
-    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
-            "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
-
-
-def git_version() -> tuple[int, ...]:
-    out = _git(".", "--version").stdout
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
-    if not match:
-        raise GitError(f"cannot parse git version: {out.strip()!r}")
-    return tuple(int(part or 0) for part in match.groups())
 
 
 def is_repo(path) -> bool:
@@ -100,7 +26,7 @@ def is_repo(path) -> bool:
     if not path.is_dir():
         return False
     try:
-        proc = _git(path, "rev-parse", "--show-toplevel", check=False)
+        proc = git(path, "rev-parse", "--show-toplevel", check=False)
     except GitError:
         return False
     if proc.returncode != 0:
@@ -109,34 +35,34 @@ def is_repo(path) -> bool:
 
 
 def branches(repo) -> list[str]:
-    out = _git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").stdout
+    out = git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").stdout
     return sorted(line for line in out.splitlines() if line)
 
 
 def current_branch(repo) -> str | None:
     """The checked-out branch, or None when HEAD is detached."""
-    proc = _git(repo, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+    proc = git(repo, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
     if proc.returncode != 0:
         return None
     return proc.stdout.strip() or None
 
 
 def head_sha(path, ref: str = "HEAD") -> str:
-    _check_ref_arg(ref, "ref")
-    proc = _git(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    check_ref_arg(ref, "ref")
+    proc = git(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
     if proc.returncode != 0:
         raise GitError(f"unknown revision: {ref!r}")
     return proc.stdout.strip()
 
 
 def _branch_sha(repo, branch: str) -> str | None:
-    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}",
+    proc = git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}",
                 check=False)
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 def _worktrees(repo) -> list[dict[str, str]]:
-    out = _git(repo, "worktree", "list", "--porcelain").stdout
+    out = git(repo, "worktree", "list", "--porcelain").stdout
     entries: list[dict[str, str]] = []
     for block in out.split("\n\n"):
         entry: dict[str, str] = {}
@@ -157,38 +83,8 @@ def _find_worktree(repo, worktree_dir) -> dict[str, str] | None:
 
 
 def _admin_dir(worktree) -> Path:
-    out = _git(worktree, "rev-parse", "--absolute-git-dir").stdout.strip()
+    out = git(worktree, "rev-parse", "--absolute-git-dir").stdout.strip()
     return Path(out)
-
-
-@contextlib.contextmanager
-def repo_lock(repo, timeout: float | None = None):
-    """Hold the repository's Quorum lock: an ``flock`` on a file in its common git dir.
-
-    Git's worktree bookkeeping (``worktree add`` / ``remove`` / ``prune`` and the admin area
-    under ``.git/worktrees``) is not safe to change from several processes at once: a prune
-    can read a worktree another process is half-way through adding and fail it. Change runs
-    on one repository run in parallel worker processes and threads, so every change to the
-    repository's worktrees, branches and base goes through this lock. ``flock`` works across
-    processes and, since each holder opens the file itself, across threads too; the kernel
-    releases it if the holder dies."""
-    proc = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
-    path = Path(proc.stdout.strip()) / LOCK_FILE
-    deadline = time.monotonic() + (LOCK_TIMEOUT if timeout is None else timeout)
-    with open(path, "a") as handle:
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise GitError(f"another run kept {path} locked for too long; try "
-                                   "again") from None
-                time.sleep(0.02)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def create_worktree(repo, worktree_dir, branch: str, base: str) -> str:
@@ -198,14 +94,14 @@ def create_worktree(repo, worktree_dir, branch: str, base: str) -> str:
     worktree for ``branch``, the recorded base is returned; if only the branch survives, it is
     checked out again in a new worktree. The person's checkout (HEAD, index, files) is never
     touched. Holds the repository's lock (``repo_lock``)."""
-    _check_branch(repo, branch)
-    _check_ref_arg(base, "base")
+    check_branch(repo, branch)
+    check_ref_arg(base, "base")
     with repo_lock(repo):
         return _create_worktree(repo, Path(worktree_dir), branch, base)
 
 
 def _create_worktree(repo, worktree_dir: Path, branch: str, base: str) -> str:
-    _git(repo, "worktree", "prune")
+    git(repo, "worktree", "prune")
     existing = _find_worktree(repo, worktree_dir)
     if existing is not None:
         if existing.get("branch") != f"refs/heads/{branch}":
@@ -215,11 +111,11 @@ def _create_worktree(repo, worktree_dir: Path, branch: str, base: str) -> str:
     if worktree_dir.exists() and any(worktree_dir.iterdir()):
         raise GitError(f"{worktree_dir} exists and is not a worktree of this repository")
     if _branch_sha(repo, branch) is not None:
-        _git(repo, "worktree", "add", str(worktree_dir), branch)
+        git(repo, "worktree", "add", str(worktree_dir), branch)
         base_sha = _recorded_base(repo, worktree_dir, branch, base)
     else:
         base_sha = head_sha(repo, base)
-        _git(repo, "worktree", "add", "-b", branch, str(worktree_dir), base_sha)
+        git(repo, "worktree", "add", "-b", branch, str(worktree_dir), base_sha)
     (_admin_dir(worktree_dir) / BASE_MARKER).write_text(base_sha + "\n")
     return base_sha
 
@@ -231,7 +127,7 @@ def _recorded_base(repo, worktree_dir, branch: str, base: str) -> str:
             return marker.read_text().strip()
     except GitError:
         pass
-    proc = _git(repo, "merge-base", head_sha(repo, base), f"refs/heads/{branch}")
+    proc = git(repo, "merge-base", head_sha(repo, base), f"refs/heads/{branch}")
     return proc.stdout.strip()
 
 
@@ -244,29 +140,29 @@ def commit_all(worktree, message: str, author: str = DEFAULT_AUTHOR, *,
     crash re-creates the identical commit instead of a second one."""
     if not message or not message.strip():
         raise GitError("commit message is empty")
-    env = _author_env(author)
+    env = author_env(author)
     if timestamp is not None:
         stamp = f"@{int(timestamp)} +0000"
         env.update({"GIT_AUTHOR_DATE": stamp, "GIT_COMMITTER_DATE": stamp})
-    _git(worktree, "add", "-A")
-    if _git(worktree, "diff", "--cached", "--quiet", check=False, ok_codes=(0, 1)).returncode \
+    git(worktree, "add", "-A")
+    if git(worktree, "diff", "--cached", "--quiet", check=False, ok_codes=(0, 1)).returncode \
             == 0:
         return None
-    _git(worktree, "commit", "--quiet", "--no-verify", "-m", message, env=env)
+    git(worktree, "commit", "--quiet", "--no-verify", "-m", message, env=env)
     return head_sha(worktree)
 
 
 def diff(worktree_or_repo, base_sha: str, head: str = "HEAD") -> str:
     """``git diff --no-ext-diff --no-textconv --no-color -M base head`` (with a/ b/ prefixes
     forced, whatever the user's diff config says)."""
-    _check_ref_arg(base_sha, "base")
-    _check_ref_arg(head, "head")
-    return _git(worktree_or_repo, "diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M",
+    check_ref_arg(base_sha, "base")
+    check_ref_arg(head, "head")
+    return git(worktree_or_repo, "diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M",
                 "--src-prefix=a/", "--dst-prefix=b/", base_sha, head, "--").stdout
 
 
 def _update_ref(repo, ref: str, new: str, old: str, reason: str) -> None:
-    proc = _git(repo, "update-ref", "-m", reason, ref, new, old, check=False)
+    proc = git(repo, "update-ref", "-m", reason, ref, new, old, check=False)
     if proc.returncode != 0:
         raise GitError(f"{ref} moved while merging; nothing was changed "
                        f"({proc.stderr.strip()})")
@@ -308,8 +204,8 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
     Returns ``{"merged": True, "sha": ..., "fast_forward": bool}`` (``up_to_date`` when the
     branch was already contained, ``checkout`` when a working tree was updated), or
     ``{"merged": False, "conflicts": [paths], "message": ...}`` with nothing changed."""
-    _check_branch(repo, base_branch)
-    _check_branch(repo, branch)
+    check_branch(repo, base_branch)
+    check_branch(repo, branch)
     if mode not in MERGE_MODES:
         raise GitError(f"unknown merge mode {mode!r}")
     if mode != "ff" and (not message.strip() or "\0" in message):
@@ -329,11 +225,11 @@ def _merge_into_base(repo, base_branch: str, branch: str, message: str, author: 
         raise GitError(f"branch {branch!r} does not exist")
 
     def is_ancestor(a: str, b: str) -> bool:
-        return _git(repo, "merge-base", "--is-ancestor", a, b, check=False,
+        return git(repo, "merge-base", "--is-ancestor", a, b, check=False,
                     ok_codes=(0, 1)).returncode == 0
 
     def tree_of(commit: str) -> str:
-        return _git(repo, "rev-parse", f"{commit}^{{tree}}").stdout.strip()
+        return git(repo, "rev-parse", f"{commit}^{{tree}}").stdout.strip()
 
     already = {"merged": True, "sha": old, "fast_forward": False, "up_to_date": True}
     if is_ancestor(new, old):
@@ -348,7 +244,7 @@ def _merge_into_base(repo, base_branch: str, branch: str, message: str, author: 
             raise GitError(f"merging diverged branches needs git 2.38 or newer (found "
                            f"{'.'.join(map(str, version))}); rebase {branch} onto "
                            f"{base_branch} or merge it by hand")
-        proc = _git(repo, "merge-tree", "--write-tree", "--messages", "--name-only", old, new,
+        proc = git(repo, "merge-tree", "--write-tree", "--messages", "--name-only", old, new,
                     check=False)
         if proc.returncode not in (0, 1):
             raise GitError(f"git merge-tree failed ({proc.returncode}): {proc.stderr.strip()}")
@@ -366,8 +262,8 @@ def _merge_into_base(repo, base_branch: str, branch: str, message: str, author: 
         if mode == "squash" and tree == tree_of(old):
             return already
         parents = ["-p", old] if mode == "squash" else ["-p", old, "-p", new]
-        target = _git(repo, "commit-tree", tree, *parents, "-m", message,
-                      env=_author_env(author)).stdout.strip()
+        target = git(repo, "commit-tree", tree, *parents, "-m", message,
+                      env=author_env(author)).stdout.strip()
     checkout = _checkout_of(repo, base_branch)
     if checkout is None:
         _update_ref(repo, base_ref, target, old, f"quorum: merge {branch} into {base_branch}")
@@ -375,7 +271,7 @@ def _merge_into_base(repo, base_branch: str, branch: str, message: str, author: 
                 **({"squashed": True} if mode == "squash" else {})}
     if head_sha(checkout) != old:
         raise GitError(f"{base_branch} moved while merging; nothing was changed")
-    proc = _git(checkout, "merge", "--ff-only", "--no-edit", "--quiet", target, check=False)
+    proc = git(checkout, "merge", "--ff-only", "--no-edit", "--quiet", target, check=False)
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip()
         blocked = [line.strip() for line in detail.splitlines()
@@ -397,16 +293,16 @@ def _merge_into_base(repo, base_branch: str, branch: str, message: str, author: 
 def reset_worktree(worktree, sha: str) -> None:
     """Make the worktree exactly ``sha``: its branch points there and every untracked or
     ignored file left by an interrupted attempt (or a test run) is removed."""
-    _check_ref_arg(sha, "commit")
-    _git(worktree, "reset", "--quiet", "--hard", sha)
-    _git(worktree, "clean", "-ffdxq")
+    check_ref_arg(sha, "commit")
+    git(worktree, "reset", "--quiet", "--hard", sha)
+    git(worktree, "clean", "-ffdxq")
 
 
 def changed_files(worktree_or_repo, base_sha: str, head: str = "HEAD") -> list[dict[str, str]]:
     """``[{"status": "M", "path": ...}]`` between two commits (renames give the new path)."""
-    _check_ref_arg(base_sha, "base")
-    _check_ref_arg(head, "head")
-    out = _git(worktree_or_repo, "diff", "--no-ext-diff", "--name-status", "-M", "-z", base_sha,
+    check_ref_arg(base_sha, "base")
+    check_ref_arg(head, "head")
+    out = git(worktree_or_repo, "diff", "--no-ext-diff", "--name-status", "-M", "-z", base_sha,
                head, "--").stdout
     parts = out.split("\0")
     files, i = [], 0
@@ -424,19 +320,19 @@ def changed_files(worktree_or_repo, base_sha: str, head: str = "HEAD") -> list[d
 def remove_worktree(repo, worktree_dir, branch: str, *, delete_branch: bool = True) -> None:
     """Force-remove the worktree, prune, and delete ``branch``; safe to call repeatedly.
     Holds the repository's lock (``repo_lock``)."""
-    _check_branch(repo, branch)
+    check_branch(repo, branch)
     with repo_lock(repo):
         _remove_worktree(repo, Path(worktree_dir), branch, delete_branch)
 
 
 def _remove_worktree(repo, worktree_dir: Path, branch: str, delete_branch: bool) -> None:
     if _find_worktree(repo, worktree_dir) is not None:
-        _git(repo, "worktree", "remove", "--force", "--force", str(worktree_dir))
+        git(repo, "worktree", "remove", "--force", "--force", str(worktree_dir))
     if worktree_dir.exists() and _is_stale_worktree_of(repo, worktree_dir):
         shutil.rmtree(worktree_dir)
-    _git(repo, "worktree", "prune")
+    git(repo, "worktree", "prune")
     if delete_branch and _branch_sha(repo, branch) is not None:
-        _git(repo, "branch", "-D", "--", branch)
+        git(repo, "branch", "-D", "--", branch)
 
 
 def _is_stale_worktree_of(repo, worktree_dir: Path) -> bool:
@@ -448,12 +344,12 @@ def _is_stale_worktree_of(repo, worktree_dir: Path) -> bool:
     text = marker.read_text(errors="replace").strip()
     if not text.startswith("gitdir:"):
         return False
-    common = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
+    common = git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
     target = os.path.realpath(text.removeprefix("gitdir:").strip())
     return Path(target).is_relative_to(Path(os.path.realpath(common)) / "worktrees")
 
 
 def branch_sha(repo, branch: str) -> str | None:
     """The commit ``branch`` points to, or None if there is no such branch."""
-    _check_ref_arg(branch, "branch name")
+    check_ref_arg(branch, "branch name")
     return _branch_sha(repo, branch)

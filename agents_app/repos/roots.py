@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .gitops import GitError, _git
+from .gitcmd import GitError, git
 
 TURNED_OFF = ("Reading local repositories is turned off: set QUORUM_REPO_ROOTS to the folders "
               "Quorum may read.")
@@ -59,13 +59,15 @@ def allowed_repo(path: str, roots: list[str]) -> Path:
         raise RepoRootError(f"{path} is not a folder, so it is not a git repository.")
     not_repo = RepoRootError(f"{path} is not a git repository (no git work tree found there).")
     try:
-        proc = _git(resolved, "rev-parse", "--show-toplevel", "--absolute-git-dir", check=False)
+        proc = git(resolved, "rev-parse", "--show-toplevel", "--absolute-git-dir", check=False)
     except GitError:
         raise not_repo from None
     if proc.returncode != 0:
         if "dubious ownership" in proc.stderr:
-            raise RepoRootError(f"git refuses to read {path}: it belongs to another user. Add "
-                                "it to safe.directory in the server's git config.")
+            raise RepoRootError(f"git refuses to read {path}: it belongs to another user. "
+                                "Quorum runs git without the server's git config (so "
+                                "safe.directory there does not apply); give the repository to "
+                                "the user Quorum runs as.")
         raise not_repo
     lines = proc.stdout.splitlines()
     if len(lines) != 2 or not lines[0]:
