@@ -152,6 +152,25 @@ class PlanExecute(Pattern):
         return {"start": "planning", "plan": "planning", "step": "executing",
                 "synthesize": "synthesizing", "direct": "executing"}[kind]
 
+    def describe_stage(self, stage: str) -> str | None:
+        kind, *args = stage.split(":")
+        if kind == "start":
+            return "The run has started."
+        if kind == "plan":
+            return f"The planner is writing plan v{args[0]}."
+        if kind == "step":
+            return f"The executor is working on step {int(args[1]) + 1} (plan v{args[0]})."
+        if kind == "synthesize":
+            return "The synthesizer is writing the answer."
+        if kind == "direct":
+            return "Answering directly."
+        return None
+
+    def gate_message(self, gate: str) -> str | None:
+        if gate == PLAN_GATE:
+            return "Waiting for you: approve, edit or reject the plan."
+        return None
+
     # --- stages ---------------------------------------------------------------------------
     def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
         kind, *args = stage.split(":")
