@@ -10,6 +10,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 
 from . import engine
+from .engine import scheduling
 
 log = logging.getLogger("quorum.tasks")
 
@@ -56,18 +57,19 @@ _survive_broker_loss()
 CONTINUE_IN_PLACE_SECONDS = 120.0
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(name=scheduling.ADVANCE_RUN, acks_late=True, reject_on_worker_lost=True,
+             ignore_result=True)
 def advance_run(run_id: int) -> None:
     deadline = time.monotonic() + CONTINUE_IN_PLACE_SECONDS
     try:
         while engine.advance(run_id, enqueue=False):
             if time.monotonic() > deadline:
-                engine.schedule(run_id)
+                scheduling.schedule(run_id)
                 return
     except (*engine.DB_UNAVAILABLE, engine.StageInterrupted) as exc:  # down for a minute
         log.warning("run %s: the database is unavailable (%s); trying again in %s s", run_id,
                     exc, engine.RETRY_AFTER_DB_ERROR)
-        engine.schedule(run_id, countdown=engine.RETRY_AFTER_DB_ERROR)
+        scheduling.schedule(run_id, countdown=engine.RETRY_AFTER_DB_ERROR)
 
 
 @shared_task(ignore_result=True)

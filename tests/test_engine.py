@@ -109,7 +109,7 @@ def test_a_second_delivery_of_the_same_task_does_nothing(alice):
 def test_a_held_lease_blocks_a_concurrent_claim(alice):
     run = new_run(alice)
     Run.objects.filter(pk=run.pk).update(lease_owner="other|boot|1",
-                                         lease_expires_at=engine._lease_until())
+                                         lease_expires_at=engine.leases.lease_until())
     assert engine.advance(run.pk, enqueue=False) is False
     assert Run.objects.get(pk=run.pk).stage == "start"
 
@@ -119,22 +119,22 @@ def test_crash_after_a_call_replays_it_without_calling_or_recording_twice(alice,
     run = new_run(alice, models=scripted_models(), auto_approve=True)
     engine.advance(run.pk, enqueue=False)  # start
     engine.advance(run.pk, enqueue=False)  # plan:1 (auto-approved)
-    real_commit = engine._commit
+    real_commit = engine.stages.commit_result
 
     def crash(*args, **kwargs):
         raise SystemExit("worker killed")
 
-    monkeypatch.setattr(engine, "_commit", crash)
+    monkeypatch.setattr(engine.stages, "commit_result", crash)
     calls_before = len(scripted.calls)
     with pytest.raises(SystemExit):
         engine.advance(run.pk, enqueue=False)
     assert len(scripted.calls) == calls_before + 1
     assert ModelCall.objects.filter(run=run, stage="step:1:0").count() == 1
     assert not StepResult.objects.filter(run=run).exists()
-    monkeypatch.setattr(engine, "_commit", real_commit)
+    monkeypatch.setattr(engine.stages, "commit_result", real_commit)
     # The restarted worker recovers the lease this (dead) incarnation held.
-    monkeypatch.setitem(engine._identity, "boot", "new-boot")
-    node = engine._identity["node"]
+    monkeypatch.setitem(engine.leases._identity, "boot", "new-boot")
+    node = engine.leases._identity["node"]
     assert engine.recover_after_restart(node, enqueue=False) == [run.pk]
     run = engine.run_inline(run.pk)
     assert run.status == "completed"
@@ -165,7 +165,7 @@ def test_cancel_while_working_stops_before_the_next_model_call(alice, scripted):
     engine.advance(run.pk, enqueue=False)
     engine.advance(run.pk, enqueue=False)
     # A worker is in the middle of a stage: simulate its live lease, then ask to cancel.
-    Run.objects.filter(pk=run.pk).update(lease_owner="w|b|1", lease_expires_at=engine._lease_until())
+    Run.objects.filter(pk=run.pk).update(lease_owner="w|b|1", lease_expires_at=engine.leases.lease_until())
     assert "stops before its next model call" in engine.cancel(run, alice)
     Run.objects.filter(pk=run.pk).update(lease_owner="", lease_expires_at=None)
     calls = len(scripted.calls)
