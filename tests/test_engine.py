@@ -241,3 +241,34 @@ def test_sweeper_requeues_runs_with_expired_leases(alice):
     run.refresh_from_db()
     assert run.lease_owner == "" and run.lease_expires_at is None
     assert engine.run_inline(run.pk).status == "awaiting_plan_approval"
+
+
+def test_the_timeline_says_the_patterns_own_lines(alice):
+    run = engine.run_inline(new_run(alice).pk)
+    messages = list(Event.objects.filter(run=run).values_list("message", flat=True))
+    assert "The run has started." in messages
+    assert "The planner is writing plan v1." in messages
+    assert "Waiting for you: approve, edit or reject the plan." in messages
+
+
+def test_a_pattern_without_lines_of_its_own_gets_the_engines_neutral_ones(alice, monkeypatch):
+    from agents_app.patterns import PATTERNS
+    from agents_app.patterns.base import Gate, Pattern, StageResult
+
+    class Bare(Pattern):
+        name = "bare"
+        label = "Bare"
+
+        def first_stage(self, state):
+            return "plan:1"
+
+        def run_stage(self, stage, state, client):
+            return StageResult(state=state, next_stage="step:1:0", gate=Gate("plan_approval"))
+
+    monkeypatch.setitem(PATTERNS, "bare", Bare())
+    run = engine.run_inline(engine.create_run(alice, "bare", "Anything.", options={},
+                                              models=OFFLINE, enqueue=False).pk)
+    messages = list(Event.objects.filter(run=run).values_list("message", flat=True))
+    assert "Stage plan:1 started." in messages
+    assert "Waiting for a decision (plan_approval)." in messages
+    assert not any("planner" in m or "approve, edit" in m for m in messages)
