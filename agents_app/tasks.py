@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 
+import kombu
 from celery import shared_task
 from celery.signals import worker_ready
 
@@ -13,6 +14,13 @@ from . import engine
 from .engine import scheduling
 
 log = logging.getLogger("quorum.tasks")
+
+
+# The kombu versions on which a Redis channel was shown to lose its connection info when its
+# connection is collected (tests/test_kombu_patch.py checks the installed one still does). The
+# same defect, reported upstream as celery/kombu#582 and celery/kombu#970: ``_connparams``
+# reads ``self.connection.client``, which ``Connection.collect()`` has set to None.
+KOMBU_LOSES_CONNINFO = frozenset({"5.7.0"})
 
 
 def _survive_broker_loss() -> None:
@@ -44,10 +52,12 @@ def _survive_broker_loss() -> None:
         return original(self, asynchronous=asynchronous)
 
     _connparams.quorum_patched = True
+    _connparams.__wrapped__ = original
     kombu_redis.Channel._connparams = _connparams
 
 
-_survive_broker_loss()
+if kombu.__version__ in KOMBU_LOSES_CONNINFO:
+    _survive_broker_loss()
 
 
 # A task keeps advancing its run in place, stage after stage, for up to this long, then
