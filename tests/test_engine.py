@@ -272,3 +272,24 @@ def test_a_pattern_without_lines_of_its_own_gets_the_engines_neutral_ones(alice,
     assert "Stage plan:1 started." in messages
     assert "Waiting for a decision (plan_approval)." in messages
     assert not any("planner" in m or "approve, edit" in m for m in messages)
+
+
+def test_a_stage_that_says_nothing_of_what_comes_next_fails_its_run(alice, monkeypatch):
+    from agents_app.patterns import PATTERNS
+    from agents_app.patterns.base import Pattern, StageResult
+
+    class Silent(Pattern):
+        name = "silent"
+
+        def first_stage(self, state):
+            return "only"
+
+        def run_stage(self, stage, state, client):
+            return StageResult(state=state)
+
+    monkeypatch.setitem(PATTERNS, "silent", Silent())
+    run = engine.run_inline(engine.create_run(alice, "silent", "Anything.", options={},
+                                              models=OFFLINE, enqueue=False).pk)
+    assert run.status == "failed" and not run.lease_owner
+    assert run.error == ("Internal error in stage only: ValueError: stage only returned no "
+                         "outcome, gate or next stage")

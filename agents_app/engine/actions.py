@@ -16,14 +16,15 @@ from .commit import finish_run
 from .scheduling import schedule_on_commit
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
 
 class StaleDecision(Exception):
     """The run is no longer at the gate the person saw."""
 
 
-def decide(run: Run, user: AbstractBaseUser, expected_seq: int, decision: Decision, *, enqueue: bool = True) -> Run:
+def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
+           enqueue: bool = True) -> Run:
     """Apply a decision at the run's gate. Raises StaleDecision or InvalidDecision."""
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
@@ -33,6 +34,8 @@ def decide(run: Run, user: AbstractBaseUser, expected_seq: int, decision: Decisi
         pattern = get_pattern(locked.pattern)
         result = pattern.decide(locked.gate, locked.state, decision)
         records.persist(locked, result.records, user=user)
+        if not result.next_stage:  # a pattern's bug: nothing is written
+            raise ValueError(f"{pattern.name}: the decision at {locked.gate} gave no next stage")
         locked.state = result.state
         locked.stage = result.next_stage
         locked.status = pattern.status_for(result.next_stage)
@@ -44,7 +47,7 @@ def decide(run: Run, user: AbstractBaseUser, expected_seq: int, decision: Decisi
     return locked
 
 
-def cancel(run: Run, user: AbstractBaseUser) -> str:
+def cancel(run: Run, user: User) -> str:
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.status in TERMINAL:

@@ -81,6 +81,7 @@ def commit_result(run_id: int, token: str, seq: int, result: StageResult, elapse
                                 or gate_message(result.gate.kind),
                                 {"gate": result.gate.kind, **result.gate.payload}))
         else:
+            assert result.next_stage, "checked by stages.run_checked"
             run.status = pattern.status_for(result.next_stage)
             run.stage = result.next_stage
         run.save(update_fields=["state", "stage_seq", "stage_attempt", "lease_owner",
@@ -117,8 +118,9 @@ def finish_run(run: Run, status: str, reason: str, elapsed: float = 0.0) -> None
     run.save(update_fields=["status", "error", "stage", "gate", "stage_seq", "lease_owner",
                             "lease_expires_at", "active_seconds", "finished_at", "updated_at"])
     after_terminal(run.pk, run.pattern)
-    kind = {Status.CANCELLED: "run_cancelled", Status.BUDGET_EXCEEDED: "budget_exceeded"}.get(
-        status, "run_finished")
+    kinds: dict[str, str] = {Status.CANCELLED: "run_cancelled",
+                             Status.BUDGET_EXCEEDED: "budget_exceeded"}
+    kind = kinds.get(status, "run_finished")
     append_events(run.pk, [Event(kind, reason, {"status": status})])
 
 

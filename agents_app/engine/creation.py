@@ -16,10 +16,10 @@ from ..patterns.base import Event
 from .scheduling import schedule_on_commit
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+    from django.contrib.auth.models import User
 
 
-def create_run(owner: AbstractBaseUser, pattern_name: str, task: str, *, options: dict[str, Any],
+def create_run(owner: User, pattern_name: str, task: str, *, options: dict[str, Any],
                models: dict[str, str],
                max_cost_usd: Decimal | None = None, max_tokens: int | None = None,
                enqueue: bool = True) -> Run:

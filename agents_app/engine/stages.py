@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from django.db import connection, transaction
 
@@ -13,7 +14,15 @@ from ..events import append_events
 from ..llm.gateway import Gateway, redact
 from ..models import RUNNABLE, ModelCall, Run
 from ..patterns import get_pattern
-from ..patterns.base import Cancelled, Event, ModelError, Pattern, RunStopped, StageResult
+from ..patterns.base import (
+    Cancelled,
+    Event,
+    ModelClient,
+    ModelError,
+    Pattern,
+    RunStopped,
+    StageResult,
+)
 from . import scheduling
 from .commit import commit_result, stop_run
 from .journal import DbJournal, gateway_config
@@ -59,7 +68,7 @@ def _run_stage(run: Run, pattern: Pattern, stage: str, seq: int, token: str, enq
         return stop_run(run_id, token, seq, Cancelled("Cancelled on request."))
     started = time.monotonic()
     try:
-        result = pattern.run_stage(stage, run.state, Gateway(
+        result = run_checked(pattern, stage, run.state, Gateway(
             gateway_config(run.models_used), DbJournal(run, stage, token)))
     except LeaseLost:
         log.warning("run %s: lease lost during stage %s; result dropped", run_id, stage)
@@ -76,6 +85,15 @@ def _run_stage(run: Run, pattern: Pattern, stage: str, seq: int, token: str, enq
         result = StageResult(state=run.state, outcome="failed",
                              error=f"Internal error in stage {stage}: {type(exc).__name__}: {exc}")
     return commit_result(run_id, token, seq, result, time.monotonic() - started, enqueue)
+
+
+def run_checked(pattern: Pattern, stage: str, state: dict[str, Any],
+                client: ModelClient) -> StageResult:
+    """The pattern's stage, whose result says what comes next: an end, a gate or a stage."""
+    result = pattern.run_stage(stage, state, client)
+    if not (result.outcome or result.gate or result.next_stage):
+        raise ValueError(f"stage {stage} returned no outcome, gate or next stage")
+    return result
 
 
 def _interrupted(run_id: int, token: str, stage: str, exc: Exception, enqueue: bool,
