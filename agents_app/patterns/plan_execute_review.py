@@ -44,6 +44,7 @@ from .base import (
     ModelClient,
     ModelError,
     Pattern,
+    Schema,
     StageResult,
 )
 from .plan_execute import GateDecided, PlanProposed
@@ -251,17 +252,17 @@ def clean_commit_message(text: Any) -> str:
     """The person's commit message, or InvalidDecision saying plainly what is wrong."""
     if not isinstance(text, str):
         raise InvalidDecision("The commit message could not be read; reload the page.")
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if any(unicodedata.category(ch) == "Cc" and ch not in "\n\t" for ch in text):
+    message = text.replace("\r\n", "\n").replace("\r", "\n")
+    if any(unicodedata.category(ch) == "Cc" and ch not in "\n\t" for ch in message):
         raise InvalidDecision("The commit message contains control characters (such as NUL "
                               "bytes); remove them and merge again. Nothing was merged.")
-    text = "\n".join(line.rstrip() for line in text.strip().split("\n"))
-    if not text:
+    message = "\n".join(line.rstrip() for line in message.strip().split("\n"))
+    if not message:
         raise InvalidDecision("Write a commit message: it cannot be empty. Nothing was merged.")
-    if len(text) > MAX_COMMIT_MESSAGE:
-        raise InvalidDecision(f"The commit message is {len(text):,} characters; the limit is "
+    if len(message) > MAX_COMMIT_MESSAGE:
+        raise InvalidDecision(f"The commit message is {len(message):,} characters; the limit is "
                               f"{MAX_COMMIT_MESSAGE:,}. Nothing was merged.")
-    return text
+    return message
 
 
 def clip(text: str, limit: int) -> tuple[str, bool]:
@@ -378,11 +379,11 @@ class PlanExecuteReview(Pattern):
 
     # --- helpers ----------------------------------------------------------------------------
     @staticmethod
-    def _workspace(state) -> Workspace:
+    def _workspace(state: dict[str, Any]) -> Workspace:
         return Workspace(state["options"]["worktree"])
 
     @staticmethod
-    def _tools(state, *, write: bool) -> dict[str, repo_tools.Tool]:
+    def _tools(state: dict[str, Any], *, write: bool) -> dict[str, repo_tools.Tool]:
         opts = state["options"]
         chosen = dict(repo_tools.READ_TOOLS)
         if write:
@@ -394,8 +395,9 @@ class PlanExecuteReview(Pattern):
             chosen[tool.name] = tool
         return chosen
 
-    def _agent(self, client, role, state, *, system, task, write, schema, instruction, key,
-               turns) -> AgentResult:
+    def _agent(self, client: ModelClient, role: str, state: dict[str, Any], *, system: str,
+               task: str, write: bool, schema: type[Schema], instruction: str, key: str,
+               turns: int) -> AgentResult[Schema]:
         ws = self._workspace(state)
         tools = self._tools(state, write=write)
         return run_agent(client, role, system=system, task=task,
@@ -410,7 +412,7 @@ class PlanExecuteReview(Pattern):
         state = {**state, "round": rnd, "commit_time": int(time.time()), "mr_status": "draft"}
         return state, f"execute:{state['plan']['version']}:{rnd}"
 
-    def _run_tests(self, state) -> tuple[bool, str, int | None]:
+    def _run_tests(self, state: dict[str, Any]) -> tuple[bool, str, int | None]:
         opts = state["options"]
         if not opts.get("test_command"):
             return False, "No test command is configured for this run.", None
@@ -452,7 +454,7 @@ class PlanExecuteReview(Pattern):
             return self._close(args[0], state)
         raise ValueError(f"unknown stage {stage!r}")
 
-    def _setup(self, state):
+    def _setup(self, state: dict[str, Any]) -> StageResult:
         opts = state["options"]
         try:
             base_sha = gitops.create_worktree(opts["repo"], opts["worktree"], opts["branch"],
@@ -467,7 +469,7 @@ class PlanExecuteReview(Pattern):
                 f"{base_sha[:10]}; the agents work in their own worktree.",
                 {"base_sha": base_sha})])
 
-    def _plan(self, version: int, state, client):
+    def _plan(self, version: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         gitops.reset_worktree(state["options"]["worktree"], state["head"])
         parts = [_section("Change request", state["task"])]
         if state["plan"] and state["plan_feedback"]:
@@ -478,7 +480,7 @@ class PlanExecuteReview(Pattern):
             client, "planner", state, system=PLANNER_SYSTEM, task="\n".join(parts), write=False,
             schema=PlanDoc, key=f"plan{version}", turns=state["options"]["planner_turns"],
             instruction="Now write the plan document.")
-        doc: PlanDoc = result.answer  # type: ignore[assignment]
+        doc: PlanDoc = result.answer
         reason = "Revised: " + state["plan_feedback"][:150] if state["plan_feedback"] \
             else "First plan"
         plan = {"version": version, "author": "model", **doc.model_dump()}
@@ -502,13 +504,14 @@ class PlanExecuteReview(Pattern):
                            events=events)
 
     @staticmethod
-    def _plan_record(plan, *, reason: str, author: str) -> PlanProposed:
+    def _plan_record(plan: dict[str, Any], *, reason: str, author: str) -> PlanProposed:
         details = {k: plan[k] for k in ("files", "approach", "test_strategy", "risks")}
         return PlanProposed(version=plan["version"], steps=plan["steps"], goal=plan["goal"],
                             reasoning=plan["approach"], author=author, reason=reason,
                             details=details)
 
-    def _execute(self, stage, version, rnd, state, client):
+    def _execute(self, stage: str, version: int, rnd: int, state: dict[str, Any],
+                 client: ModelClient) -> StageResult:
         opts = state["options"]
         gitops.reset_worktree(opts["worktree"], state["head"])
         parts = [_section("Plan", plan_markdown(state["plan"]))]
@@ -531,7 +534,7 @@ class PlanExecuteReview(Pattern):
         except ModelError as exc:
             gitops.reset_worktree(opts["worktree"], state["head"])  # drop half-made edits
             return self._model_failed(state, stage, "executor", rnd, exc)
-        report: ExecutionReport = result.answer  # type: ignore[assignment]
+        report: ExecutionReport = result.answer
         ran, test_output, test_exit = self._run_tests(state)
         message = f"{subject(state['plan']['goal'])}\n\n{report.summary.strip()[:2000]}\n\n" \
                   f"Quorum run round {rnd}, plan v{version}."
@@ -560,7 +563,8 @@ class PlanExecuteReview(Pattern):
                           f"changed in total; {tests}; {len(result.trace)} tool calls.",
                           {"round": rnd, "commit": sha or ""})])
 
-    def _review(self, stage, version, rnd, state, client):
+    def _review(self, stage: str, version: int, rnd: int, state: dict[str, Any],
+                client: ModelClient) -> StageResult:
         opts = state["options"]
         gitops.reset_worktree(opts["worktree"], state["head"])
         last = state["last_round"]
@@ -588,7 +592,7 @@ class PlanExecuteReview(Pattern):
         except ModelError as exc:
             gitops.reset_worktree(opts["worktree"], state["head"])
             return self._model_failed(state, stage, "reviewer", rnd, exc)
-        verdict: ReviewVerdict = result.answer  # type: ignore[assignment]
+        verdict: ReviewVerdict = result.answer
         data = verdict.model_dump()
         if not verdict.approve and not verdict.rejection_kind:
             data["rejection_kind"] = "fixup"
@@ -656,7 +660,8 @@ class PlanExecuteReview(Pattern):
                             {"round": state["round"]}))
         return StageResult(state=state, next_stage=nxt, records=records, events=events)
 
-    def _model_failed(self, state, stage: str, role: str, rnd: int, exc: ModelError):
+    def _model_failed(self, state: dict[str, Any], stage: str, role: str, rnd: int,
+                      exc: ModelError) -> StageResult:
         """A model that keeps failing (after the gateway's retries) hands the run to the person
         instead of failing it: a long run should not be lost to a provider's bad hour."""
         why = f"the {role}'s model failed in round {rnd}: {str(exc)[:300]}"
@@ -665,7 +670,7 @@ class PlanExecuteReview(Pattern):
             "round": rnd, "why": why}), events=[Event("escalated", f"Escalated to you: {why}. "
                                                      "Another round retries it.", {"round": rnd})])
 
-    def _merge(self, state):
+    def _merge(self, state: dict[str, Any]) -> StageResult:
         opts = state["options"]
         message = state.get("merge_message") or proposed_merge_message(state)
         mode = state.get("merge_mode") or DEFAULT_MERGE_MODE
@@ -714,7 +719,7 @@ class PlanExecuteReview(Pattern):
                            records=[MergeRequestChanged("merged", merged_sha=sha, message=text)],
                            events=[Event("merged", text, {"sha": sha})])
 
-    def _close(self, kind: str, state):
+    def _close(self, kind: str, state: dict[str, Any]) -> StageResult:
         opts = state["options"]
         keep = kind == "stop"
         try:
@@ -734,7 +739,7 @@ class PlanExecuteReview(Pattern):
                            events=[Event(status, text)])
 
     @staticmethod
-    def summary(state, outcome: str) -> str:
+    def summary(state: dict[str, Any], outcome: str) -> str:
         plan = state.get("plan") or {}
         review = state.get("last_review") or {}
         lines = [f"**{outcome}**", "", f"Goal: {plan.get('goal', '')}",
@@ -753,7 +758,7 @@ class PlanExecuteReview(Pattern):
             return self._decide_escalation(state, decision)
         raise InvalidDecision(f"this run has no {gate} gate")
 
-    def _decide_plan(self, state, decision: Decision) -> StageResult:
+    def _decide_plan(self, state: dict[str, Any], decision: Decision) -> StageResult:
         plan = state["plan"]
         version = plan["version"]
         who = decision.author
@@ -819,7 +824,7 @@ class PlanExecuteReview(Pattern):
             raise InvalidDecision("The plan is too long (at most 30 steps, 200 files, 50 risks).")
         return doc.model_dump()
 
-    def _decide_merge(self, state, decision: Decision) -> StageResult:
+    def _decide_merge(self, state: dict[str, Any], decision: Decision) -> StageResult:
         who = decision.author
         version = state["plan"]["version"]
         rnd = state["round"]
@@ -857,7 +862,7 @@ class PlanExecuteReview(Pattern):
                           + note)])
 
     @staticmethod
-    def validate_merge_choice(state, choice: Any) -> tuple[str, str]:
+    def validate_merge_choice(state: dict[str, Any], choice: Any) -> tuple[str, str]:
         """The commit message and merge mode the person chose (the proposal and a squash when
         they chose nothing)."""
         if choice is None:
@@ -869,7 +874,7 @@ class PlanExecuteReview(Pattern):
             raise InvalidDecision("Choose a squashed commit or a merge commit.")
         return clean_commit_message(choice.get("message")), mode
 
-    def _decide_escalation(self, state, decision: Decision) -> StageResult:
+    def _decide_escalation(self, state: dict[str, Any], decision: Decision) -> StageResult:
         who = decision.author
         version = state["plan"]["version"]
         note = decision.feedback.strip()

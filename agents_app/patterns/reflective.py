@@ -79,7 +79,7 @@ class Reflective(Pattern):
             return self._critique(int(n), state, client)
         raise ValueError(f"unknown stage {stage!r}")
 
-    def _draft(self, n: int, state, client) -> StageResult:
+    def _draft(self, n: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         parts = [_section("Task", state["task"])]
         if n > 1:
             c = state["critique"]
@@ -95,11 +95,11 @@ class Reflective(Pattern):
                            events=[Event("draft_written", f"Draft {n} written "
                                          f"({len(draft.split())} words).", {"round": n})])
 
-    def _critique(self, n: int, state, client) -> StageResult:
+    def _critique(self, n: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         messages = [{"role": "system", "content": CRITIC_SYSTEM},
                     {"role": "user", "content": _section("Task", state["task"]) + "\n"
                      + _section(f"Draft {n}", state["draft"])}]
-        critique: Critique = client.complete("critic", messages, schema=Critique).data  # type: ignore[assignment]
+        critique: Critique = client.complete("critic", messages, schema=Critique).data
         data = critique.model_dump()
         state = {**state, "critique": data}
         record = Item("critique", str(n), {"round": n, **data})
