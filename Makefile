@@ -23,10 +23,12 @@ dev: install
 
 test: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 # Regenerate the lock after changing dependencies in pyproject.toml.
 lock:
@@ -47,4 +49,4 @@ faults: install
 	@for f in $(FAULTS); do echo "== $$f"; $(PY) tests/faults/$$f.py || exit 1; done
 
 clean:
-	rm -rf var/test-quorum.sqlite3* .pytest_cache
+	rm -rf var/test-quorum.sqlite3* .pytest_cache .mypy_cache

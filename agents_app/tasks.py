@@ -6,12 +6,21 @@ from __future__ import annotations
 import logging
 import time
 
+import kombu
 from celery import shared_task
 from celery.signals import worker_ready
 
 from . import engine
+from .engine import scheduling
 
 log = logging.getLogger("quorum.tasks")
+
+
+# The kombu versions on which a Redis channel was shown to lose its connection info when its
+# connection is collected (tests/test_kombu_patch.py checks the installed one still does). The
+# same defect, reported upstream as celery/kombu#582 and celery/kombu#970: ``_connparams``
+# reads ``self.connection.client``, which ``Connection.collect()`` has set to None.
+KOMBU_LOSES_CONNINFO = frozenset({"5.7.0"})
 
 
 def _survive_broker_loss() -> None:
@@ -43,10 +52,12 @@ def _survive_broker_loss() -> None:
         return original(self, asynchronous=asynchronous)
 
     _connparams.quorum_patched = True
+    _connparams.__wrapped__ = original
     kombu_redis.Channel._connparams = _connparams
 
 
-_survive_broker_loss()
+if kombu.__version__ in KOMBU_LOSES_CONNINFO:
+    _survive_broker_loss()
 
 
 # A task keeps advancing its run in place, stage after stage, for up to this long, then
@@ -56,18 +67,19 @@ _survive_broker_loss()
 CONTINUE_IN_PLACE_SECONDS = 120.0
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(name=scheduling.ADVANCE_RUN, acks_late=True, reject_on_worker_lost=True,
+             ignore_result=True)
 def advance_run(run_id: int) -> None:
     deadline = time.monotonic() + CONTINUE_IN_PLACE_SECONDS
     try:
         while engine.advance(run_id, enqueue=False):
             if time.monotonic() > deadline:
-                engine.schedule(run_id)
+                scheduling.schedule(run_id)
                 return
     except (*engine.DB_UNAVAILABLE, engine.StageInterrupted) as exc:  # down for a minute
         log.warning("run %s: the database is unavailable (%s); trying again in %s s", run_id,
                     exc, engine.RETRY_AFTER_DB_ERROR)
-        engine.schedule(run_id, countdown=engine.RETRY_AFTER_DB_ERROR)
+        scheduling.schedule(run_id, countdown=engine.RETRY_AFTER_DB_ERROR)
 
 
 @shared_task(ignore_result=True)

@@ -64,7 +64,7 @@ def test_every_url_has_a_case():
 
 @pytest.fixture
 def runs(alice, repo, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(engine, "schedule", lambda pk: None)
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda pk: None)
     plan = engine.run_inline(engine.create_run(
         alice, "plan_execute", "Plan a picnic", options={}, enqueue=False,
         models={"planner": "offline/default", "executor": "offline/default",

@@ -46,7 +46,7 @@ def repo(tmp_path, settings):
 @pytest.fixture
 def no_schedule(monkeypatch):
     scheduled = []
-    monkeypatch.setattr(engine, "schedule", scheduled.append)
+    monkeypatch.setattr(engine.scheduling, "schedule", scheduled.append)
     return scheduled
 
 

@@ -109,7 +109,7 @@ def test_a_second_delivery_of_the_same_task_does_nothing(alice):
 def test_a_held_lease_blocks_a_concurrent_claim(alice):
     run = new_run(alice)
     Run.objects.filter(pk=run.pk).update(lease_owner="other|boot|1",
-                                         lease_expires_at=engine._lease_until())
+                                         lease_expires_at=engine.leases.lease_until())
     assert engine.advance(run.pk, enqueue=False) is False
     assert Run.objects.get(pk=run.pk).stage == "start"
 
@@ -119,22 +119,22 @@ def test_crash_after_a_call_replays_it_without_calling_or_recording_twice(alice,
     run = new_run(alice, models=scripted_models(), auto_approve=True)
     engine.advance(run.pk, enqueue=False)  # start
     engine.advance(run.pk, enqueue=False)  # plan:1 (auto-approved)
-    real_commit = engine._commit
+    real_commit = engine.stages.commit_result
 
     def crash(*args, **kwargs):
         raise SystemExit("worker killed")
 
-    monkeypatch.setattr(engine, "_commit", crash)
+    monkeypatch.setattr(engine.stages, "commit_result", crash)
     calls_before = len(scripted.calls)
     with pytest.raises(SystemExit):
         engine.advance(run.pk, enqueue=False)
     assert len(scripted.calls) == calls_before + 1
     assert ModelCall.objects.filter(run=run, stage="step:1:0").count() == 1
     assert not StepResult.objects.filter(run=run).exists()
-    monkeypatch.setattr(engine, "_commit", real_commit)
+    monkeypatch.setattr(engine.stages, "commit_result", real_commit)
     # The restarted worker recovers the lease this (dead) incarnation held.
-    monkeypatch.setitem(engine._identity, "boot", "new-boot")
-    node = engine._identity["node"]
+    monkeypatch.setitem(engine.leases._identity, "boot", "new-boot")
+    node = engine.leases._identity["node"]
     assert engine.recover_after_restart(node, enqueue=False) == [run.pk]
     run = engine.run_inline(run.pk)
     assert run.status == "completed"
@@ -165,7 +165,7 @@ def test_cancel_while_working_stops_before_the_next_model_call(alice, scripted):
     engine.advance(run.pk, enqueue=False)
     engine.advance(run.pk, enqueue=False)
     # A worker is in the middle of a stage: simulate its live lease, then ask to cancel.
-    Run.objects.filter(pk=run.pk).update(lease_owner="w|b|1", lease_expires_at=engine._lease_until())
+    Run.objects.filter(pk=run.pk).update(lease_owner="w|b|1", lease_expires_at=engine.leases.lease_until())
     assert "stops before its next model call" in engine.cancel(run, alice)
     Run.objects.filter(pk=run.pk).update(lease_owner="", lease_expires_at=None)
     calls = len(scripted.calls)
@@ -241,3 +241,55 @@ def test_sweeper_requeues_runs_with_expired_leases(alice):
     run.refresh_from_db()
     assert run.lease_owner == "" and run.lease_expires_at is None
     assert engine.run_inline(run.pk).status == "awaiting_plan_approval"
+
+
+def test_the_timeline_says_the_patterns_own_lines(alice):
+    run = engine.run_inline(new_run(alice).pk)
+    messages = list(Event.objects.filter(run=run).values_list("message", flat=True))
+    assert "The run has started." in messages
+    assert "The planner is writing plan v1." in messages
+    assert "Waiting for you: approve, edit or reject the plan." in messages
+
+
+def test_a_pattern_without_lines_of_its_own_gets_the_engines_neutral_ones(alice, monkeypatch):
+    from agents_app.patterns import PATTERNS
+    from agents_app.patterns.base import Gate, Pattern, StageResult
+
+    class Bare(Pattern):
+        name = "bare"
+        label = "Bare"
+
+        def first_stage(self, state):
+            return "plan:1"
+
+        def run_stage(self, stage, state, client):
+            return StageResult(state=state, next_stage="step:1:0", gate=Gate("plan_approval"))
+
+    monkeypatch.setitem(PATTERNS, "bare", Bare())
+    run = engine.run_inline(engine.create_run(alice, "bare", "Anything.", options={},
+                                              models=OFFLINE, enqueue=False).pk)
+    messages = list(Event.objects.filter(run=run).values_list("message", flat=True))
+    assert "Stage plan:1 started." in messages
+    assert "Waiting for a decision (plan_approval)." in messages
+    assert not any("planner" in m or "approve, edit" in m for m in messages)
+
+
+def test_a_stage_that_says_nothing_of_what_comes_next_fails_its_run(alice, monkeypatch):
+    from agents_app.patterns import PATTERNS
+    from agents_app.patterns.base import Pattern, StageResult
+
+    class Silent(Pattern):
+        name = "silent"
+
+        def first_stage(self, state):
+            return "only"
+
+        def run_stage(self, stage, state, client):
+            return StageResult(state=state)
+
+    monkeypatch.setitem(PATTERNS, "silent", Silent())
+    run = engine.run_inline(engine.create_run(alice, "silent", "Anything.", options={},
+                                              models=OFFLINE, enqueue=False).pk)
+    assert run.status == "failed" and not run.lease_owner
+    assert run.error == ("Internal error in stage only: ValueError: stage only returned no "
+                         "outcome, gate or next stage")

@@ -76,10 +76,10 @@ def test_a_database_away_for_longer_is_tried_again_by_the_task(short_busy_timeou
     run = engine.create_run(alice, "plan_execute", TASK, options={"auto_approve": True},
                             models=OFFLINE, enqueue=False)
     scheduled = []
-    monkeypatch.setattr(engine, "schedule", lambda run_id, countdown=None:
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda run_id, countdown=None:
                         scheduled.append((run_id, countdown)))
-    monkeypatch.setattr(engine, "_interrupted",
-                        functools.partial(engine._interrupted, patience=0.5))
+    monkeypatch.setattr(engine.stages, "_interrupted",
+                        functools.partial(engine.stages._interrupted, patience=0.5))
     lock = Lock(short_busy_timeout, 3).take()
     advance_run.run(run.pk)  # the task: no exception, the run queued again for later
     assert scheduled == [(run.pk, engine.RETRY_AFTER_DB_ERROR)]
@@ -137,7 +137,7 @@ def test_a_commit_that_reached_the_database_though_its_answer_was_lost_goes_on(
     and goes on instead of leaving the run with no task."""
     run = engine.create_run(alice, "plan_execute", TASK, options={"auto_approve": True},
                             models=OFFLINE, enqueue=False)
-    commit, lost = engine._commit, []
+    commit, lost = engine.stages.commit_result, []
 
     def commit_then_lose_the_answer(*args, **kwargs):
         done = commit(*args, **kwargs)
@@ -146,7 +146,7 @@ def test_a_commit_that_reached_the_database_though_its_answer_was_lost_goes_on(
             raise OperationalError("server closed the connection unexpectedly")
         return done
 
-    monkeypatch.setattr(engine, "_commit", commit_then_lose_the_answer)
+    monkeypatch.setattr(engine.stages, "commit_result", commit_then_lose_the_answer)
     assert engine.advance(run.pk, enqueue=False) is True
     run = engine.run_inline(run.pk)
     assert run.status == "completed"

@@ -28,7 +28,7 @@ PATTERN_KEYS = ("plan_execute_review", "plan_execute", "team_lead", "rewoo", "re
 
 @pytest.fixture
 def no_schedule(monkeypatch):
-    monkeypatch.setattr(engine, "schedule", lambda pk: None)
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda pk: None)
 
 
 def start(client, **data) -> Run:

@@ -211,7 +211,7 @@ def case_claim_race() -> None:
     for round_ in range(20):
         def claim(i, round_=round_):
             with transaction.atomic():
-                won = engine._claim(run.pk, f"racer-{i}|r{round_}|0")
+                won = engine.leases.claim(run.pk, f"racer-{i}|r{round_}|0")
                 time.sleep(0.02)  # hold the row so the other claim overlaps this one
             return won
 
@@ -389,7 +389,7 @@ def case_triage_race() -> None:
     from reviews_app.models import Review, TriageDecision
     from tests.review_corpus import GOOD
 
-    engine.schedule = lambda run_id, countdown=None: None  # the case closes runs itself
+    engine.scheduling.schedule = lambda run_id, countdown=None: None  # the case closes runs itself
     alice = _setup()
     for _ in range(3):
         inp = services.from_text(GOOD)

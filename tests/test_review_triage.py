@@ -62,7 +62,7 @@ def fingerprint(review) -> tuple:
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch):
     """The worker's part (closing a decided review) runs in the test, by ``run_inline``."""
-    monkeypatch.setattr(engine, "schedule", lambda run_id, countdown=None: None)
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda run_id, countdown=None: None)
 
 
 @pytest.fixture

@@ -128,7 +128,7 @@ def test_deep_json_at_the_tool_gate_is_refused_with_a_message(client, alice, run
 
 
 def test_a_huge_seq_is_a_stale_decision_not_a_500(client, alice, runs, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(engine, "schedule", lambda pk: None)
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda pk: None)
     client.force_login(alice)
     for name in ("plan_decision", "tool_decision", "change_decision", "verdict_decision",
                  "accept_all", "finding_decision"):

@@ -118,7 +118,7 @@ def _taint_records(run: Run) -> None:
 @pytest.fixture
 def untrusted(alice, scripted, repo, settings, monkeypatch):  # noqa: F811
     """One run of each pattern, a review and a change, all owned by Alice and full of markup."""
-    monkeypatch.setattr(engine, "schedule", lambda pk: None)
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda pk: None)
     scripted.fn = evil_model(scripted)
     task = f"Collect logs, then find the error {SHORT}"
     runs = {

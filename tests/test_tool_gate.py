@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def no_schedule(monkeypatch):
-    monkeypatch.setattr(engine, "schedule", lambda pk: None)
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda pk: None)
 
 
 def react(alice, task: str, **options) -> Run:

@@ -87,7 +87,7 @@ def test_owner_can_cancel(alice_client, gated_run):
 # --- starting a run -------------------------------------------------------------------------------
 def test_start_run_creates_and_redirects(alice_client, alice, django_capture_on_commit_callbacks, monkeypatch):
     scheduled = []
-    monkeypatch.setattr(engine, "schedule", scheduled.append)
+    monkeypatch.setattr(engine.scheduling, "schedule", scheduled.append)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # requests are blocked in tests
     with django_capture_on_commit_callbacks(execute=True):
         response = alice_client.post(reverse("start_run"), {
@@ -104,7 +104,7 @@ def test_start_run_creates_and_redirects(alice_client, alice, django_capture_on_
 
 
 def test_start_run_over_htmx_redirects_the_client(alice_client, monkeypatch):
-    monkeypatch.setattr(engine, "schedule", lambda pk: None)
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda pk: None)
     response = alice_client.post(reverse("start_run"), {"pattern": "plan_execute", "task": "x"},
                                  HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and response["HX-Redirect"] == Run.objects.get().get_absolute_url()

@@ -19,7 +19,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 from urllib.parse import urlparse
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -31,7 +31,7 @@ from pydantic import BaseModel  # noqa: E402
 
 from common import secret_keys  # noqa: E402
 
-from ..patterns.base import ModelError, Reply, StructuredOutputError  # noqa: E402
+from ..patterns.base import ModelError, Reply, Schema, StructuredOutputError  # noqa: E402
 from ..patterns.structured import ParseError, parse_structured, schema_instructions  # noqa: E402
 from . import offline  # noqa: E402
 
@@ -85,7 +85,8 @@ def redact_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class _OfflineProvider(CustomLLM):
     latency = 0.0
 
-    def completion(self, model, messages, *args, **kwargs) -> ModelResponse:
+    def completion(self, model: str, messages: list[dict[str, Any]], *args: Any,
+                   **kwargs: Any) -> ModelResponse:
         params = kwargs.get("litellm_params") or {}
         meta = params.get("metadata") or {}
         if self.latency:
@@ -211,13 +212,13 @@ class Journal(Protocol):
 
 
 class NullJournal:
-    def replay(self, key):
+    def replay(self, key: str) -> CallOutcome | None:
         return None
 
-    def before_call(self, key, role, model):
+    def before_call(self, key: str, role: str, model: str) -> None:
         return None
 
-    def record(self, key, outcome):
+    def record(self, key: str, outcome: CallOutcome) -> None:
         return None
 
 
@@ -255,14 +256,24 @@ class Gateway:
         return base if n == 0 else f"{base}#{n}"
 
     # --- the client contract ----------------------------------------------------------------
-    def complete(self, role, messages, *, schema: type[BaseModel] | None = None, key=None) -> Reply:
+    @overload
+    def complete(self, role: str, messages: list[dict[str, str]], *, schema: None = None,
+                 key: str | None = None) -> Reply[None]: ...
+
+    @overload
+    def complete(self, role: str, messages: list[dict[str, str]], *, schema: type[Schema],
+                 key: str | None = None) -> Reply[Schema]: ...
+
+    def complete(self, role: str, messages: list[dict[str, str]], *,
+                 schema: type[BaseModel] | None = None,
+                 key: str | None = None) -> Reply[BaseModel | None]:
         model = self.model_for(role)
         key = self._key(role, key)
         if schema is None:
-            return Reply(text=self._call(key, role, model, messages).response)
+            return Reply(text=self._call(key, role, model, messages).response, data=None)
         native = _supports_schema(model)
         msgs = list(messages)
-        response_format = None
+        response_format: dict[str, Any] | None = None
         if native:
             response_format = {"type": "json_schema", "json_schema": {
                 "name": schema.__name__, "schema": schema.model_json_schema(), "strict": False}}
@@ -287,7 +298,9 @@ class Gateway:
                 f"after one retry: {exc}") from exc
 
     # --- one logical call (with its retries) ----------------------------------------------------
-    def _call(self, key, role, model, messages, *, schema=None, response_format=None) -> CallOutcome:
+    def _call(self, key: str, role: str, model: str, messages: list[dict[str, str]], *,
+              schema: type[BaseModel] | None = None,
+              response_format: dict[str, Any] | None = None) -> CallOutcome:
         outcome = self.journal.replay(key)
         if outcome is None:
             self.journal.before_call(key, role, model)
@@ -303,7 +316,9 @@ class Gateway:
             raise ModelError(outcome.error, retryable=outcome.retryable)
         return outcome
 
-    def _invoke(self, role, model, messages, schema, response_format) -> CallOutcome:
+    def _invoke(self, role: str, model: str, messages: list[dict[str, str]],
+                schema: type[BaseModel] | None,
+                response_format: dict[str, Any] | None) -> CallOutcome:
         cfg = self.config
         outcome = CallOutcome(role=role, model=model, messages=messages)
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": cfg.timeout,
@@ -373,13 +388,13 @@ def _backoff(exc: Exception, attempt: int, base: float) -> float:
                 return min(float(headers["retry-after"]), 60.0)
         except (TypeError, ValueError):  # an HTTP date or junk: fall back to our own backoff
             pass
-    return base * (2 ** (attempt - 1))
+    return base * 2.0 ** (attempt - 1)
 
 
 _UNPRICED: set[str] = set()
 
 
-def _cost(response, model: str) -> float:
+def _cost(response: Any, model: str) -> float:
     """The call's cost: LiteLLM's own figure for this response when it computed one, else the
     price map; a model missing from the map counts as 0, with a warning once per model."""
     if is_offline(model):

@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic
 
 from pydantic import BaseModel, Field
 
-from .base import ModelClient
+from .base import ModelClient, Schema
 
 MAX_OBSERVATION_IN_TRACE = 2000
 
@@ -50,8 +50,8 @@ class TraceEntry:
 
 
 @dataclass
-class AgentResult:
-    answer: BaseModel
+class AgentResult(Generic[Schema]):
+    answer: Schema
     trace: list[TraceEntry] = field(default_factory=list)
     stopped: str = "done"  # done | max_turns | repeating
 
@@ -71,8 +71,8 @@ Tools:
 
 
 def run_agent(client: ModelClient, role: str, *, system: str, task: str, catalogue: str,
-              run_tool: ToolRunner, answer_schema: type[BaseModel], answer_instruction: str,
-              key: str, max_turns: int = 12) -> AgentResult:
+              run_tool: ToolRunner, answer_schema: type[Schema], answer_instruction: str,
+              key: str, max_turns: int = 12) -> AgentResult[Schema]:
     """Run the tool loop for ``role`` and return its structured answer and its trace."""
     messages = [
         {"role": "system", "content": system + "\n\n" +

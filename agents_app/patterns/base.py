@@ -15,31 +15,38 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from pydantic import BaseModel
 
 from .options import NoOptions, PatternOptions
 
-
 # --- the model client -------------------------------------------------------------------
-@dataclass
-class Reply:
-    """A model's answer: its raw text and, when a schema was asked for, the parsed object."""
+Data = TypeVar("Data", bound=BaseModel | None, covariant=True)
+Schema = TypeVar("Schema", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Reply(Generic[Data]):
+    """A model's answer: its raw text and, when a schema was asked for, the parsed object
+    (``Reply[PlanDraft]``: ``data`` is a ``PlanDraft``; ``Reply[None]``: no schema)."""
 
     text: str
-    data: BaseModel | None = None
+    data: Data
 
 
 class ModelClient(Protocol):
-    def complete(
-        self,
-        role: str,
-        messages: list[dict[str, str]],
-        *,
-        schema: type[BaseModel] | None = None,
-        key: str | None = None,
-    ) -> Reply:
+    @overload
+    def complete(self, role: str, messages: list[dict[str, str]], *, schema: None = None,
+                 key: str | None = None) -> Reply[None]: ...
+
+    @overload
+    def complete(self, role: str, messages: list[dict[str, str]], *, schema: type[Schema],
+                 key: str | None = None) -> Reply[Schema]: ...
+
+    def complete(self, role: str, messages: list[dict[str, str]], *,
+                 schema: type[BaseModel] | None = None,
+                 key: str | None = None) -> Reply[BaseModel | None]:
         """Call the model routed to ``role``. ``key`` names the call within its stage."""
 
 
@@ -132,7 +139,7 @@ class InvalidDecision(ValueError):
     """The decision cannot apply (an empty edited plan, say); the message is for the person."""
 
 
-def parse_named_lines(text: str, *, key: str, line_form: str, name_re: re.Pattern,
+def parse_named_lines(text: str, *, key: str, line_form: str, name_re: re.Pattern[str],
                       name_rule: str, max_text: int, bounds: tuple[int, int],
                       count_message: str) -> list[dict[str, str]]:
     """Named participants from lines of ``name: text`` (debate positions, team members):

@@ -105,11 +105,11 @@ class Debate(Pattern):
             return self._round(int(n), state, client)
         raise ValueError(f"unknown stage {stage!r}")
 
-    def _round(self, n: int, state, client) -> StageResult:
+    def _round(self, n: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         opts = state["options"]
         earlier = transcript(state["arguments"])
 
-        def argue(position):
+        def argue(position: dict[str, str]) -> str:
             system = DEBATER_SYSTEM.format(name=position["name"], stance=position["stance"])
             user = f"## Question\n{state['task']}\n"
             if earlier:
@@ -142,13 +142,13 @@ class Debate(Pattern):
         nxt = f"round:{n + 1}" if n < int(opts["max_rounds"]) else "judge"
         return StageResult(state=state, next_stage=nxt, records=records, events=events)
 
-    def _judge(self, state, client) -> StageResult:
+    def _judge(self, state: dict[str, Any], client: ModelClient) -> StageResult:
         positions = "\n".join(f"- {p['name']}: {p['stance']}" for p in state["options"]["positions"])
         user = (f"## Question\n{state['task']}\n\n## Positions\n{positions}\n\n"
                 f"## Transcript\n{transcript(state['arguments'])}\n")
         result: Conclusion = client.complete("judge", [
             {"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}],
-            schema=Conclusion).data  # type: ignore[assignment]
+            schema=Conclusion).data
         data = result.model_dump()
         names = {p["name"] for p in state["options"]["positions"]}
         if data["favoured"] and data["favoured"] not in names:

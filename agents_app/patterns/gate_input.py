@@ -24,7 +24,8 @@ def control_characters(text: str) -> list[str]:
 
 
 def _name(c: str) -> str:
-    return {"\x00": "NUL", "\x1b": "ESC", "\x7f": "DEL"}.get(c) or unicodedata.name(c, "")
+    names = {"\x00": "NUL", "\x1b": "ESC", "\x7f": "DEL"}
+    return names.get(c, "") or unicodedata.name(c, "")
 
 
 def without_control_characters(text: str) -> str:

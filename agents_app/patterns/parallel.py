@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -11,7 +12,7 @@ from .base import ModelError, RunStopped, StageAbandoned
 
 
 class Outcome:
-    def __init__(self):
+    def __init__(self) -> None:
         self.value: Any = None
         self.error: str = ""
         self.timed_out = False
@@ -29,14 +30,14 @@ def run_parallel(jobs: dict[str, Any], timeout: float, limit: int) -> dict[str, 
                               thread_name_prefix="parallel")
     started = time.monotonic()
 
-    def timed(name, fn):
+    def timed(name: str, fn: Callable[[], Any]) -> Any:
         t0 = time.monotonic()
         try:
             return fn()
         finally:
             outcomes[name].seconds = time.monotonic() - t0
 
-    futures: dict[Future, str] = {pool.submit(timed, name, fn): name for name, fn in jobs.items()}
+    futures: dict[Future[Any], str] = {pool.submit(timed, name, fn): name for name, fn in jobs.items()}
     try:
         pending = set(futures)
         while pending:

@@ -34,6 +34,7 @@ from .toolbox import (
     ASK_PERSON,
     PERSON,
     TOOL_NAMES,
+    AgentTool,
     ApprovableTool,
     ToolName,
     check_args,
@@ -151,7 +152,7 @@ class ReAct(Pattern):
         return {APPROVAL_GATE: "Waiting for you: approve, edit or reject the tool call.",
                 ASK_GATE: "Waiting for you: the agent asked you a question."}.get(gate)
 
-    def tools(self, state) -> dict:
+    def tools(self, state: dict[str, Any]) -> dict[str, AgentTool]:
         opts = state["options"]
         every = registry(opts["repo_roots"])
         chosen = opts["tools"] or list(every)
@@ -168,7 +169,8 @@ class ReAct(Pattern):
             return self._act(int(n), state)
         raise ValueError(f"unknown stage {stage!r}")
 
-    def _messages(self, state, tools) -> list[dict[str, str]]:
+    def _messages(self, state: dict[str, Any],
+                  tools: dict[str, AgentTool]) -> list[dict[str, str]]:
         messages = [{"role": "system", "content": SYSTEM.format(catalogue=describe(tools))},
                     {"role": "user", "content": f"## Task\n{state['task']}"}]
         for h in state["history"]:
@@ -179,7 +181,7 @@ class ReAct(Pattern):
                              f"{'ok' if h['ok'] else 'error'})\n{h['observation']}"})
         return messages
 
-    def _limit_reason(self, n: int, state) -> str:
+    def _limit_reason(self, n: int, state: dict[str, Any]) -> str:
         opts = state["options"]
         if n > int(opts["max_iterations"]):
             return f"the iteration limit ({opts['max_iterations']}) was reached"
@@ -189,20 +191,21 @@ class ReAct(Pattern):
             return f"the time limit ({float(opts['max_seconds']):g} s) was reached"
         return ""
 
-    def _force(self, state, reason: str, events=None, records=None) -> StageResult:
+    def _force(self, state: dict[str, Any], reason: str, events: list[Event] | None = None,
+               records: list[Any] | None = None) -> StageResult:
         state = {**state, "stop_reason": reason}
         return StageResult(state=state, next_stage="final", records=records or [],
                            events=(events or []) + [Event("loop_stopped", f"Stopping: {reason}; "
                                                           "asking for the final answer.",
                                                           {"reason": reason})])
 
-    def _step(self, n: int, state, client) -> StageResult:
+    def _step(self, n: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         if reason := self._limit_reason(n, state):
             return self._force(state, reason)
         tools = self.tools(state)
         started = time.monotonic()
         thought: Thought = client.complete("agent", self._messages(state, tools),
-                                           schema=Thought).data  # type: ignore[assignment]
+                                           schema=Thought).data
         action = thought.action
         if action.type == "final_answer":
             answer = action.answer.strip() or thought.thought
@@ -233,7 +236,8 @@ class ReAct(Pattern):
                                              {"iteration": n, "tool": action.tool})])
         return self._observe(n, state, pending, started)
 
-    def _observe(self, n, state, call, started, *, approved_by: str = "") -> StageResult:
+    def _observe(self, n: int, state: dict[str, Any], call: dict[str, Any], started: float, *,
+                 approved_by: str = "") -> StageResult:
         timeout = float(state["options"]["step_timeout"])
         ok, observation, seconds = run_tool(self.tools(state), call["tool"], call["input"],
                                             timeout=timeout)
@@ -249,19 +253,19 @@ class ReAct(Pattern):
                                          f"{'returned' if ok else 'failed'} "
                                          f"({seconds:.2f} s).", {"iteration": n})])
 
-    def _act(self, n: int, state) -> StageResult:
+    def _act(self, n: int, state: dict[str, Any]) -> StageResult:
         call = state["pending"]
         return self._observe(n, state, {k: call[k] for k in ("iteration", "thought", "tool",
                                                              "input")},
                              time.monotonic(), approved_by=call.get("approved_by", ""))
 
-    def _final(self, state, client) -> StageResult:
+    def _final(self, state: dict[str, Any], client: ModelClient) -> StageResult:
         tools = self.tools(state)
         messages = self._messages(state, tools) + [{"role": "user", "content": (
             f"Stop using tools ({state['stop_reason']}). Give your final answer from what you "
             "have found; say what is missing.")}]
         final: FinalAnswer = client.complete("agent", messages, schema=FinalAnswer,
-                                             key="final").data  # type: ignore[assignment]
+                                             key="final").data
         return StageResult(state=state, outcome="completed", answer=final.answer,
                            records=[Item("final", "forced", {"reason": state["stop_reason"],
                                                              "answer": final.answer})],
@@ -316,7 +320,8 @@ class ReAct(Pattern):
                                          + (" with edited arguments." if edited else "."),
                                          {"iteration": n})])
 
-    def _after_person(self, n, state, entry, message) -> StageResult:
+    def _after_person(self, n: int, state: dict[str, Any], entry: dict[str, Any],
+                      message: str) -> StageResult:
         state = {**state, "history": state["history"] + [entry], "pending": None}
         return StageResult(state=state, next_stage=f"step:{n + 1}",
                            records=[Item("step", str(n), {"iteration": n, **entry})],

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from .base import Event, Item, ModelClient, Pattern, StageResult
 from .options import PatternOptions, option
 from .parallel import run_parallel
-from .toolbox import ASK_PERSON, PERSON, ToolName, describe, registry, run_tool
+from .toolbox import ASK_PERSON, PERSON, AgentTool, ToolName, describe, registry, run_tool
 
 CITATION = re.compile(r"\[(E\d+)\]")
 
@@ -130,7 +130,7 @@ class ReWOO(Pattern):
                 "organize": "Writing the answer from the evidence.",
                 "verify": "Checking the answer against the evidence."}.get(kind)
 
-    def tools(self, state) -> dict:
+    def tools(self, state: dict[str, Any]) -> dict[str, AgentTool]:
         opts = state["options"]
         every = {n: t for n, t in registry(opts["repo_roots"]).items() if t.kind != PERSON}
         chosen = opts["tools"] or list(every)
@@ -148,13 +148,13 @@ class ReWOO(Pattern):
             return self._verify(int(arg), state, client)
         raise ValueError(f"unknown stage {stage!r}")
 
-    def _sketch(self, state, client) -> StageResult:
+    def _sketch(self, state: dict[str, Any], client: ModelClient) -> StageResult:
         opts = state["options"]
         top_k = int(opts["top_k_sketches"])
         system = SKETCH_SYSTEM.format(top_k=top_k, catalogue=describe(self.tools(state)))
         sketch: Sketch = client.complete("planner", [
             {"role": "system", "content": system},
-            {"role": "user", "content": f"## Task\n{state['task']}"}], schema=Sketch).data  # type: ignore[assignment]
+            {"role": "user", "content": f"## Task\n{state['task']}"}], schema=Sketch).data
         calls = sketch.sketches if sketch.needs_tools else []
         events = []
         if len(calls) > top_k:
@@ -170,7 +170,7 @@ class ReWOO(Pattern):
         return StageResult(state=state, next_stage="work" if sketches else "organize:1",
                            records=records, events=events)
 
-    def _work(self, state) -> StageResult:
+    def _work(self, state: dict[str, Any]) -> StageResult:
         opts = state["options"]
         tools = self.tools(state)
         timeout = float(opts["per_work_timeout"])
@@ -196,14 +196,14 @@ class ReWOO(Pattern):
                                "evidence", f"{len(evidence)} piece(s) of evidence, {failed} "
                                "failed.", {"failed": failed})])
 
-    def _organize(self, k: int, state, client) -> StageResult:
+    def _organize(self, k: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         user = f"## Task\n{state['task']}\n\n## Evidence\n{evidence_block(state['evidence'])}\n"
         if state["problems"]:
             user += "\n## Problems found in your previous answer\n" + "\n".join(
                 f"- {p}" for p in state["problems"]) + "\n"
         org: Organized = client.complete("organizer", [
             {"role": "system", "content": ORGANIZE_SYSTEM},
-            {"role": "user", "content": user}], schema=Organized, key=f"organize{k}").data  # type: ignore[assignment]
+            {"role": "user", "content": user}], schema=Organized, key=f"organize{k}").data
         known = {e["id"] for e in state["evidence"]}
         cited = sorted(set(CITATION.findall(org.answer)) | set(org.citations),
                        key=lambda c: int(c[1:]))
@@ -224,13 +224,13 @@ class ReWOO(Pattern):
                                + (", evidence insufficient" if org.insufficient else "") + ".",
                                {"pass": k})])
 
-    def _verify(self, k: int, state, client) -> StageResult:
+    def _verify(self, k: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         org = state["organized"]
         user = (f"## Task\n{state['task']}\n\n## Evidence\n{evidence_block(state['evidence'])}"
                 f"\n\n## Answer to check\n{org['answer']}\n")
         v: Verification = client.complete("organizer", [
             {"role": "system", "content": VERIFY_SYSTEM},
-            {"role": "user", "content": user}], schema=Verification, key=f"verify{k}").data  # type: ignore[assignment]
+            {"role": "user", "content": user}], schema=Verification, key=f"verify{k}").data
         problems = list(v.problems)
         if org["unknown_citations"]:
             problems.append(f"Cites evidence that does not exist: {', '.join(org['unknown_citations'])}.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import json_repair
 from pydantic import BaseModel, ValidationError
@@ -51,7 +51,7 @@ def parse_structured(text: str, schema: type[T]) -> T:
         raise ParseError(_summarise(exc)) from exc
 
 
-def _is_list(annotation) -> bool:
+def _is_list(annotation: Any) -> bool:
     return getattr(annotation, "__origin__", None) is list
 
 

@@ -81,7 +81,7 @@ def parse_team(text: str) -> list[dict[str, str]]:
         count_message="A team has 1 to 6 members.")
 
 
-def _team_block(team) -> str:
+def _team_block(team: list[dict[str, str]]) -> str:
     return "\n".join(f"- {m['name']}: {m['description']}" for m in team)
 
 
@@ -150,7 +150,8 @@ class TeamLead(Pattern):
         raise ValueError(f"unknown stage {stage!r}")
 
     # --- assignments ------------------------------------------------------------------------
-    def _add(self, state, assignments: list[Assignment], batch: int) -> tuple[dict, list]:
+    def _add(self, state: dict[str, Any], assignments: list[Assignment],
+             batch: int) -> tuple[dict[str, Any], list[Event]]:
         team = {m["name"].lower(): m["name"] for m in state["options"]["team"]}
         subtasks = [dict(s) for s in state["subtasks"]]
         events = []
@@ -172,13 +173,13 @@ class TeamLead(Pattern):
                              "result": "", "error": "", "batch": batch})
         return {**state, "subtasks": subtasks}, events
 
-    def _delegate(self, state, client) -> StageResult:
+    def _delegate(self, state: dict[str, Any], client: ModelClient) -> StageResult:
         team = state["options"]["team"]
         delegation: Delegation = client.complete("lead", [
             {"role": "system", "content": LEAD_SYSTEM.format(max_subtasks=MAX_SUBTASKS,
                                                               team=_team_block(team))},
             {"role": "user", "content": f"## Task\n{state['task']}"}],
-            schema=Delegation).data  # type: ignore[assignment]
+            schema=Delegation).data
         state, events = self._add(state, delegation.subtasks[:MAX_SUBTASKS], 1)
         events.append(Event("delegated", f"The lead made {len(state['subtasks'])} subtask(s) "
                             f"({state['options']['strategy']}).",
@@ -187,11 +188,12 @@ class TeamLead(Pattern):
                            records=[self._record(s) for s in state["subtasks"]])
 
     @staticmethod
-    def _record(s) -> Item:
+    def _record(s: dict[str, Any]) -> Item:
         return Item("subtask", f"{s['id']}:{s['status']}", dict(s))
 
     # --- work -------------------------------------------------------------------------------
-    def _member_messages(self, state, s, prior: str) -> list[dict[str, str]]:
+    def _member_messages(self, state: dict[str, Any], s: dict[str, Any],
+                         prior: str) -> list[dict[str, str]]:
         member = next(m for m in state["options"]["team"] if m["name"] == s["assignee"])
         user = f"## Overall task\n{state['task']}\n\n## Your subtask\n{s['task']}\n"
         if prior:
@@ -200,7 +202,7 @@ class TeamLead(Pattern):
             name=member["name"], description=member["description"])},
             {"role": "user", "content": user}]
 
-    def _work(self, batch: int, state, client) -> StageResult:
+    def _work(self, batch: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         opts = state["options"]
         subtasks = [dict(s) for s in state["subtasks"]]
         pending = [s for s in subtasks if s["status"] == "pending"]
@@ -241,12 +243,12 @@ class TeamLead(Pattern):
         nxt = f"review:{batch}" if opts["strategy"] == "dynamic" else "synthesize"
         return StageResult(state=state, next_stage=nxt, records=records, events=events)
 
-    def _review(self, k: int, state, client) -> StageResult:
+    def _review(self, k: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         opts = state["options"]
         review: LeadReview = client.complete("lead", [
             {"role": "system", "content": REVIEW_SYSTEM.format(team=_team_block(opts["team"]))},
             {"role": "user", "content": f"## Task\n{state['task']}\n\n## Work log\n"
-             f"{work_log(state['subtasks'])}"}], schema=LeadReview).data  # type: ignore[assignment]
+             f"{work_log(state['subtasks'])}"}], schema=LeadReview).data
         used = state["reviews"]
         if review.complete or not review.reassignments:
             return StageResult(state=state, next_stage="synthesize", events=[Event(
@@ -265,7 +267,7 @@ class TeamLead(Pattern):
         return StageResult(state=state, next_stage=f"work:{k + 1}", events=events,
                            records=[self._record(s) for s in changed])
 
-    def _synthesize(self, state, client) -> StageResult:
+    def _synthesize(self, state: dict[str, Any], client: ModelClient) -> StageResult:
         answer = client.complete("lead", [
             {"role": "system", "content": SYNTH_SYSTEM},
             {"role": "user", "content": f"## Task\n{state['task']}\n\n## Results\n"

@@ -33,7 +33,7 @@ class CallInfo:
         return "\n".join(m["content"] for m in self.messages)
 
 
-def _to_reply(raw: Any, schema: type[BaseModel] | None) -> Reply:
+def _to_reply(raw: Any, schema: type[BaseModel] | None) -> Reply[Any]:
     if isinstance(raw, BaseException):
         raise raw
     if isinstance(raw, BaseModel):
@@ -43,7 +43,7 @@ def _to_reply(raw: Any, schema: type[BaseModel] | None) -> Reply:
     else:
         text = str(raw)
     if schema is None:
-        return Reply(text=text)
+        return Reply(text=text, data=None)
     try:
         return Reply(text=text, data=parse_structured(text, schema))
     except ParseError as exc:
@@ -55,7 +55,8 @@ class _Recording:
         self.history: list[CallInfo] = []
         self._lock = threading.Lock()
 
-    def _record(self, role, messages, schema, key) -> CallInfo:
+    def _record(self, role: str, messages: list[dict[str, str]],
+                schema: type[BaseModel] | None, key: str | None) -> CallInfo:
         info = CallInfo(role=role, key=key, schema=schema, messages=list(messages))
         with self._lock:
             self.history.append(info)
@@ -74,7 +75,8 @@ class QueueModel(_Recording):
         self._queue.extend(replies)
         return self
 
-    def complete(self, role, messages, *, schema=None, key=None) -> Reply:
+    def complete(self, role: str, messages: list[dict[str, str]], *,
+                 schema: type[BaseModel] | None = None, key: str | None = None) -> Reply[Any]:
         self._record(role, messages, schema, key)
         if not self._queue:
             raise AssertionError(f"QueueModel ran out of replies at a {role} call")
@@ -86,6 +88,7 @@ class FunctionModel(_Recording):
         super().__init__()
         self.fn = fn
 
-    def complete(self, role, messages, *, schema=None, key=None) -> Reply:
+    def complete(self, role: str, messages: list[dict[str, str]], *,
+                 schema: type[BaseModel] | None = None, key: str | None = None) -> Reply[Any]:
         info = self._record(role, messages, schema, key)
         return _to_reply(self.fn(messages, info), schema)

@@ -41,20 +41,24 @@ class AgentTool:
     name: str
     description: str
     schema: type[BaseModel]
-    fn: Callable[[BaseModel], str] | None  # None for ask_person: answered at a gate
+    # Takes the parsed ``schema`` object; None for ask_person: answered at a gate.
+    fn: Callable[[Any], str] | None
     timeout: float = 10.0
     needs_approval: bool = False
     kind: str = "local"  # local | person
 
 
 # --- calculator ------------------------------------------------------------------------------------
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-           ast.Pow: operator.pow}
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCS = {"sqrt": math.sqrt, "abs": abs, "round": round, "min": min, "max": max,
-          "log": math.log, "log10": math.log10, "exp": math.exp, "sin": math.sin,
-          "cos": math.cos, "tan": math.tan, "floor": math.floor, "ceil": math.ceil}
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Pow: operator.pow}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCS: dict[str, Callable[..., Any]] = {
+    "sqrt": math.sqrt, "abs": abs, "round": round, "min": min, "max": max, "log": math.log,
+    "log10": math.log10, "exp": math.exp, "sin": math.sin, "cos": math.cos, "tan": math.tan,
+    "floor": math.floor, "ceil": math.ceil}
 _CONSTS = {"pi": math.pi, "e": math.e}
 MAX_EXPONENT = 1000
 MAX_MAGNITUDE = 1e300
@@ -74,7 +78,7 @@ def calculate(expression: str) -> float | int:
     except SyntaxError:
         raise CalcError("not an arithmetic expression") from None
 
-    def ev(node):
+    def ev(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
             return ev(node.body)
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
@@ -102,7 +106,8 @@ def calculate(expression: str) -> float | int:
                 raise CalcError(f"{node.func.id}: {exc}") from None
         raise CalcError(f"not allowed in a calculation: {ast.dump(node)[:60]}")
 
-    return ev(tree)
+    value: float | int = ev(tree)
+    return value
 
 
 class CalcArgs(_Args):
@@ -200,7 +205,7 @@ def registry(repo_roots: list[str]) -> dict[str, AgentTool]:
 
     def searching(a: SearchArgs) -> str:
         ws, rel = roots.split(a.path)
-        return ws.search(a.text, rel, a.pattern)
+        return str(ws.search(a.text, rel, a.pattern))  # as run_tool made it: a list's repr
 
     tools = [
         AgentTool("calculator", "Evaluate arithmetic exactly (parsed, never executed).",

@@ -92,7 +92,7 @@ def main() -> None:
 
                 pk = new_run(i)
                 started = time.time()
-                engine.schedule(pk)
+                engine.scheduling.schedule(pk)
                 finished = wait_for(lambda pk=pk: Run.objects.filter(
                     pk=pk, status__in=TERMINAL).values_list("finished_at", flat=True).first(),
                     interval=0.05, what="the run to finish")

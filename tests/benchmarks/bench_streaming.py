@@ -94,7 +94,7 @@ def main() -> None:
                     page.wait_for_selector(".run-page")
                     page.wait_for_timeout(300)  # the WebSocket is open and has said hello
                     shown = run.last_event_seq
-                    engine.schedule(run.pk)
+                    engine.scheduling.schedule(run.pk)
                     wait_for(lambda pk=run.pk: Run.objects.filter(pk=pk, status__in=TERMINAL)
                              .exists(), what="the run to finish")
                     last = Run.objects.get(pk=run.pk).last_event_seq

@@ -39,7 +39,7 @@ def _child(log_path: str, argv: list[str]) -> None:
     from agents_app import engine
     from config.celery import app
 
-    engine._identity["boot"] = uuid.uuid4().hex[:12]  # a new process would have a new one
+    engine.leases._identity["boot"] = uuid.uuid4().hex[:12]  # a new process would have a new one
     try:
         app.worker_main(["worker", *argv])
     finally:

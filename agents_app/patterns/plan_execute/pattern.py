@@ -166,7 +166,7 @@ class PlanExecute(Pattern):
             return self._direct(state, client)
         raise ValueError(f"unknown stage {stage!r}")
 
-    def _start(self, state):
+    def _start(self, state: dict[str, Any]) -> StageResult:
         opts = state["options"]
         if opts["complexity_gate"]:
             score = complexity_score(state["task"])
@@ -180,7 +180,7 @@ class PlanExecute(Pattern):
                 {"score": score})])
         return StageResult(state=state, next_stage="plan:1")
 
-    def _planner_messages(self, state) -> list[dict[str, str]]:
+    def _planner_messages(self, state: dict[str, Any]) -> list[dict[str, str]]:
         opts = state["options"]
         parts = [_section(TASK, state["task"])]
         done = state["results"]
@@ -203,9 +203,9 @@ class PlanExecute(Pattern):
             {"role": "user", "content": "\n".join(parts)},
         ]
 
-    def _plan(self, version: int, state, client):
+    def _plan(self, version: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         reply = client.complete("planner", self._planner_messages(state), schema=PlanDraft)
-        draft: PlanDraft = reply.data  # type: ignore[assignment]
+        draft: PlanDraft = reply.data
         kept = [r["description"] for r in state["results"]]
         max_new = max(1, state["options"]["max_steps"] - len(kept))
         new_steps = [s[:MAX_STEP_CHARS] for s in draft.steps]
@@ -221,7 +221,7 @@ class PlanExecute(Pattern):
             reason = "Revised after feedback"
         else:
             reason = "First plan"
-        plan = {"version": version, "steps": kept + new_steps, "goal": draft.goal,
+        plan: dict[str, Any] = {"version": version, "steps": kept + new_steps, "goal": draft.goal,
                 "reasoning": draft.reasoning, "frozen": len(kept), "author": "model"}
         state = {**state, "plan": plan, "feedback": "", "failure": None}
         record = PlanProposed(version=version, steps=plan["steps"], goal=draft.goal,
@@ -238,7 +238,8 @@ class PlanExecute(Pattern):
                            gate=Gate(PLAN_GATE, {"version": version}),
                            records=[record], events=events)
 
-    def _step(self, version: int, index: int, state, client):
+    def _step(self, version: int, index: int, state: dict[str, Any],
+              client: ModelClient) -> StageResult:
         plan = state["plan"]
         description = plan["steps"][index]
         prior = "\n\n".join(f"### Step {i} — {r['description']}\n{r['output']}"
@@ -253,7 +254,7 @@ class PlanExecute(Pattern):
             ])},
         ]
         try:
-            report: StepReport = client.complete("executor", messages, schema=StepReport).data  # type: ignore[assignment]
+            report: StepReport = client.complete("executor", messages, schema=StepReport).data
             succeeded, output, problem = report.succeeded, report.output, report.problem
         except ModelError as exc:
             succeeded, output, problem = False, "", f"the executor's model failed: {exc}"
@@ -281,7 +282,7 @@ class PlanExecute(Pattern):
         return StageResult(state=state, outcome="failed", error=error, records=[record],
                            events=[failed])
 
-    def _synthesize(self, state, client):
+    def _synthesize(self, state: dict[str, Any], client: ModelClient) -> StageResult:
         outputs = "\n\n".join(f"### {r['description']}\n{r['output']}" for r in state["results"])
         messages = [
             {"role": "system", "content": SYNTHESIZER_SYSTEM},
@@ -292,7 +293,7 @@ class PlanExecute(Pattern):
         return StageResult(state=state, outcome="completed", answer=answer,
                            events=[Event("answer", "The synthesizer wrote the answer.")])
 
-    def _direct(self, state, client):
+    def _direct(self, state: dict[str, Any], client: ModelClient) -> StageResult:
         messages = [{"role": "system", "content": DIRECT_SYSTEM},
                     {"role": "user", "content": _section(TASK, state["task"])}]
         answer = client.complete("executor", messages).text

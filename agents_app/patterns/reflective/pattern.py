@@ -80,7 +80,7 @@ class Reflective(Pattern):
             return self._critique(int(n), state, client)
         raise ValueError(f"unknown stage {stage!r}")
 
-    def _draft(self, n: int, state, client) -> StageResult:
+    def _draft(self, n: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         messages = actor_messages(state["task"], state["draft"], state["critique"]) if n > 1 \
             else actor_messages(state["task"])
         draft = client.complete("actor", messages).text.strip()
@@ -90,9 +90,9 @@ class Reflective(Pattern):
                            events=[Event("draft_written", f"Draft {n} written "
                                          f"({len(draft.split())} words).", {"round": n})])
 
-    def _critique(self, n: int, state, client) -> StageResult:
+    def _critique(self, n: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         messages = critic_messages(state["task"], n, state["draft"])
-        critique: Critique = client.complete("critic", messages, schema=Critique).data  # type: ignore[assignment]
+        critique: Critique = client.complete("critic", messages, schema=Critique).data
         data = critique.model_dump()
         state = {**state, "critique": data}
         record = Item("critique", str(n), {"round": n, **data})

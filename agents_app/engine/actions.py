@@ -1,0 +1,65 @@
+"""A person's actions on a run: a decision at the gate the run waits at, and a cancel."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import records
+from ..events import append_events
+from ..models import TERMINAL, Run, Status
+from ..patterns import get_pattern
+from ..patterns.base import Decision, Event
+from .commit import finish_run
+from .scheduling import schedule_on_commit
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+
+class StaleDecision(Exception):
+    """The run is no longer at the gate the person saw."""
+
+
+def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
+           enqueue: bool = True) -> Run:
+    """Apply a decision at the run's gate. Raises StaleDecision or InvalidDecision."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if not locked.is_waiting or locked.stage_seq != expected_seq:
+            raise StaleDecision("This run is no longer waiting for that decision: it was "
+                                "decided already, cancelled, or the page is out of date.")
+        pattern = get_pattern(locked.pattern)
+        result = pattern.decide(locked.gate, locked.state, decision)
+        records.persist(locked, result.records, user=user)
+        if not result.next_stage:  # a pattern's bug: nothing is written
+            raise ValueError(f"{pattern.name}: the decision at {locked.gate} gave no next stage")
+        locked.state = result.state
+        locked.stage = result.next_stage
+        locked.status = pattern.status_for(result.next_stage)
+        locked.gate = ""
+        locked.stage_seq += 1
+        locked.save(update_fields=["state", "stage", "status", "gate", "stage_seq", "updated_at"])
+        append_events(locked.pk, result.events)
+        schedule_on_commit(locked.pk, enqueue)
+    return locked
+
+
+def cancel(run: Run, user: User) -> str:
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.status in TERMINAL:
+            return "This run has already finished."
+        lease_active = locked.lease_owner and locked.lease_expires_at and \
+            locked.lease_expires_at > timezone.now()
+        if locked.is_waiting or not lease_active:
+            finish_run(locked, Status.CANCELLED, f"Cancelled by {user}.")
+            return "Run cancelled."
+        Run.objects.filter(pk=locked.pk).update(cancel_requested=True)
+        append_events(locked.pk, [Event("cancel_requested", f"{user} asked to cancel: the run "
+                                        "stops before its next model call.")])
+        return "Cancelling: the run stops before its next model call."
+
+

@@ -1,0 +1,42 @@
+"""Creating a run: the pattern's initial state and first stage, the run's first event, and
+its first stage enqueued once the run is committed."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+
+from ..events import append_events
+from ..llm.gateway import is_offline
+from ..models import Run, Status
+from ..patterns import get_pattern
+from ..patterns.base import Event
+from .scheduling import schedule_on_commit
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+
+def create_run(owner: User, pattern_name: str, task: str, *, options: dict[str, Any],
+               models: dict[str, str],
+               max_cost_usd: Decimal | None = None, max_tokens: int | None = None,
+               enqueue: bool = True) -> Run:
+    pattern = get_pattern(pattern_name)
+    state = pattern.initial_state(task, options)
+    with transaction.atomic():
+        run = Run.objects.create(
+            owner=owner, pattern=pattern.name, task=task, status=Status.QUEUED,
+            stage=pattern.first_stage(state), state=state, options=state.get("options", options),
+            models_used=models, offline=any(is_offline(m) for m in models.values()),
+            max_cost_usd=max_cost_usd, max_tokens=max_tokens)
+        bound = pattern.bind_run(state, run.pk)
+        if bound is not state:
+            run.state, run.options = bound, bound.get("options", options)
+            run.save(update_fields=["state", "options"])
+        who = "offline model" if run.offline else ", ".join(sorted(set(models.values())))
+        append_events(run.pk, [Event("run_created", f"{owner} started a {pattern.label} run "
+                                     f"({who}).", {"models": models})])
+        schedule_on_commit(run.pk, enqueue)
+    return run

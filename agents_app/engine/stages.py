@@ -1,0 +1,157 @@
+"""Running a stage: claim the run, announce the stage, run the pattern's stage through a
+gateway that journals its model calls, and commit what it returned. A stage the database
+interrupted gives the run back and runs again later, replaying its journaled calls."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.db import connection, transaction
+
+from ..events import append_events
+from ..llm.gateway import Gateway, redact
+from ..models import RUNNABLE, ModelCall, Run
+from ..patterns import get_pattern
+from ..patterns.base import (
+    Cancelled,
+    Event,
+    ModelClient,
+    ModelError,
+    Pattern,
+    RunStopped,
+    StageResult,
+)
+from . import scheduling
+from .commit import commit_result, stop_run
+from .journal import DbJournal, gateway_config
+from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, claim, lease_token
+
+log = logging.getLogger("quorum.engine")
+
+
+def advance(run_id: int, *, enqueue: bool = True) -> bool:
+    """Run the run's current stage if it can be claimed. True if another stage is ready."""
+    token = lease_token()
+    # One write transaction claims the run, marks the stage running and logs its start.
+    try:
+        with transaction.atomic():
+            if not claim(run_id, token):
+                return False
+            run = Run.objects.get(pk=run_id)
+            pattern = get_pattern(run.pattern)
+            stage, seq = run.stage, run.stage_seq
+            if not run.cancel_requested:
+                if run.stage_attempt > 1:
+                    event = Event("stage_resumed", f"Resuming stage {stage} (attempt "
+                                  f"{run.stage_attempt}) after an interruption.", {"stage": stage})
+                else:
+                    event = Event("stage_started", pattern.describe_stage(stage)
+                                  or describe_stage(stage), {"stage": stage})
+                # The status goes into the same UPDATE that numbers the event.
+                append_events(run_id, [event], status=pattern.status_for(stage))
+    except DB_UNAVAILABLE as exc:  # the claim (most likely) did not happen
+        return _interrupted(run_id, token, "", exc, enqueue)
+    try:
+        return _run_stage(run, pattern, stage, seq, token, enqueue)
+    except DB_UNAVAILABLE as exc:  # the stage's commit (or its end) could not be written
+        return _interrupted(run_id, token, stage, exc, enqueue)
+
+
+RETRY_AFTER_DB_ERROR = 5.0
+
+
+def _run_stage(run: Run, pattern: Pattern, stage: str, seq: int, token: str, enqueue: bool) -> bool:
+    run_id = run.pk
+    if run.cancel_requested:
+        return stop_run(run_id, token, seq, Cancelled("Cancelled on request."))
+    started = time.monotonic()
+    try:
+        result = run_checked(pattern, stage, run.state, Gateway(
+            gateway_config(run.models_used), DbJournal(run, stage, token)))
+    except LeaseLost:
+        log.warning("run %s: lease lost during stage %s; result dropped", run_id, stage)
+        return False
+    except StageInterrupted as exc:
+        return _interrupted(run_id, token, stage, exc, enqueue)
+    except RunStopped as stop:
+        return stop_run(run_id, token, seq, stop, elapsed=time.monotonic() - started)
+    except ModelError as exc:
+        result = StageResult(state=run.state, outcome="failed",
+                             error=model_failure(run_id, stage, exc))
+    except Exception as exc:  # a bug must fail the run with a reason, not kill the worker
+        log.exception("run %s: stage %s crashed", run_id, stage)
+        result = StageResult(state=run.state, outcome="failed",
+                             error=f"Internal error in stage {stage}: {type(exc).__name__}: {exc}")
+    return commit_result(run_id, token, seq, result, time.monotonic() - started, enqueue)
+
+
+def run_checked(pattern: Pattern, stage: str, state: dict[str, Any],
+                client: ModelClient) -> StageResult:
+    """The pattern's stage, whose result says what comes next: an end, a gate or a stage."""
+    result = pattern.run_stage(stage, state, client)
+    if not (result.outcome or result.gate or result.next_stage):
+        raise ValueError(f"stage {stage} returned no outcome, gate or next stage")
+    return result
+
+
+def _interrupted(run_id: int, token: str, stage: str, exc: Exception, enqueue: bool,
+                 patience: float = 60.0) -> bool:
+    """The database failed the claim or the stage (``stage`` empty: the claim): drop the
+    stage's result (its model calls stay journaled), give the run back as soon as the database
+    takes a write, and go on: queued again, or at once by a caller advancing in place (True).
+    A write whose answer was lost may still have reached the database (a server that crashed
+    after committing it), so a run found waiting for a worker goes on too. After ``patience``
+    seconds without the database: queued again for later, or the error raised to a caller
+    advancing in place (``advance_run`` queues the run again)."""
+    what = f"stage {stage}" if stage else "the claim"
+    log.warning("run %s: %s interrupted, the database is unavailable (%s); it runs again",
+                run_id, what, exc)
+    deadline, pause = time.monotonic() + patience, 1.0
+    while True:
+        try:
+            connection.close_if_unusable_or_obsolete()  # a server restarted: connect again
+            released = Run.objects.filter(pk=run_id, lease_owner=token).update(
+                lease_owner="", lease_expires_at=None)
+            ready = bool(released) or Run.objects.filter(
+                pk=run_id, status__in=RUNNABLE, lease_owner="").exists()
+        except DB_UNAVAILABLE:  # a locked SQLite waits out its busy timeout on each try
+            if time.monotonic() + pause > deadline:
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 10.0)
+            continue
+        if ready and enqueue:
+            scheduling.schedule(run_id, countdown=1.0)
+            return False
+        return ready
+    log.warning("run %s: the database is still unavailable after %.0f s", run_id, patience)
+    if not enqueue:
+        raise exc
+    scheduling.schedule(run_id, countdown=RETRY_AFTER_DB_ERROR)
+    return False
+
+
+def model_failure(run_id: int, stage: str, exc: ModelError) -> str:
+    """Why a run failed on a model call, for a person: the stage, and when the journal has the
+    failed call, which role's model it was and after how many attempts."""
+    call = (ModelCall.objects.filter(run_id=run_id, stage=stage).exclude(error="")
+            .order_by("-id").first())
+    if call is None or call.error != redact(str(exc)):
+        return f"Stage {stage}: {exc}"
+    return (f"Stage {stage}: the {call.role} model ({call.model}) failed after "
+            f"{call.attempts} attempt(s): {exc}")
+
+
+def describe_stage(stage: str) -> str:
+    """The timeline's line for a stage whose pattern has none of its own."""
+    return f"Stage {stage} started."
+
+
+def run_inline(run_id: int, max_stages: int = 1000) -> Run:
+    """Advance a run in this process until it waits, ends, or is claimed elsewhere."""
+    for _ in range(max_stages):
+        if not advance(run_id, enqueue=False):
+            break
+    return Run.objects.get(pk=run_id)
