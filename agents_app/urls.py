@@ -15,7 +15,6 @@ urlpatterns = [
     path("runs/<id:pk>/", views.run_detail, name="run_detail"),
     path("runs/<id:pk>/plan/", views.plan_decision, name="plan_decision"),
     path("runs/<id:pk>/cancel/", views.cancel_run, name="cancel_run"),
-    path("runs/<id:pk>/tool/", views.tool_decision, name="tool_decision"),
     path("runs/<id:pk>/calls/<id:call>/", views.model_call, name="model_call"),
     path("changes/", change_views.change_list, name="change_list"),
     path("changes/new/", change_views.change_new, name="change_new"),

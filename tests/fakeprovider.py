@@ -68,6 +68,9 @@ def offline_script(role: str, schema: str | None, messages: list) -> str:
     if not offline.HANDLERS.get("PlanDoc"):  # outside Django, the app has not registered them
         offline_change.register()
         offline_patterns.register()
+        from agents_app.patterns import PATTERNS
+
+        len(PATTERNS)  # loading the registry registers each pattern package's replies
     return offline.reply(role, schema, messages)
 
 
