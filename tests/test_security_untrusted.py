@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 import pytest
 from django.urls import reverse
 
-from agents_app import engine, views
+from agents_app import engine, live
 from agents_app.changes import start_change
 from agents_app.models import AgentReport, Event, ModelCall, PlanVersion, Run, RunItem, StepResult
 from reviews_app import services
@@ -284,7 +284,7 @@ def test_live_messages_are_escaped_too(untrusted):
                   "calls-panel", "gate-panel", "live-panel", "mr-panel", "rounds-panel",
                   "costs-panel", "reviewers-panel", "verdict-panel", "findings-panel",
                   "diff-panel"}
-        html = views.render_live(run, events, panels)
+        html = live.render_live(run, events, panels)
         problems, text = audit(html)
         assert problems == [], name
         assert "<script>alert(1)</script>" in text, name
