@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import json
 
 from .models import Run
 from .patterns import PATTERNS
@@ -62,18 +61,6 @@ def _legacy_items(run: Run) -> dict:
     if run.pattern == "team_lead":
         return {"subtasks": (run.state or {}).get("subtasks", []),
                 "team": (run.options or {}).get("team", [])}
-    if run.pattern == "react":
-        steps = sorted((i.data for i in items if i.kind == "step"), key=lambda d: d["iteration"])
-        forced = next((i.data for i in items if i.kind == "final"), None)
-        pending = (run.state or {}).get("pending") if run.is_waiting else None
-        return {"react_steps": steps, "react_forced": forced, "pending": pending,
-                "pending_args": json.dumps((pending or {}).get("input", {}), indent=2)}
-    if run.pattern == "rewoo":
-        answers = [i.data for i in items if i.kind == "answer"]
-        return {"sketches": [i.data for i in items if i.kind == "sketch"],
-                "evidence": [i.data for i in items if i.kind == "evidence"],
-                "answers": answers, "final_answer": answers[-1] if answers else None,
-                "verifications": [i.data for i in items if i.kind == "verification"]}
     return {}
 
 

@@ -13,7 +13,6 @@ urlpatterns = [
     path("runs/new/", views.start_run, name="start_run"),
     path("runs/<id:pk>/", views.run_detail, name="run_detail"),
     path("runs/<id:pk>/cancel/", views.cancel_run, name="cancel_run"),
-    path("runs/<id:pk>/tool/", views.tool_decision, name="tool_decision"),
     path("runs/<id:pk>/calls/<id:call>/", views.model_call, name="model_call"),
 ]
 

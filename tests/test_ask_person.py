@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from agents_app import engine
-from agents_app.llm.offline_patterns import ZONE_QUESTION, person_question
 from agents_app.models import Run, RunItem
+from agents_app.patterns.react.offline import ZONE_QUESTION, person_question
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

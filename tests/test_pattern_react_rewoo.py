@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from agents_app.patterns import toolbox
 from agents_app.patterns.base import Decision, InvalidDecision
 from agents_app.patterns.react import APPROVAL_GATE, ASK_GATE, ReAct, detect_loop
 from agents_app.patterns.rewoo import ReWOO
 from agents_app.patterns.testing import FunctionModel, QueueModel
+from agents_app.patterns.tools import toolbox
 
 
 def drive(pattern, state, model, max_stages=40):
@@ -204,7 +204,7 @@ def test_rewoo_work_runs_concurrently_and_records_failures(monkeypatch):
     def with_slow(roots):
         return {**real(roots), "slow": slow}
 
-    monkeypatch.setattr("agents_app.patterns.rewoo.registry", with_slow)
+    monkeypatch.setattr("agents_app.patterns.rewoo.pattern.registry", with_slow)
     w = ReWOO()
     state = w.initial_state("Q", {"max_verify_passes": 0})
     model = QueueModel(sketch(("a", "slow", {"expression": "1"}), ("b", "slow", {"expression": "2"}),
@@ -285,7 +285,7 @@ def test_a_tool_flagged_for_approval_always_waits(monkeypatch):
                                                 calc.fn, needs_approval=True)
         return tools
 
-    monkeypatch.setattr("agents_app.patterns.react.registry", flagged)
+    monkeypatch.setattr("agents_app.patterns.react.pattern.registry", flagged)
     r, state = react()  # no per-run approval list
     result, _, _, _ = drive(r, state, QueueModel(call("calculator", expression="1+1")))
     assert result.gate.kind == APPROVAL_GATE

@@ -19,7 +19,7 @@ from agents_app.patterns import safe_json
 from agents_app.patterns.base import Decision, InvalidDecision
 from agents_app.patterns.react import APPROVAL_GATE, ReAct
 from agents_app.patterns.structured import ParseError, parse_structured
-from agents_app.patterns.toolbox import registry, run_tool
+from agents_app.patterns.tools.toolbox import registry, run_tool
 from agents_app.repos import tools as repo_tools
 from tests.test_access_matrix import CASES, runs  # noqa: F401 - one run of each kind
 from tests.test_change_views import repo  # noqa: F401 - its repository

@@ -25,10 +25,11 @@ def main() -> None:
     args = parser.parse_args()
     lat, n = args.latency, args.n
 
-    from agents_app.patterns import rewoo, toolbox
     from agents_app.patterns.debate import Debate
+    from agents_app.patterns.rewoo import pattern as rewoo
     from agents_app.patterns.team_lead import TeamLead
     from agents_app.patterns.testing import FunctionModel
+    from agents_app.patterns.tools import toolbox
 
     sleeper = toolbox.AgentTool("slow", "sleeps", toolbox.CalcArgs,
                                 lambda a: time.sleep(lat) or "ok")

@@ -16,17 +16,16 @@ a person (approval, ``ask_person``) are not offered here: the plan runs without 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from .base import Event, Item, ModelClient, Pattern, StageResult
-from .options import PatternOptions, option
-from .parallel import run_parallel
-from .toolbox import ASK_PERSON, PERSON, AgentTool, ToolName, describe, registry, run_tool
-
-CITATION = re.compile(r"\[(E\d+)\]")
+from ..base import Event, Item, ModelClient, OfflineReply, Pattern, StageResult
+from ..options import PatternOptions, option
+from ..parallel import run_parallel
+from ..tools.toolbox import ASK_PERSON, PERSON, AgentTool, ToolName, describe, registry, run_tool
+from . import offline
+from .prompts import CITATION, organize_messages, sketch_messages, verify_messages
 
 
 class SketchCall(BaseModel):
@@ -54,32 +53,6 @@ class Organized(BaseModel):
 class Verification(BaseModel):
     supported: bool = Field(description="True if every claim is backed by the cited evidence.")
     problems: list[str] = Field(default_factory=list)
-
-
-SKETCH_SYSTEM = """You plan how to answer a task with tools, before any tool runs. First decide
-whether tools are needed at all: greetings, questions about yourself and general knowledge
-need none (`needs_tools: false`, no sketches). Otherwise write at most {top_k} independent tool
-calls, each with the question it answers. The calls run at the same time, so none may depend
-on another's result.
-
-Tools:
-{catalogue}"""
-
-ORGANIZE_SYSTEM = """You answer the task using only the evidence given, never outside
-knowledge. Cite the evidence behind every claim as [E1], [E2]. If the evidence is not enough,
-say so plainly and set `insufficient`. Give your confidence from 0 to 1."""
-
-VERIFY_SYSTEM = """You check an answer against the evidence it cites. It is supported only if
-every claim is backed by the cited evidence and no citation points to evidence that does not
-say it. List each problem."""
-
-
-def evidence_block(evidence: list[dict[str, Any]]) -> str:
-    out = []
-    for e in evidence:
-        body = e["output"] if e["ok"] else f"ERROR: {e['error']}"
-        out.append(f"[{e['id']}] {e['tool']}({e['input']}) for “{e['query']}”:\n{body}")
-    return "\n\n".join(out) or "(no evidence: no tool was needed or none ran)"
 
 
 class ReWOOOptions(PatternOptions):
@@ -110,6 +83,13 @@ class ReWOO(Pattern):
                     "organize": "Answer, draft {0}", "verify": "Checking draft {0}"}
     roles = ("planner", "organizer")
     options = ReWOOOptions
+    live_events = {"sketched": ("items-panel",), "sketches_trimmed": ("items-panel",),
+                   "evidence": ("items-panel",), "organized": ("items-panel",),
+                   "verified": ("items-panel",)}
+
+    def offline_replies(self) -> list[OfflineReply]:
+        return [("Sketch", None, offline.sketch), ("Organized", None, offline.organize),
+                ("Verification", None, offline.verify)]
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         opts = self.check_options(options)
@@ -151,10 +131,8 @@ class ReWOO(Pattern):
     def _sketch(self, state: dict[str, Any], client: ModelClient) -> StageResult:
         opts = state["options"]
         top_k = int(opts["top_k_sketches"])
-        system = SKETCH_SYSTEM.format(top_k=top_k, catalogue=describe(self.tools(state)))
-        sketch: Sketch = client.complete("planner", [
-            {"role": "system", "content": system},
-            {"role": "user", "content": f"## Task\n{state['task']}"}], schema=Sketch).data
+        messages = sketch_messages(state["task"], top_k, describe(self.tools(state)))
+        sketch: Sketch = client.complete("planner", messages, schema=Sketch).data  # type: ignore[assignment]
         calls = sketch.sketches if sketch.needs_tools else []
         events = []
         if len(calls) > top_k:
@@ -196,14 +174,10 @@ class ReWOO(Pattern):
                                "evidence", f"{len(evidence)} piece(s) of evidence, {failed} "
                                "failed.", {"failed": failed})])
 
-    def _organize(self, k: int, state: dict[str, Any], client: ModelClient) -> StageResult:
-        user = f"## Task\n{state['task']}\n\n## Evidence\n{evidence_block(state['evidence'])}\n"
-        if state["problems"]:
-            user += "\n## Problems found in your previous answer\n" + "\n".join(
-                f"- {p}" for p in state["problems"]) + "\n"
-        org: Organized = client.complete("organizer", [
-            {"role": "system", "content": ORGANIZE_SYSTEM},
-            {"role": "user", "content": user}], schema=Organized, key=f"organize{k}").data
+    def _organize(self, k: int, state, client) -> StageResult:
+        messages = organize_messages(state["task"], state["evidence"], state["problems"])
+        org: Organized = client.complete("organizer", messages, schema=Organized,
+                                         key=f"organize{k}").data  # type: ignore[assignment]
         known = {e["id"] for e in state["evidence"]}
         cited = sorted(set(CITATION.findall(org.answer)) | set(org.citations),
                        key=lambda c: int(c[1:]))
@@ -226,11 +200,9 @@ class ReWOO(Pattern):
 
     def _verify(self, k: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         org = state["organized"]
-        user = (f"## Task\n{state['task']}\n\n## Evidence\n{evidence_block(state['evidence'])}"
-                f"\n\n## Answer to check\n{org['answer']}\n")
-        v: Verification = client.complete("organizer", [
-            {"role": "system", "content": VERIFY_SYSTEM},
-            {"role": "user", "content": user}], schema=Verification, key=f"verify{k}").data
+        messages = verify_messages(state["task"], state["evidence"], org["answer"])
+        v: Verification = client.complete("organizer", messages, schema=Verification,
+                                          key=f"verify{k}").data  # type: ignore[assignment]
         problems = list(v.problems)
         if org["unknown_citations"]:
             problems.append(f"Cites evidence that does not exist: {', '.join(org['unknown_citations'])}.")
@@ -248,5 +220,3 @@ class ReWOO(Pattern):
                                          f"({len(problems)} problem(s)); organizing again.",
                                          {"pass": k, "supported": False})])
 
-
-PATTERN = ReWOO()

@@ -1,4 +1,4 @@
-"""Tools for the tool-using patterns (ReAct, ReWOO): a registry of tools with a name, a
+"""Tools for the patterns that use tools: a registry of tools with a name, a
 description, a pydantic input schema, a timeout, and whether a person must approve each call.
 
 Built in: files under the configured repository roots (list, read, search; every path stays
@@ -24,12 +24,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..repos.workspace import ToolError, Workspace
-from . import safe_json
-from .parallel import run_parallel
+from ...repos.workspace import ToolError, Workspace
+from .. import safe_json
+from ..parallel import run_parallel
 
 MAX_OBSERVATION = 8000
 PERSON = "person"  # a tool whose answer comes from a person at a gate
+HEADING = "### "  # before each tool's name in the catalogue (describe)
 
 
 class _Args(BaseModel):
@@ -230,7 +231,7 @@ def describe(tools: dict[str, AgentTool]) -> str:
     blocks = []
     for t in tools.values():
         schema = json.dumps(t.schema.model_json_schema(), sort_keys=True)
-        blocks.append(f"### {t.name}\n{t.description}\nArguments (JSON schema): {schema}")
+        blocks.append(f"{HEADING}{t.name}\n{t.description}\nArguments (JSON schema): {schema}")
     return "\n\n".join(blocks)
 
 

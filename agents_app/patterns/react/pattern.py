@@ -24,13 +24,23 @@ import json
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
-from . import safe_json
-from .base import Decision, Event, Gate, InvalidDecision, Item, ModelClient, Pattern, StageResult
-from .gate_input import check_arguments, check_text
-from .options import PatternOptions, option
-from .toolbox import (
+from .. import safe_json
+from ..base import (
+    Decision,
+    Event,
+    Gate,
+    InvalidDecision,
+    Item,
+    ModelClient,
+    OfflineReply,
+    Pattern,
+    StageResult,
+)
+from ..gate_input import check_arguments, check_text
+from ..options import PatternOptions, option
+from ..tools.toolbox import (
     ASK_PERSON,
     PERSON,
     TOOL_NAMES,
@@ -42,6 +52,8 @@ from .toolbox import (
     registry,
     run_tool,
 )
+from . import offline
+from .prompts import agent_messages, final_messages, person_answered
 
 APPROVAL_GATE = "tool_approval"
 ASK_GATE = "ask_person"
@@ -65,15 +77,6 @@ class Thought(BaseModel):
 class FinalAnswer(BaseModel):
     answer: str = Field(description="The best answer from what was found, in Markdown; say "
                                     "what is uncertain or missing.")
-
-
-SYSTEM = """You solve the user's task by reasoning and using tools, one action at a time.
-Each reply is a `thought` and an `action`: either a `tool_call` (a tool name and its input)
-or a `final_answer`. After a tool call you see its observation (errors too). Answer as soon
-as you know enough; do not repeat a call you already made.
-
-Tools:
-{catalogue}"""
 
 
 def _signature(tool: str, args: dict[str, Any]) -> str:
@@ -120,6 +123,16 @@ class ReActOptions(PatternOptions):
             return tools or [n for n in TOOL_NAMES if n != ASK_PERSON]
         return tools
 
+    @model_validator(mode="before")
+    @classmethod
+    def _tools_checked_headless(cls, data: Any, info: ValidationInfo) -> Any:
+        # A field validator runs on a value given, not on the default: from the command line,
+        # "no tools ticked" must also reach _headless_tools.
+        if (info.context or {}).get("headless") and isinstance(data, dict) \
+                and not data.get("tools"):
+            data = {**data, "tools": []}
+        return data
+
 
 class ReAct(Pattern):
     name = "react"
@@ -129,6 +142,12 @@ class ReAct(Pattern):
     roles = ("agent",)
     gates = (APPROVAL_GATE, ASK_GATE)
     options = ReActOptions
+    live_events = {"tool_observed": ("items-panel",), "tool_gate": ("items-panel",),
+                   "tool_decided": ("items-panel",), "loop_stopped": ("items-panel",),
+                   "final_answer": ("items-panel", "answer-panel")}
+
+    def offline_replies(self) -> list[OfflineReply]:
+        return [("Thought", "agent", offline.thought), ("FinalAnswer", "agent", offline.final)]
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         opts = self.check_options(options)
@@ -169,17 +188,8 @@ class ReAct(Pattern):
             return self._act(int(n), state)
         raise ValueError(f"unknown stage {stage!r}")
 
-    def _messages(self, state: dict[str, Any],
-                  tools: dict[str, AgentTool]) -> list[dict[str, str]]:
-        messages = [{"role": "system", "content": SYSTEM.format(catalogue=describe(tools))},
-                    {"role": "user", "content": f"## Task\n{state['task']}"}]
-        for h in state["history"]:
-            messages.append({"role": "assistant", "content": json.dumps(
-                {"thought": h["thought"], "action": {"type": "tool_call", "tool": h["tool"],
-                                                     "input": h["input"]}})})
-            messages.append({"role": "user", "content": f"## Observation ({h['tool']}, "
-                             f"{'ok' if h['ok'] else 'error'})\n{h['observation']}"})
-        return messages
+    def _messages(self, state, tools) -> list[dict[str, str]]:
+        return agent_messages(state["task"], state["history"], describe(tools))
 
     def _limit_reason(self, n: int, state: dict[str, Any]) -> str:
         opts = state["options"]
@@ -259,11 +269,9 @@ class ReAct(Pattern):
                                                              "input")},
                              time.monotonic(), approved_by=call.get("approved_by", ""))
 
-    def _final(self, state: dict[str, Any], client: ModelClient) -> StageResult:
-        tools = self.tools(state)
-        messages = self._messages(state, tools) + [{"role": "user", "content": (
-            f"Stop using tools ({state['stop_reason']}). Give your final answer from what you "
-            "have found; say what is missing.")}]
+    def _final(self, state, client) -> StageResult:
+        messages = final_messages(state["task"], state["history"],
+                                  describe(self.tools(state)), state["stop_reason"])
         final: FinalAnswer = client.complete("agent", messages, schema=FinalAnswer,
                                              key="final").data
         return StageResult(state=state, outcome="completed", answer=final.answer,
@@ -283,7 +291,7 @@ class ReAct(Pattern):
             answer = check_text("Your answer", decision.feedback.strip())
             if not answer:
                 raise InvalidDecision("Write your answer to the agent's question.")
-            entry = {**pending, "ok": True, "observation": f"{who} answered: {answer}",
+            entry = {**pending, "ok": True, "observation": person_answered(who, answer),
                      "seconds": 0.0, "answered_by": who}
             return self._after_person(n, state, entry, f"{who} answered the agent.")
         if decision.action == "reject":
@@ -327,5 +335,3 @@ class ReAct(Pattern):
                            records=[Item("step", str(n), {"iteration": n, **entry})],
                            events=[Event("tool_decided", message, {"iteration": n})])
 
-
-PATTERN = ReAct()
