@@ -69,9 +69,6 @@ def offline_script(role: str, schema: str | None, messages: list) -> str:
     if not offline.HANDLERS.get("PlanDoc"):  # outside Django, the app has not registered them
         len(PATTERNS)  # loading the registry teaches the offline model each pattern's replies
         offline_patterns.register()
-        from agents_app.patterns import PATTERNS
-
-        len(PATTERNS)  # loading the registry registers each pattern package's replies
     return offline.reply(role, schema, messages)
 
 

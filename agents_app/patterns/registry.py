@@ -11,7 +11,7 @@ line here.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from threading import Lock
 
@@ -57,11 +57,18 @@ def _load() -> dict[str, Pattern]:
     return _loaded
 
 
-class _Patterns(Mapping[str, Pattern]):
-    """The registered patterns by key, in registry order; loaded on first use."""
+class _Patterns(MutableMapping[str, Pattern]):
+    """The registered patterns by key, in registry order; loaded on first use. (Tests may set
+    a throwaway pattern for the length of one test, with ``monkeypatch.setitem``.)"""
 
     def __getitem__(self, key: str) -> Pattern:
         return _load()[key]
+
+    def __setitem__(self, key: str, pattern: Pattern) -> None:
+        _load()[key] = pattern
+
+    def __delitem__(self, key: str) -> None:
+        del _load()[key]
 
     def __iter__(self) -> Iterator[str]:
         return iter(_load())
@@ -70,7 +77,7 @@ class _Patterns(Mapping[str, Pattern]):
         return len(_load())
 
 
-PATTERNS: Mapping[str, Pattern] = _Patterns()
+PATTERNS: MutableMapping[str, Pattern] = _Patterns()
 
 
 def get_pattern(name: str) -> Pattern:
