@@ -14,6 +14,7 @@ from pathlib import Path
 from django.db import connection
 
 from agents_app.management.commands.devstack import redis_server_binary
+from tests.waiting import wait_until  # noqa: F401 - the tests import it from here too
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -34,16 +35,6 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
         except OSError:
             time.sleep(0.1)
     raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
-
-
-def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
 
 
 def redis_port() -> int:

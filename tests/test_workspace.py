@@ -3,7 +3,6 @@
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from agents_app.repos import gitops, tools
 from agents_app.repos.gitops import GitError
 from agents_app.repos.workspace import ToolError, Workspace
+from tests.waiting import process_gone, wait_until
 
 GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t",
        "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
@@ -340,20 +340,19 @@ def test_run_command_no_shell(ws):
 
 
 def test_run_command_timeout_kills_process_group(ws, tmp_path):
-    marker = tmp_path / "child_survived"
-    child = ws.root / "child.py"
-    child.write_text(f"import time\ntime.sleep(3)\nopen({str(marker)!r}, 'w').close()\n")
+    pid_file = tmp_path / "grandchild.pid"
     script = ws.root / "sleepy.py"
-    script.write_text("import subprocess, sys, time\n"
-                      f"subprocess.Popen([sys.executable, {str(child)!r}])\n"
-                      "time.sleep(30)\n")
-    began = time.monotonic()
+    script.write_text("import subprocess, sys\n"
+                      "child = subprocess.Popen([sys.executable, '-c',"
+                      " 'import time; time.sleep(60)'])\n"
+                      f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+                      "child.wait()\n")
     result = ws.run_command([sys.executable, str(script)],
                             allowlist=[[sys.executable, str(script)]], timeout=1)
     assert result.timed_out and result.exit_code is None
-    assert time.monotonic() - began < 5
-    time.sleep(3.5)
-    assert not marker.exists(), "the grandchild outlived the timeout"
+    grandchild = int(wait_until(lambda: pid_file.exists() and pid_file.read_text(), 10,
+                                what="the grandchild's pid"))
+    wait_until(lambda: process_gone(grandchild), 10, what="the grandchild to be killed")
 
 
 def test_run_command_truncation_keeps_head_and_tail(ws):
