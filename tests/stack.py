@@ -4,6 +4,7 @@ Daphne, all on loopback and sharing the test database file with the test process
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -111,6 +112,15 @@ def start_worker(log_dir: Path, node: str = "testworker", concurrency: int = 20,
     if proc.popen.poll() is not None:
         raise RuntimeError(f"worker exited:\n{proc.log()[-3000:]}")
     return proc
+
+
+def unfinished_tasks(worker: Proc) -> set[str]:
+    """Ids of the tasks the worker's log says it received and has not finished (succeeded,
+    raised, retried, ...) yet."""
+    received, done = set(), set()
+    for task_id, what in re.findall(r"Task [\w.]+\[([0-9a-f-]+)\] (\w+)", worker.log()):
+        (received if what == "received" else done).add(task_id)
+    return received - done
 
 
 def start_web(log_dir: Path, port: int, **env) -> Proc:
