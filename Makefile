@@ -32,10 +32,11 @@ test: install
 	$(PY) -m pytest $(UNIT) -n auto
 	$(PY) -m pytest $(LIVE)
 
-# The edit-test loop: the unit tier only, over every core, keeping the test databases
-# (var/test-quorum.sqlite3_gw*) between runs; `make clean` drops them.
+# The edit-test loop: the unit tier over every core, less its few `slow` tests (fresh Django
+# processes, the every-route-and-field input sweep: `make test` runs them), keeping the test
+# databases (var/test-quorum.sqlite3_gw*) between runs; `make clean` drops them.
 test-fast: install
-	$(PY) -m pytest $(UNIT) -n auto --reuse-db -q
+	$(PY) -m pytest -m "not browser and not integration and not slow" -n auto --reuse-db -q
 
 lint: install
 	$(VENV)/bin/ruff check .
