@@ -10,6 +10,13 @@ from tests.scripted import ScriptedProvider
 PASSWORD = "correct-horse-battery"  # noqa: S105 - test fixture
 
 
+def pytest_collection_modifyitems(config, items):
+    """Browser tests last, in their collected order: their shared Daphne and Celery worker
+    (``_session_stack``) live until the session ends and take any task from the test Redis,
+    so no integration test that starts a worker of its own may run after them."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
 @pytest.fixture
 def alice(django_user_model):
     return django_user_model.objects.create_user("alice", password=PASSWORD)
