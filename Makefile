@@ -1,11 +1,11 @@
-# Quorum — the two commands: `make dev` and `make test`.
+# Quorum — the two commands: `make dev` and `make test` (and `make test-fast` while editing).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell sha1sum requirements.lock | cut -c1-12)
 DEV_ENV := DEBUG=$${DEBUG:-true}
 
-.PHONY: dev test install lint lock bench faults clean
+.PHONY: dev test test-fast install lint lock bench faults clean
 
 $(STAMP): requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is required"; exit 1; }
@@ -21,10 +21,23 @@ dev: install
 	$(DEV_ENV) $(PY) manage.py ensure_first_user
 	$(DEV_ENV) exec $(PY) manage.py devstack
 
+# The whole suite, in two tiers: the unit tier (no servers) spread over every core, then the
+# integration and browser tier (real Redis, Celery worker, Daphne, Chromium) in one process,
+# one shared stack for all the browser tests.
+UNIT := -m "not browser and not integration"
+LIVE := -m "browser or integration"
+
 test: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest
+	$(PY) -m pytest $(UNIT) -n auto
+	$(PY) -m pytest $(LIVE)
+
+# The edit-test loop: the unit tier over every core, less its few `slow` tests (fresh Django
+# processes, the every-route-and-field input sweep: `make test` runs them), keeping the test
+# databases (var/test-quorum.sqlite3_gw*) between runs; `make clean` drops them.
+test-fast: install
+	$(PY) -m pytest -m "not browser and not integration and not slow" -n auto --reuse-db -q
 
 lint: install
 	$(VENV)/bin/ruff check .

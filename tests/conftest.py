@@ -1,11 +1,20 @@
 """Test settings and fixtures. Users follow one convention: Alice owns the runs, Bob is
 another signed-in user, and anonymous visitors have no session at all."""
 
+import sys
+
 import pytest
 
 from tests.scripted import ScriptedProvider
 
 PASSWORD = "correct-horse-battery"  # noqa: S105 - test fixture
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests last, in their collected order: their shared Daphne and Celery worker
+    (``_session_stack``) live until the session ends and take any task from the test Redis,
+    so no integration test that starts a worker of its own may run after them."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
 @pytest.fixture
@@ -78,18 +87,58 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
-@pytest.fixture
-def live_stack(django_db_setup, redis_server, stack_dir):
-    """Daphne and a Celery worker on the test database, the offline model slowed to 0.4 s
-    a call so that a page can watch stages arrive."""
+# What the browser tests' Daphne and worker read from their environment, fixed for the whole
+# run: change runs may read repositories under stack_dir/repos (a test makes its own there,
+# see ``stack_repo_root``) and run this one test command.
+STACK_TEST_COMMAND = f"{sys.executable} -c \"print('tests ok')\""
+
+
+@pytest.fixture(scope="session")
+def _session_stack(django_db_setup, redis_server, stack_dir):
+    """Daphne and a Celery worker on the test database, started once for the whole run; the
+    offline model slowed to 0.4 s a call so that a page can watch stages arrive. Each test's
+    data is its own: browser tests are transactional, so the database is emptied after each
+    one (ids are not reused, and the consumer's render cache keys on a run's creation time)."""
     from tests.stack import free_port, start_web, start_worker
 
+    env = {"QUORUM_OFFLINE_LATENCY": "0.4",
+           "QUORUM_REPO_ROOTS": str(stack_dir / "repos"),
+           "QUORUM_WORKTREE_ROOT": str(stack_dir / "worktrees"),
+           "QUORUM_TEST_COMMANDS": STACK_TEST_COMMAND}
+    (stack_dir / "repos").mkdir(exist_ok=True)
     port = free_port()
-    worker = start_worker(stack_dir, node="browser", QUORUM_OFFLINE_LATENCY="0.4")
-    web = start_web(stack_dir, port)
-    yield f"http://127.0.0.1:{port}"
+    worker = start_worker(stack_dir, node="browser", **env)
+    web = start_web(stack_dir, port, **env)
+    yield f"http://127.0.0.1:{port}", worker, web
     web.stop()
     worker.stop()
+
+
+@pytest.fixture
+def live_stack(_session_stack):
+    """The shared stack's address, for one test. After the test, the worker's tasks are
+    given a moment to finish, so that it does not write while the database is emptied."""
+    from tests.stack import unfinished_tasks
+    from tests.waiting import wait_until
+
+    url, worker, web = _session_stack
+    for proc in (worker, web):
+        if proc.popen.poll() is not None:
+            pytest.fail(f"the shared {proc.name} process has exited:\n{proc.log()[-3000:]}")
+    yield url
+    try:
+        wait_until(lambda: not unfinished_tasks(worker), 10, interval=0.1,
+                   what="the worker to finish the test's tasks")
+    except TimeoutError:
+        pass  # a task still running is harmless: its run's rows are gone, it ends quietly
+
+
+@pytest.fixture
+def stack_repo_root(_session_stack, stack_dir, tmp_path):
+    """A fresh folder of this test under the shared stack's repository root."""
+    path = stack_dir / "repos" / tmp_path.name
+    path.mkdir()
+    return path
 
 
 @pytest.fixture

@@ -21,8 +21,12 @@ def _free_port() -> int:
 
 
 # Integration tests start a real Redis on this port (tests/stack.py); the test process's
-# Celery broker and channel layer point at it from the start.
-os.environ.setdefault("QUORUM_TEST_REDIS_PORT", str(_free_port()))
+# Celery broker and channel layer point at it from the start. Under pytest-xdist each worker
+# has its own Redis (and pytest-django gives each its own database file, ``..._gw0``).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["QUORUM_TEST_REDIS_PORT"] = str(_free_port())
+else:
+    os.environ.setdefault("QUORUM_TEST_REDIS_PORT", str(_free_port()))
 os.environ["REDIS_URL"] = f"redis://127.0.0.1:{os.environ['QUORUM_TEST_REDIS_PORT']}/0"
 
 from config.settings import *  # noqa: E402,F403

@@ -4,6 +4,7 @@ Daphne, all on loopback and sharing the test database file with the test process
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 from django.db import connection
 
 from agents_app.management.commands.devstack import redis_server_binary
+from tests.waiting import wait_until  # noqa: F401 - the tests import it from here too
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -34,16 +36,6 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
         except OSError:
             time.sleep(0.1)
     raise TimeoutError(f"nothing listens on port {port} after {timeout} s")
-
-
-def wait_until(predicate, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
 
 
 def redis_port() -> int:
@@ -120,6 +112,15 @@ def start_worker(log_dir: Path, node: str = "testworker", concurrency: int = 20,
     if proc.popen.poll() is not None:
         raise RuntimeError(f"worker exited:\n{proc.log()[-3000:]}")
     return proc
+
+
+def unfinished_tasks(worker: Proc) -> set[str]:
+    """Ids of the tasks the worker's log says it received and has not finished (succeeded,
+    raised, retried, ...) yet."""
+    received, done = set(), set()
+    for task_id, what in re.findall(r"Task [\w.]+\[([0-9a-f-]+)\] (\w+)", worker.log()):
+        (received if what == "received" else done).add(task_id)
+    return received - done
 
 
 def start_web(log_dir: Path, port: int, **env) -> Proc:

@@ -5,18 +5,17 @@ offline model through LiteLLM (slowed to 0.4 s a call)."""
 
 import re
 import subprocess
-import sys
 
 import pytest
 
 from agents_app.models import MergeRequest, Run
+from tests.conftest import STACK_TEST_COMMAND as TEST_COMMAND
 from tests.conftest import sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration,
               pytest.mark.django_db(transaction=True)]
 
 TASK = 'replace "Helo world" with "Hello world" in README.md'
-TEST_COMMAND = f"{sys.executable} -c \"print('tests ok')\""
 
 
 def git(repo, *args) -> str:
@@ -41,33 +40,9 @@ def alice(browser_alice):
 
 
 @pytest.fixture
-def repo(tmp_path, monkeypatch):
-    """A repository under the allowed roots. Daphne and the worker are separate processes:
-    they read these settings from the environment they are started with (tests/stack.py
-    copies os.environ), so the variables are set before ``live_stack`` starts them."""
-    root = tmp_path / "repos"
-    path = make_repo(root / "proj")
-    monkeypatch.setenv("QUORUM_REPO_ROOTS", str(root))
-    monkeypatch.setenv("QUORUM_WORKTREE_ROOT", str(tmp_path / "worktrees"))
-    monkeypatch.setenv("QUORUM_TEST_COMMANDS", TEST_COMMAND)
-    return path
-
-
-@pytest.fixture
-def live_stack(repo, live_stack):
-    """The conftest stack, started only once the repository's environment is in place."""
-    return live_stack
-
-
-@pytest.fixture
-def live_web(repo, django_db_setup, redis_server, stack_dir):
-    """Daphne alone, as ``live_stack`` starts it, for pages that never reach the worker."""
-    from tests.stack import free_port, start_web
-
-    port = free_port()
-    web = start_web(stack_dir, port)
-    yield f"http://127.0.0.1:{port}"
-    web.stop()
+def repo(stack_repo_root):
+    """A repository under the roots the shared Daphne and worker were started with."""
+    return make_repo(stack_repo_root / "proj")
 
 
 def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
@@ -147,10 +122,10 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
     assert page.errors == []
 
 
-def test_a_repository_outside_the_roots_is_refused_in_place(live_web, page, alice, tmp_path):
+def test_a_repository_outside_the_roots_is_refused_in_place(live_stack, page, alice, tmp_path):
     outside = make_repo(tmp_path / "elsewhere" / "proj")
-    sign_in(page, live_web)
-    page.goto(live_web + "/changes/new/")
+    sign_in(page, live_stack)
+    page.goto(live_stack + "/changes/new/")
     page.evaluate("window.__noReload = true")
     page.fill("input[name=repo]", str(outside))
     page.fill("input[name=base]", "main")
@@ -160,7 +135,7 @@ def test_a_repository_outside_the_roots_is_refused_in_place(live_web, page, alic
     assert "outside the folders Quorum may read" in page.locator("#change-form .error").first.inner_text()
     # Swapped in place: same page, whole, form still there with what was typed.
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
-    assert page.url == live_web + "/changes/new/"
+    assert page.url == live_stack + "/changes/new/"
     assert page.locator("#change-form").count() == 1
     assert page.locator("#change-form form button.primary").is_visible()
     assert page.locator("header.topbar nav").is_visible()

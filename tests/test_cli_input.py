@@ -72,6 +72,7 @@ def test_bad_option_values_exit_2_with_one_line(args, message, capsys):
     assert out == "", args
 
 
+@pytest.mark.slow  # three fresh Django processes
 def test_a_database_never_migrated_says_what_to_run(tmp_path):
     diff = tmp_path / "change.diff"
     diff.write_text("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n")

@@ -13,6 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.slow  # each test starts fresh Django processes under production settings
+
 
 def check_deploy(**env):
     base = {k: v for k, v in os.environ.items()

@@ -72,7 +72,7 @@ def test_reflective_rejects_a_critique_that_does_not_fit_the_schema():
 POSITIONS = [{"name": "Optimist", "stance": "for"}, {"name": "Skeptic", "stance": "against"}]
 
 
-def debate_model(fail=None, delay=0.0):
+def debate_model(fail=None, meet=None):
     seen = []
     lock = threading.Lock()
 
@@ -84,7 +84,8 @@ def debate_model(fail=None, delay=0.0):
         rnd = messages[1]["content"].rsplit("Round ", 1)[1].split(" ")[0]
         with lock:
             seen.append((name, rnd, time.monotonic()))
-        time.sleep(delay)
+        if meet:
+            meet.wait()
         if fail and fail(name, rnd):
             return ModelError("provider down")
         return f"{name} argues in round {rnd}."
@@ -113,14 +114,14 @@ def test_debate_rounds_then_judge_with_transcript():
 
 
 def test_debate_positions_argue_side_by_side():
-    model, seen = debate_model(delay=0.3)
+    together = threading.Barrier(3, timeout=10)  # breaks unless the three calls overlap
+    model, seen = debate_model(meet=together)
     d = Debate()
     state = d.initial_state("Q", {"positions": POSITIONS + [{"name": "Neutral", "stance": "x"}],
                                   "max_rounds": 1})
-    started = time.monotonic()
-    drive(d, state, model)
-    assert time.monotonic() - started < 0.75  # three 0.3 s calls overlap
-    assert len(seen) == 3
+    result, records, _, _ = drive(d, state, model)
+    assert len(seen) == 3 and not together.broken
+    assert len([r for r in records if r.kind == "argument"]) == 3
 
 
 def test_debate_a_silent_position_is_recorded_and_the_debate_goes_on():

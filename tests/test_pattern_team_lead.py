@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import threading
 
 import pytest
 
@@ -27,7 +27,7 @@ def drive(state, model, max_stages=20):
     raise AssertionError("too many stages")
 
 
-def lead_model(reviews=(), delay=0.0, fail=lambda s: False, plan=None):
+def lead_model(reviews=(), meet=None, fail=lambda s: False, plan=None):
     reviews = list(reviews)
 
     def reply(messages, info):
@@ -40,7 +40,8 @@ def lead_model(reviews=(), delay=0.0, fail=lambda s: False, plan=None):
         if info.role == "lead":
             return "FINAL: " + messages[1]["content"].count("### T").__str__() + " results"
         task = messages[1]["content"].split("## Your subtask\n", 1)[1].split("\n", 1)[0]
-        time.sleep(delay)
+        if meet:
+            meet.wait()
         if fail(task):
             return ModelError("member down")
         return f"result of {task}"
@@ -64,10 +65,11 @@ def test_sequential_each_member_sees_prior_results():
 
 def test_parallel_subtasks_overlap():
     plan = {"subtasks": [{"assignee": "researcher", "task": f"part {i}"} for i in range(3)]}
-    model = lead_model(delay=0.3, plan=plan)
-    started = time.monotonic()
+    together = threading.Barrier(3, timeout=10)  # breaks unless the three subtasks overlap
+    model = lead_model(meet=together, plan=plan)
     result, stages, _ = drive(state_for("parallel"), model)
-    assert time.monotonic() - started < 0.8  # three 0.3 s subtasks overlap
+    assert not together.broken
+    assert [s["status"] for s in result.state["subtasks"]] == ["done", "done", "done"]
     members = [c for c in model.history if c.role == "member"]
     assert all("Results so far" not in c.messages[1]["content"] for c in members)
 

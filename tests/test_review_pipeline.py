@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
@@ -169,19 +168,18 @@ def test_a_reviewer_that_raises_degrades_the_review_and_says_which():
 
 
 def test_a_reviewer_that_times_out_is_reported_and_does_not_hold_the_others():
-    release = threading.Event()
+    release, finished = threading.Event(), threading.Event()
 
     def slow(messages):
-        release.wait(5)
+        release.wait(10)
+        finished.set()
         return {"findings": []}
 
     model = FunctionModel(Script(found={"style": slow, "security": {"findings": [SQLI]}}))
     state = new_state(reviewer_timeout=0.3)
-    started = time.monotonic()
     result = P.run_stage("review", state, model)
-    elapsed = time.monotonic() - started
+    assert not finished.is_set(), "the stage waited for the reviewer past its timeout"
     release.set()
-    assert elapsed < 2.0
     assert result.next_stage == "reflect"
     style = result.state["reviewers"]["style"]
     assert style["status"] == "timeout" and "no answer within" in style["error"]
@@ -210,28 +208,27 @@ def test_no_reviewer_succeeding_fails_the_review_with_every_reason():
 
 
 def test_reviewers_and_reflections_overlap_in_time():
-    spans: dict[str, tuple[float, float]] = {}
+    # Each phase's three calls meet at a barrier, which breaks unless they run at once:
+    # three latencies on the critical path (reviews, reflections, synthesis), not seven.
+    phases = {"review": threading.Barrier(3, timeout=10),
+              "reflect": threading.Barrier(3, timeout=10)}
+    calls: list[str] = []
     lock = threading.Lock()
+    script = Script(found={"security": {"findings": [SQLI]}, "style": {"findings": [LOOP]},
+                           "architecture": {"findings": [SQLI_ARCH]}})
 
-    def timed(messages, info):
-        t0 = time.monotonic()
-        time.sleep(0.3)
-        reply = Script(found={"security": {"findings": [SQLI]}, "style": {"findings": [LOOP]},
-                              "architecture": {"findings": [SQLI_ARCH]}})(messages, info)
+    def meeting(messages, info):
+        if info.role != "synthesizer":
+            phases["reflect" if (info.key or "").startswith("reflect:") else "review"].wait()
         with lock:
-            spans[f"{info.role}:{info.key}"] = (t0, time.monotonic())
-        return reply
+            calls.append(f"{info.role}:{info.key}")
+        return script(messages, info)
 
-    model = FunctionModel(timed)
-    started = time.monotonic()
+    model = FunctionModel(meeting)
     result, _ = run_to_gate(model)
-    wall = time.monotonic() - started
     assert result.gate is not None
-    assert len(spans) == 7  # 3 reviewers + 3 reflections + synthesis
-    # Three latencies on the critical path, not seven (generous bound for a busy machine).
-    assert wall < 5 * 0.3
-    reviews = [v for k, v in spans.items() if ":reflect" not in k and "synth" not in k]
-    assert max(s for s, _ in reviews) < min(e for _, e in reviews)  # all started before any ended
+    assert len(calls) == 7  # 3 reviewers + 3 reflections + synthesis
+    assert not any(b.broken for b in phases.values())
 
 
 def test_amendment_kinds_add_upgrade_downgrade_retract():

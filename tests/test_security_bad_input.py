@@ -102,6 +102,7 @@ def real_url(name, runs):  # noqa: F811
     return url_for(name, runs)[0]
 
 
+@pytest.mark.slow  # ~500 requests a value, every page rendered: about half the unit tier's time
 @pytest.mark.parametrize("value", [HUGE, "-" + HUGE, "1e400", "nan", DEEP, DEEP_OBJECT])
 def test_huge_numbers_and_deep_json_in_every_field_answer_without_500(client, alice, runs,  # noqa: F811
                                                                       value):

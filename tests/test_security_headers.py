@@ -10,7 +10,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.test_deploy_settings import ROOT
+
+pytestmark = pytest.mark.slow  # fresh Django processes under production settings
 
 SCRIPT = r"""
 import json
