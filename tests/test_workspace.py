@@ -11,6 +11,8 @@ from agents_app.repos import gitops, tools
 from agents_app.repos.gitops import GitError
 from agents_app.repos.workspace import ToolError, Workspace
 
+from .waiting import wait_until
+
 GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t",
        "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
 
@@ -453,10 +455,7 @@ def test_run_command_timeout_kills_process_group(ws, tmp_path):
     assert result.timed_out and result.exit_code is None
     assert "grandchild running" in result.output, "the grandchild did not start in time"
     pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 30
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert _gone(pid), "the grandchild outlived the timeout"
+    wait_until(lambda: _gone(pid), 30, what="the grandchild to be killed")
 
 
 def test_run_command_truncation_keeps_head_and_tail(ws):
