@@ -134,9 +134,10 @@ def option_fields(patterns: list[Pattern] | None = None) -> dict[str, OptionFiel
             entry.helps.append(f"{pattern.name}: {info.description or info.title}"
                                + (f" (default {_placeholder(default)})"
                                   if kind != "flag" and _placeholder(default) else ""))
-            if kind in ("value", "text") and "placeholder" not in made.widget.attrs:
-                made.widget.attrs["placeholder"] = meta.get("placeholder", _placeholder(default))
-            made.widget.attrs["data-patterns"] = " ".join(entry.patterns)
+            shown = entry.field  # the shared field (``made`` is dropped when one exists)
+            if kind in ("value", "text") and "placeholder" not in shown.widget.attrs:
+                shown.widget.attrs["placeholder"] = meta.get("placeholder", _placeholder(default))
+            shown.widget.attrs["data-patterns"] = " ".join(entry.patterns)
             if meta.get("web_only"):
                 entry.helps[-1] += " [web only]"
     return fields

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from ...forms import read_errors
 from ...models import Run
-from ...views import _gate_answer, decide_and_show, owned_run
+from ...views import gate_answer, decide_and_show, owned_run
 from ..base import Decision
 from ..gate_input import without_control_characters
 from .forms import ToolDecisionForm
@@ -25,7 +25,7 @@ def _tool_decided(run: Run, gate: str, action: str) -> str:
 
 
 def _items_panel(request, run: Run, status: int = 200, **extra):
-    return _gate_answer(request, run, "items-panel", status, **extra)
+    return gate_answer(request, run, "items-panel", status, **extra)
 
 
 @login_required
