@@ -4,6 +4,7 @@ its stance on the question's key terms; the judge counts the rounds and favours 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...llm.offline import LABEL, clip, key_terms, sections
 from .prompts import (
@@ -23,7 +24,7 @@ _WHO = re.compile(re.escape(DEBATER_SYSTEM.split("\n", 1)[0])
 _ROUND = re.compile(rf"^### {re.escape(ROUND)} (\d+)", re.MULTILINE)
 
 
-def debater(messages) -> str:
+def debater(messages: list[dict[str, str]]) -> str:
     system = next((m["content"] for m in messages if m.get("role") == "system"), "")
     who = _WHO.search(system)
     secs = sections(messages)
@@ -37,7 +38,7 @@ def debater(messages) -> str:
             f"({secs.get(YOUR_TURN, '')}) {LABEL}")
 
 
-def judge(messages) -> dict:
+def judge(messages: list[dict[str, str]]) -> dict[str, Any]:
     secs = sections(messages)
     positions = [line[2:].split(":", 1)[0] for line in secs.get(POSITIONS, "").splitlines()
                  if line.startswith("- ")]

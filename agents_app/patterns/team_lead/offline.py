@@ -5,6 +5,7 @@ for one check and its second finds the work complete; each member restates its s
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...llm.offline import LABEL, PLAIN_LABEL, clip, key_terms, sections, split_task
 from .prompts import MEMBER_INTRO, RESULTS, RESULTS_SO_FAR, TASK, WORK_LOG, YOUR_SUBTASK
@@ -15,15 +16,15 @@ _WHO = re.compile(rf"{re.escape(MEMBER_INTRO)} ([\w-]+)")
 _DONE = re.compile(r"^### (T\d+) — ([\w-]+)", re.MULTILINE)  # a block of prompts.work_log
 
 
-def _system(messages) -> str:
+def _system(messages: list[dict[str, str]]) -> str:
     return next((m["content"] for m in messages if m.get("role") == "system"), "")
 
 
-def _team(messages) -> list[str]:
+def _team(messages: list[dict[str, str]]) -> list[str]:
     return _MEMBER.findall(_system(messages)) or ["member"]
 
 
-def delegation(messages) -> dict:
+def delegation(messages: list[dict[str, str]]) -> dict[str, Any]:
     task = sections(messages).get(TASK, "")
     team = _team(messages)
     parts = split_task(task) or [f"Gather what is needed for: {clip(task, 150)}",
@@ -32,14 +33,14 @@ def delegation(messages) -> dict:
                          for i, p in enumerate(parts[:6])]}
 
 
-def lead_review(messages) -> dict:
+def lead_review(messages: list[dict[str, str]]) -> dict[str, Any]:
     if CHECK not in sections(messages).get(WORK_LOG, ""):
         return {"complete": False, "reason": f"One check before the answer. {PLAIN_LABEL}",
                 "reassignments": [{"assignee": _team(messages)[0], "task": CHECK}]}
     return {"complete": True, "reassignments": [], "reason": f"Enough to answer. {PLAIN_LABEL}"}
 
 
-def member(messages) -> str:
+def member(messages: list[dict[str, str]]) -> str:
     who = _WHO.search(_system(messages))
     secs = sections(messages)
     subtask = secs.get(YOUR_SUBTASK, "")
@@ -49,7 +50,7 @@ def member(messages) -> str:
             + f" {LABEL}")
 
 
-def lead_text(messages) -> str:
+def lead_text(messages: list[dict[str, str]]) -> str:
     parts = _DONE.findall(sections(messages).get(RESULTS, ""))
     lines = "\n".join(f"- {t} by {who}" for t, who in parts)
     return f"The team's results, combined:\n\n{lines}\n\n{LABEL}"

@@ -50,13 +50,13 @@ def work_log(subtasks: list[dict[str, Any]]) -> str:
     return "\n\n".join(out) or "(nothing done yet)"
 
 
-def lead_messages(task: str, team: list[dict[str, str]], max_subtasks: int) -> list[dict]:
+def lead_messages(task: str, team: list[dict[str, str]], max_subtasks: int) -> list[dict[str, str]]:
     return [{"role": "system", "content": LEAD_SYSTEM.format(max_subtasks=max_subtasks,
                                                               team=team_block(team))},
             {"role": "user", "content": f"## {TASK}\n{task}"}]
 
 
-def member_messages(task: str, member: dict[str, str], subtask: str, prior: str) -> list[dict]:
+def member_messages(task: str, member: dict[str, str], subtask: str, prior: str) -> list[dict[str, str]]:
     user = f"## {OVERALL_TASK}\n{task}\n\n## {YOUR_SUBTASK}\n{subtask}\n"
     if prior:
         user += f"\n## {RESULTS_SO_FAR}\n{prior}\n"
@@ -66,13 +66,13 @@ def member_messages(task: str, member: dict[str, str], subtask: str, prior: str)
 
 
 def review_messages(task: str, team: list[dict[str, str]],
-                    subtasks: list[dict[str, Any]]) -> list[dict]:
+                    subtasks: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [{"role": "system", "content": REVIEW_SYSTEM.format(team=team_block(team))},
             {"role": "user", "content": f"## {TASK}\n{task}\n\n## {WORK_LOG}\n"
              f"{work_log(subtasks)}"}]
 
 
-def synthesis_messages(task: str, subtasks: list[dict[str, Any]]) -> list[dict]:
+def synthesis_messages(task: str, subtasks: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYNTH_SYSTEM},
             {"role": "user", "content": f"## {TASK}\n{task}\n\n## {RESULTS}\n"
              f"{work_log(subtasks)}"}]
