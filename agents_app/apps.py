@@ -17,9 +17,6 @@ class AgentsAppConfig(AppConfig):
         from .patterns import PATTERNS
 
         set_offline_latency(settings.QUORUM_OFFLINE_LATENCY)
-        from .llm import offline_patterns  # moving into the pattern packages
-
-        offline_patterns.register()
         # Loading the registry teaches the offline model every pattern's replies.
         for pattern in PATTERNS.values():
             # A package's Django side that must load with the app: how its records are saved.

@@ -49,18 +49,6 @@ def _panel_context(pattern, run: Run, extra: dict) -> dict:
 
 def _legacy_items(run: Run) -> dict:
     """What the panels of the patterns still drawn by run_detail.html show."""
-    items = list(run.items.all())
-    if run.pattern == "debate":
-        by_round: dict[int, list] = {}
-        for i in items:
-            if i.kind == "argument":
-                by_round.setdefault(i.data["round"], []).append(i.data)
-        conclusion = next((i.data for i in items if i.kind == "conclusion"), None)
-        return {"debate_rounds": sorted(by_round.items()), "conclusion": conclusion,
-                "positions": (run.options or {}).get("positions", [])}
-    if run.pattern == "team_lead":
-        return {"subtasks": (run.state or {}).get("subtasks", []),
-                "team": (run.options or {}).get("team", [])}
     return {}
 
 

@@ -63,12 +63,11 @@ def schema_name(body: dict) -> str | None:
 
 
 def offline_script(role: str, schema: str | None, messages: list) -> str:
-    from agents_app.llm import offline, offline_patterns
+    from agents_app.llm import offline
     from agents_app.patterns import PATTERNS
 
     if not offline.HANDLERS.get("PlanDoc"):  # outside Django, the app has not registered them
         len(PATTERNS)  # loading the registry teaches the offline model each pattern's replies
-        offline_patterns.register()
     return offline.reply(role, schema, messages)
 
 

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from agents_app import engine
+from agents_app import engine, live
 from agents_app.models import Run, RunItem
 
 # Debaters answer side by side on helper threads, each with its own database connection:
@@ -68,6 +68,13 @@ def test_debate_from_the_form_to_the_page(alice_client, no_schedule):
     # Round 2's calls saw round 1's transcript.
     second = run.model_calls.filter(stage="round:2").first()
     assert "### Round 1 — Optimist" in second.messages[-1]["content"]
+    # Its events redraw its panel on open pages, drawn from the package's template.
+    kinds = set(run.events.values_list("kind", flat=True))
+    assert {"round_finished", "concluded"} <= kinds
+    for kind in ("round_finished", "argument_failed", "concluded"):
+        assert "items-panel" in live.panels_for(run, [kind])
+    html = live.render_run_update(run, list(run.events.all()), {"items-panel"})
+    assert 'id="items-panel" hx-swap-oob="true"' in html and "Pragmatist" in html
 
 
 def test_debate_default_positions(alice_client, no_schedule):

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from agents_app import engine
+from agents_app import engine, live
 from agents_app.models import Run, RunItem
 
 # Parallel members answer on helper threads; tests commit like the worker does.
@@ -39,6 +39,13 @@ def test_each_strategy_from_the_form_to_the_page(alice_client, no_schedule, stra
     assert RunItem.objects.filter(run=run, kind="subtask").exists()
     page = alice_client.get(run.get_absolute_url()).content.decode()
     assert "Subtasks" in page and "analyst" in page and "done" in page
+    # Its events redraw its panel on open pages, drawn from the package's template.
+    kinds = set(run.events.values_list("kind", flat=True))
+    assert {"delegated", "work_done"} <= kinds and ("lead_review" in kinds) == bool(reviews)
+    for kind in ("delegated", "work_done", "lead_review", "assignee_unknown"):
+        assert "items-panel" in live.panels_for(run, [kind])
+    html = live.render_run_update(run, list(run.events.all()), {"items-panel"})
+    assert 'id="items-panel" hx-swap-oob="true"' in html and "analyst" in html
 
 
 @pytest.mark.parametrize("data, message", [

@@ -16,9 +16,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from .base import Event, Item, ModelClient, Pattern, StageResult, parse_named_lines
-from .options import PatternOptions, named_lines, option
-from .parallel import run_parallel
+from ..base import Event, Item, ModelClient, OfflineReply, Pattern, StageResult, parse_named_lines
+from ..options import PatternOptions, named_lines, option
+from ..parallel import run_parallel
+from . import offline
+from .prompts import debater_messages, judge_messages, transcript
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9 _-]{0,39}$")
 
@@ -32,16 +34,6 @@ class Conclusion(BaseModel):
                                                   "or empty if none.")
     key_points: list[str] = Field(default_factory=list, description="The arguments that "
                                                                     "decided it.")
-
-
-DEBATER_SYSTEM = """You take part in a debate as "{name}". Your stance: {stance}
-Argue for your stance in a few focused paragraphs of Markdown. From the second round on,
-answer the strongest points the other positions made; do not repeat yourself. Be honest:
-concede a point that is right."""
-
-JUDGE_SYSTEM = """You judge a debate. Read the transcript and write a fair conclusion: what
-the debate established, which position made the stronger case and why (or that neither
-did), and what remains open. Judge the arguments, not the confidence of their tone."""
 
 
 def parse_positions(text: str) -> list[dict[str, str]]:
@@ -66,20 +58,17 @@ class DebateOptions(PatternOptions):
     timeout: float = option(180.0, label="Seconds per round", hidden=True)
 
 
-def transcript(arguments: list[dict[str, Any]]) -> str:
-    blocks = []
-    for a in arguments:
-        text = a["text"] if a.get("text") else f"(no answer: {a.get('error', 'silent')})"
-        blocks.append(f"### Round {a['round']} — {a['position']}\n{text}")
-    return "\n\n".join(blocks)
-
-
 class Debate(Pattern):
     name = "debate"
     label = "Debate"
     stage_labels = {"round": "Round {0}", "judge": "Judge's conclusion"}
     roles = ("debater", "judge")
     options = DebateOptions
+    live_events = {"round_finished": ("items-panel",), "argument_failed": ("items-panel",),
+                   "concluded": ("items-panel",)}
+
+    def offline_replies(self) -> list[OfflineReply]:
+        return [(None, "debater", offline.debater), ("Conclusion", "judge", offline.judge)]
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         opts = self.check_options(options)
@@ -110,14 +99,8 @@ class Debate(Pattern):
         earlier = transcript(state["arguments"])
 
         def argue(position: dict[str, str]) -> str:
-            system = DEBATER_SYSTEM.format(name=position["name"], stance=position["stance"])
-            user = f"## Question\n{state['task']}\n"
-            if earlier:
-                user += f"\n## Transcript so far\n{earlier}\n"
-            user += f"\n## Your turn\nRound {n} of {opts['max_rounds']}."
-            return client.complete("debater", [{"role": "system", "content": system},
-                                               {"role": "user", "content": user}],
-                                   key=f"{position['name']}").text.strip()
+            messages = debater_messages(state["task"], position, n, opts["max_rounds"], earlier)
+            return client.complete("debater", messages, key=f"{position['name']}").text.strip()
 
         jobs = {p["name"]: (lambda p=p: argue(p)) for p in opts["positions"]}
         outcomes = run_parallel(jobs, float(opts["timeout"]), len(jobs))
@@ -143,12 +126,8 @@ class Debate(Pattern):
         return StageResult(state=state, next_stage=nxt, records=records, events=events)
 
     def _judge(self, state: dict[str, Any], client: ModelClient) -> StageResult:
-        positions = "\n".join(f"- {p['name']}: {p['stance']}" for p in state["options"]["positions"])
-        user = (f"## Question\n{state['task']}\n\n## Positions\n{positions}\n\n"
-                f"## Transcript\n{transcript(state['arguments'])}\n")
-        result: Conclusion = client.complete("judge", [
-            {"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}],
-            schema=Conclusion).data
+        messages = judge_messages(state["task"], state["options"]["positions"], state["arguments"])
+        result: Conclusion = client.complete("judge", messages, schema=Conclusion).data
         data = result.model_dump()
         names = {p["name"] for p in state["options"]["positions"]}
         if data["favoured"] and data["favoured"] not in names:
@@ -159,5 +138,3 @@ class Debate(Pattern):
                                          + (f", favouring {data['favoured']}." if data["favoured"]
                                             else " without favouring a position."))])
 
-
-PATTERN = Debate()

@@ -20,9 +20,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from .base import Event, Item, ModelClient, ModelError, Pattern, StageResult, parse_named_lines
-from .options import PatternOptions, named_lines, option
-from .parallel import run_parallel
+from ..base import (
+    Event,
+    Item,
+    ModelClient,
+    ModelError,
+    OfflineReply,
+    Pattern,
+    StageResult,
+    parse_named_lines,
+)
+from ..options import PatternOptions, named_lines, option
+from ..parallel import run_parallel
+from . import offline
+from .prompts import lead_messages, member_messages, review_messages, synthesis_messages, work_log
 
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,29}$")
 MAX_SUBTASKS = 10
@@ -49,25 +60,6 @@ class LeadReview(BaseModel):
     reason: str = Field(default="", description="Why, briefly.")
 
 
-LEAD_SYSTEM = """You lead a small team. Split the user's task into subtasks, each for one
-team member by name, each self-contained and doable in one reply. Use as few subtasks as the
-task needs (at most {max_subtasks}).
-
-Team:
-{team}"""
-
-MEMBER_SYSTEM = """You are {name}, a member of a team: {description}
-Do the subtask you are given, completely, in Markdown. Use the results of earlier subtasks
-when they are given."""
-
-REVIEW_SYSTEM = """You lead a team and review its work so far against the task. If the
-results are enough to answer, set `complete`. Otherwise assign more work: new subtasks, or a
-subtask again to someone (say what to change). Team:
-{team}"""
-
-SYNTH_SYSTEM = """You lead a team. Write the final answer to the user's task from your team's
-results, in Markdown. Answer the task directly; do not describe the process."""
-
 DEFAULT_TEAM = [{"name": "researcher", "description": "finds and summarizes information"},
                 {"name": "writer", "description": "writes clear, concise reports"}]
 
@@ -79,21 +71,6 @@ def parse_team(text: str) -> list[dict[str, str]]:
         name_rule="a member's name is one word of letters, digits, - or _ (at most 30 "
                   "characters)", max_text=500, bounds=(1, 6),
         count_message="A team has 1 to 6 members.")
-
-
-def _team_block(team: list[dict[str, str]]) -> str:
-    return "\n".join(f"- {m['name']}: {m['description']}" for m in team)
-
-
-def work_log(subtasks: list[dict[str, Any]]) -> str:
-    out = []
-    for s in subtasks:
-        if s["status"] == "pending":
-            continue
-        result = s["result"] if s["status"] == "done" else f"(failed: {s['error']})"
-        out.append(f"### {s['id']} — {s['assignee']} (attempt {s['attempt']})\nTask: {s['task']}"
-                   f"\n\n{result}")
-    return "\n\n".join(out) or "(nothing done yet)"
 
 
 class TeamLeadOptions(PatternOptions):
@@ -117,6 +94,13 @@ class TeamLead(Pattern):
                     "review": "Lead's review of batch {0}", "synthesize": "Final answer"}
     roles = ("lead", "member")
     options = TeamLeadOptions
+    live_events = {"delegated": ("items-panel",), "work_done": ("items-panel",),
+                   "lead_review": ("items-panel",), "assignee_unknown": ("items-panel",)}
+
+    def offline_replies(self) -> list[OfflineReply]:
+        return [("Delegation", "lead", offline.delegation),
+                ("LeadReview", "lead", offline.lead_review),
+                (None, "lead", offline.lead_text), (None, "member", offline.member)]
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         opts = self.check_options(options)
@@ -175,10 +159,8 @@ class TeamLead(Pattern):
 
     def _delegate(self, state: dict[str, Any], client: ModelClient) -> StageResult:
         team = state["options"]["team"]
-        delegation: Delegation = client.complete("lead", [
-            {"role": "system", "content": LEAD_SYSTEM.format(max_subtasks=MAX_SUBTASKS,
-                                                              team=_team_block(team))},
-            {"role": "user", "content": f"## Task\n{state['task']}"}],
+        delegation: Delegation = client.complete(
+            "lead", lead_messages(state["task"], team, MAX_SUBTASKS),
             schema=Delegation).data
         state, events = self._add(state, delegation.subtasks[:MAX_SUBTASKS], 1)
         events.append(Event("delegated", f"The lead made {len(state['subtasks'])} subtask(s) "
@@ -195,12 +177,7 @@ class TeamLead(Pattern):
     def _member_messages(self, state: dict[str, Any], s: dict[str, Any],
                          prior: str) -> list[dict[str, str]]:
         member = next(m for m in state["options"]["team"] if m["name"] == s["assignee"])
-        user = f"## Overall task\n{state['task']}\n\n## Your subtask\n{s['task']}\n"
-        if prior:
-            user += f"\n## Results so far\n{prior}\n"
-        return [{"role": "system", "content": MEMBER_SYSTEM.format(
-            name=member["name"], description=member["description"])},
-            {"role": "user", "content": user}]
+        return member_messages(state["task"], member, s["task"], prior)
 
     def _work(self, batch: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         opts = state["options"]
@@ -245,10 +222,9 @@ class TeamLead(Pattern):
 
     def _review(self, k: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         opts = state["options"]
-        review: LeadReview = client.complete("lead", [
-            {"role": "system", "content": REVIEW_SYSTEM.format(team=_team_block(opts["team"]))},
-            {"role": "user", "content": f"## Task\n{state['task']}\n\n## Work log\n"
-             f"{work_log(state['subtasks'])}"}], schema=LeadReview).data
+        review: LeadReview = client.complete(
+            "lead", review_messages(state["task"], opts["team"], state["subtasks"]),
+            schema=LeadReview).data
         used = state["reviews"]
         if review.complete or not review.reassignments:
             return StageResult(state=state, next_stage="synthesize", events=[Event(
@@ -268,12 +244,8 @@ class TeamLead(Pattern):
                            records=[self._record(s) for s in changed])
 
     def _synthesize(self, state: dict[str, Any], client: ModelClient) -> StageResult:
-        answer = client.complete("lead", [
-            {"role": "system", "content": SYNTH_SYSTEM},
-            {"role": "user", "content": f"## Task\n{state['task']}\n\n## Results\n"
-             f"{work_log(state['subtasks'])}"}], key="synthesis").text
+        answer = client.complete("lead", synthesis_messages(state["task"], state["subtasks"]),
+                                 key="synthesis").text
         return StageResult(state=state, outcome="completed", answer=answer,
                            events=[Event("answer", "The lead wrote the final answer.")])
 
-
-PATTERN = TeamLead()
