@@ -9,7 +9,7 @@ from django.views.decorators.http import require_POST
 
 from ...forms import read_errors
 from ...models import Run
-from ...views import gate_answer, decide_and_show, owned_run
+from ...views import decide_and_show, gate_answer, owned_run
 from ..base import Decision
 from ..gate_input import without_control_characters
 from .forms import ToolDecisionForm
