@@ -16,7 +16,11 @@ Stages: ``vote:R`` (the voters of round R answer in parallel; each answer an
 ``Item("answer", "R:i")``), ``aggregate:R`` (the grouping, an ``Item("grouping", "R")``) and
 ``final:R`` (the answer a person chose). A decision at the gate is an ``Item("decision", "R")``.
 The aggregator names a representative voter per group, so the answer a run ends with is
-always one a voter wrote (or a person's edit of one), never the aggregator's own text.
+always one a voter wrote (or a person's edit of one), never the aggregator's own text. Its
+grouping is checked and repaired (``grouping.settle``); if it fails, the answers are grouped
+by their normalised text. Agreement counts every voter, so one that failed counts against it,
+and a tie for the largest group never settles the vote. From round 2 on the voters read the
+previous round's groups and the person's feedback.
 """
 
 from __future__ import annotations
