@@ -9,6 +9,7 @@ from django.urls import get_resolver, reverse
 
 from agents_app import engine
 from agents_app.models import Run
+from agents_app.patterns import PATTERNS
 from agents_app.patterns.plan_execute_review.service import start_change
 from reviews_app import services
 from tests.review_corpus import GOOD
@@ -25,6 +26,7 @@ CASES = {
     "plan_decision": ("plan", (), "POST"),
     "cancel_run": ("plan", (), "POST"),
     "tool_decision": ("react", (), "POST"),
+    "vote_decision": ("vote", (), "POST"),
     "model_call": ("plan", (lambda run: run.model_calls.first().pk,), "GET"),
     "change_list": (None, (), "GET"),
     "change_new": (None, (), "GET"),
@@ -72,6 +74,9 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
     react = engine.run_inline(engine.create_run(
         alice, "react", "What is 6*7?", options={"approval": ["calculator"]}, enqueue=False,
         models={"agent": "offline/default"}).pk)
+    vote = engine.run_inline(engine.create_run(
+        alice, "vote", "Name the capital of Australia", options={}, enqueue=False,
+        models=dict.fromkeys(PATTERNS["vote"].roles, "offline/default")).pk)
     change = engine.run_inline(start_change(
         alice, repo=str(repo), base="main", models=OFFLINE, auto_approve_plan=True,
         task='replace "Helo world" with "Hello world" in README.md', enqueue=False).pk)
@@ -79,7 +84,8 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
     review = engine.run_inline(services.start_review(alice, inp, services.prepare(inp),
                                                      enqueue=False).pk)
     assert plan.is_waiting and react.is_waiting and change.is_waiting and review.is_waiting
-    return {"plan": plan, "react": react, "change": change, "review": review}
+    assert vote.is_waiting
+    return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review}
 
 
 def url_for(name, runs):

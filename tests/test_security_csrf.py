@@ -56,7 +56,8 @@ def form_token(html: str) -> str:
 def payload(name: str, runs) -> dict:  # noqa: F811
     """A valid body for each state-changing view, so that with the token it really acts."""
     plan, react, change, review = runs["plan"], runs["react"], runs["change"], runs["review"]
-    for r in (plan, react, change, review):
+    vote = runs["vote"]
+    for r in (plan, react, vote, change, review):
         r.refresh_from_db()
     sec1 = Finding.objects.get(review__run=review, key="SEC-1")
     return {
@@ -69,6 +70,7 @@ def payload(name: str, runs) -> dict:  # noqa: F811
                           "steps": (plan.state.get("plan") or {}).get("steps") or ["Do it"]},
         "tool_decision": {"action": "approve", "seq": react.stage_seq,  # the call as shown
                           "args": json.dumps((react.state.get("pending") or {}).get("input"))},
+        "vote_decision": {"action": "pick", "group": 1, "seq": vote.stage_seq},
         "change_decision": {"action": "discard", "seq": change.stage_seq, "feedback": "no"},
         "cancel_run": {},
         "start_run": {"pattern": "plan_execute", "task": "Plan a picnic, then a walk"},
@@ -80,8 +82,8 @@ def payload(name: str, runs) -> dict:  # noqa: F811
 
 # Decisions first, cancel after them (it ends the plan run), starts last.
 ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision", "reopen_triage",
-         "plan_decision", "tool_decision", "change_decision", "cancel_run", "start_run",
-         "start_review", "change_new"]
+         "plan_decision", "tool_decision", "vote_decision", "change_decision", "cancel_run",
+         "start_run", "start_review", "change_new"]
 
 
 def app_url(name: str, runs) -> str:  # noqa: F811

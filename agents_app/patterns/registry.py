@@ -25,6 +25,7 @@ PACKAGES: tuple[str, ...] = (
     "agents_app.patterns.team_lead",
     "agents_app.patterns.rewoo",
     "agents_app.patterns.react",
+    "agents_app.patterns.vote",
     "reviews_app.pipeline.pattern",
 )
 
