@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.validators import ProhibitNullCharactersValidator
 
 from .llm.gateway import check_model_name
-from .models import Status
+from .models import Status, gate_status_labels
 from .option_fields import option_fields, options_from
 from .patterns import PATTERNS, task_patterns
 from .patterns.gate_input import control_message
@@ -76,7 +76,7 @@ class StartRunForm(forms.Form):
             name = f"model_{role}"
             default = role_default(role)
             self.fields[name] = forms.CharField(
-                label=f"{role.capitalize()} model", required=False, help_text=f"Default: {default}",
+                label=f"{role.replace('_', ' ').capitalize()} model", required=False, help_text=f"Default: {default}",
                 widget=forms.TextInput(attrs={"placeholder": default,
                                               "data-patterns": " ".join(patterns)}))
             self.role_fields[role] = name
@@ -143,8 +143,14 @@ class StartRunForm(forms.Form):
         return cost, d.get("max_tokens") or settings.QUORUM_DEFAULT_MAX_TOKENS
 
 
+def _statuses():
+    return [("", "Any status"), *Status.choices,
+            *[(value, label) for value, label in gate_status_labels().items()
+              if value not in Status.values]]
+
+
 class HistoryFilterForm(forms.Form):
-    status = forms.ChoiceField(choices=[("", "Any status"), *Status.choices], required=False)
+    status = forms.ChoiceField(choices=_statuses, required=False)
     pattern = forms.ChoiceField(choices=_all_patterns, required=False)
     q = forms.CharField(required=False, max_length=200, label="Search")
     before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)

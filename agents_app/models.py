@@ -29,6 +29,14 @@ class Status(models.TextChoices):
     BUDGET_EXCEEDED = "budget_exceeded", "Budget exceeded"
 
 
+def gate_status_labels() -> dict[str, str]:
+    """``awaiting_<gate>`` → words, for the gates the patterns name themselves."""
+    from .patterns import PATTERNS
+
+    return {f"awaiting_{gate}": label for p in PATTERNS.values()
+            for gate, label in p.gate_labels.items()}
+
+
 RUNNABLE = (Status.QUEUED, Status.PLANNING, Status.EXECUTING, Status.SYNTHESIZING,
             Status.ANALYZING, Status.REVIEWING, Status.REFLECTING, Status.MERGING)
 TERMINAL = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.BUDGET_EXCEEDED)
@@ -90,6 +98,12 @@ class Run(models.Model):
 
         pattern = PATTERNS.get(self.pattern)
         return reverse(pattern.page if pattern else "run_detail", args=[self.pk])
+
+    def get_status_display(self) -> str:
+        """The status in words; a gate the app does not name is named by its pattern."""
+        if self.status in Status.values:
+            return str(Status(self.status).label)
+        return gate_status_labels().get(self.status, self.status.replace("_", " ").capitalize())
 
     @property
     def model_names(self) -> list[str]:

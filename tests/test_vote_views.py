@@ -29,7 +29,7 @@ TASK = "Compare three vector databases, then recommend one"
 
 @pytest.fixture
 def no_schedule(monkeypatch):
-    monkeypatch.setattr(engine, "schedule", lambda pk, countdown=None: None)
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda pk, countdown=None: None)
 
 
 def start(client, **data) -> Run:
@@ -193,7 +193,9 @@ def test_command_line_stops_at_the_gate_below_the_threshold(alice):
     assert grouping["agreement"] == 67
     out = StringIO()
     call_command("run_pattern", "vote", "--task", TASK, stdout=out)
-    assert "(Quorum vote):" in out.getvalue() and "awaiting_vote_pick" in out.getvalue()
+    text = out.getvalue()
+    assert "(Quorum vote): Awaiting your pick" in text
+    assert "the voters did not agree enough" in text and f"/runs/{result['run'] + 1}/" in text
 
 
 def test_command_line_options(alice):

@@ -183,6 +183,9 @@ class Pattern:
     role_defaults: dict[str, str] = {}
     options: type[PatternOptions] = NoOptions
     gates: tuple[str, ...] = ()
+    # A run waiting at a gate has the status ``awaiting_<gate>``; its words for people, when
+    # the gate is not one of the statuses the app already names.
+    gate_labels: dict[str, str] = {}
     starts_from_task = True  # False: started from its own form (a code review needs a diff)
     page = "run_detail"  # URL name of the page that shows a run of this pattern
     # The run page: the partials of the package's ``panel.html``, in page order, and which of
@@ -190,9 +193,7 @@ class Pattern:
     panels: tuple[str, ...] = ("items-panel",)
     live_events: dict[str, tuple[str, ...]] = {}
     # Django-side hooks, as dotted paths the web app imports when it needs them: the function
-    # that starts a run from checked options (default: the engine's create_run), the one that
-    # renders live updates of a page of its own, and one called when a run ends.
-    starter: str = ""
+    # that renders live updates of a page of its own, and one called when a run ends.
     live_renderer: str = ""
     on_terminal: str = ""
     # Set by the registry when it loads the pattern.

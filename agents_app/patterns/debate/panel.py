@@ -4,7 +4,7 @@ conclusion. (Django side of the package: it reads the run's items.)"""
 from __future__ import annotations
 
 
-def context(run) -> dict:
+def context(run, **extra) -> dict:
     by_round: dict[int, list] = {}
     conclusion = None
     for item in run.items.all():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 
-def context(run) -> dict:
+def context(run, **extra) -> dict:
     items = list(run.items.all())
     steps = sorted((i.data for i in items if i.kind == "step"), key=lambda d: d["iteration"])
     forced = next((i.data for i in items if i.kind == "final"), None)

@@ -6,7 +6,7 @@ answer panel shows it with its citations linked to the evidence when it is the a
 from __future__ import annotations
 
 
-def context(run) -> dict:
+def context(run, **extra) -> dict:
     items = list(run.items.all())
     answers = [i.data for i in items if i.kind == "answer"]
     return {"sketches": [i.data for i in items if i.kind == "sketch"],

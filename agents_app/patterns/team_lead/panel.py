@@ -4,6 +4,6 @@ result. (Django side of the package: it reads the run's state and options.)"""
 from __future__ import annotations
 
 
-def context(run) -> dict:
+def context(run, **extra) -> dict:
     return {"subtasks": (run.state or {}).get("subtasks", []),
             "team": (run.options or {}).get("team", [])}

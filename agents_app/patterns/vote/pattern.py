@@ -83,6 +83,7 @@ class QuorumVote(Pattern):
     role_defaults = {role: "other-family" for role in VOTER_ROLES[1::2]}
     options = VoteOptions
     gates = (GATE,)
+    gate_labels = {GATE: "Awaiting your pick"}
     live_events = {"votes_cast": ("items-panel",), "answers_grouped": ("items-panel",),
                    "vote_decided": ("items-panel",)}
 

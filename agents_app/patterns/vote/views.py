@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 from ...forms import read_errors
 from ...patterns.base import Decision
 from ...patterns.gate_input import without_control_characters
-from ...views import _gate_answer, decide_and_show, owned_run
+from ...views import decide_and_show, gate_answer, owned_run
 from . import PATTERN
 from .forms import VoteDecisionForm
 
@@ -37,7 +37,7 @@ def vote_decision(request, pk: int):
              "typed_group": request.POST.get("group", ""),
              "typed_feedback": without_control_characters(request.POST.get("feedback", ""))}
     if not form.is_valid():
-        return _gate_answer(request, run, PANEL, 400, error=read_errors(form), **typed)
+        return gate_answer(request, run, PANEL, 400, error=read_errors(form), **typed)
     d = form.cleaned_data
     decision = Decision(action=d["action"], feedback=d["feedback"],
                         edits={"group": d["group"], "answer": d["answer"]},
@@ -46,6 +46,6 @@ def vote_decision(request, pk: int):
     def show(r, status, **extra):
         if status == 200:
             extra["gate_status"] = _decided(r, d["action"], d["group"])
-        return _gate_answer(request, r, PANEL, status, **extra)
+        return gate_answer(request, r, PANEL, status, **extra)
 
     return decide_and_show(request, run, d["seq"], decision, show, **typed)
