@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUseDefault
 
 
@@ -61,7 +62,7 @@ def named_lines(parse: Callable[[str], list[dict[str, str]]]) -> Callable[[Any],
     return before
 
 
-def extra(info) -> dict[str, Any]:
+def extra(info: FieldInfo) -> dict[str, Any]:
     """The extra keys of a field (``option(..., **extra)``)."""
     value = info.json_schema_extra
     return dict(value) if isinstance(value, dict) else {}

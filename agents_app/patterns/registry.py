@@ -47,6 +47,8 @@ def _load() -> dict[str, Pattern]:
                 if pattern.name in found:
                     raise ImportError(f"two patterns are called {pattern.name!r}")
                 pattern.package = dotted
+                if module.__file__ is None:
+                    raise ImportError(f"{dotted} is not a module of files")
                 # A package's folder (its panel template, its files); a single module has none.
                 pattern.directory = Path(module.__file__).parent if hasattr(module, "__path__") \
                     else None

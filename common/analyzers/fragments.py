@@ -47,7 +47,10 @@ class Unit:
 
 def file_order(name: str) -> tuple[int, ...]:
     """Sort key of a generated name: input order, the joined file before its lone segments."""
-    return tuple(int(x or -1) for x in _NAME_RE.match(name).groups())
+    m = _NAME_RE.match(name)
+    if m is None:
+        raise ValueError(f"not a generated file name: {name!r}")
+    return tuple(int(x or -1) for x in m.groups())
 
 
 def _parse_error(text: str) -> int | None:

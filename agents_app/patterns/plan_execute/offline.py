@@ -5,6 +5,7 @@ feedback becomes a step of its own, so a person can see it was taken into accoun
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...llm.offline import (
     LABEL,
@@ -19,7 +20,7 @@ from ...llm.offline import (
 from .prompts import CURRENT, EARLIER, FAILED, FEEDBACK, OUTPUTS, PREVIOUS_PLAN, TASK
 
 
-def plan(messages: list[dict[str, str]]) -> dict:
+def plan(messages: list[dict[str, str]]) -> dict[str, Any]:
     secs = sections(messages)
     task = find_section(secs, TASK)
     feedback = find_section(secs, FEEDBACK)
@@ -50,7 +51,7 @@ def plan(messages: list[dict[str, str]]) -> dict:
     return {"goal": f"Answer: {subject}", "reasoning": reasoning, "steps": steps}
 
 
-def step_report(messages: list[dict[str, str]]) -> dict:
+def step_report(messages: list[dict[str, str]]) -> dict[str, Any]:
     secs = sections(messages)
     task = find_section(secs, TASK)
     current = find_section(secs, CURRENT)

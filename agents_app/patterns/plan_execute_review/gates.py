@@ -4,7 +4,7 @@ person."""
 from __future__ import annotations
 
 import unicodedata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..base import (
     Decision,
@@ -12,7 +12,7 @@ from ..base import (
     InvalidDecision,
     StageResult,
 )
-from ..records import GateDecided
+from ..records import GateDecided, PlanProposed
 from .messages import (
     clean_commit_message,
     proposed_merge_message,
@@ -33,6 +33,13 @@ from .schemas import (
 class GateDecisions:
     """Mixed into the pattern: the decisions at its gates."""
 
+    if TYPE_CHECKING:  # defined by the pattern (pattern.py) this is mixed into
+        @staticmethod
+        def _plan_record(plan: dict[str, Any], *, reason: str, author: str) -> PlanProposed: ...
+
+        @staticmethod
+        def _next_execute(state: dict[str, Any]) -> tuple[dict[str, Any], str]: ...
+
     def decide(self, gate: str, state: dict[str, Any], decision: Decision) -> StageResult:
         if gate == PLAN_GATE:
             return self._decide_plan(state, decision)
@@ -42,7 +49,7 @@ class GateDecisions:
             return self._decide_escalation(state, decision)
         raise InvalidDecision(f"this run has no {gate} gate")
 
-    def _decide_plan(self, state, decision: Decision) -> StageResult:
+    def _decide_plan(self, state: dict[str, Any], decision: Decision) -> StageResult:
         plan = state["plan"]
         version = plan["version"]
         who = decision.author
@@ -108,7 +115,7 @@ class GateDecisions:
             raise InvalidDecision("The plan is too long (at most 30 steps, 200 files, 50 risks).")
         return doc.model_dump()
 
-    def _decide_merge(self, state, decision: Decision) -> StageResult:
+    def _decide_merge(self, state: dict[str, Any], decision: Decision) -> StageResult:
         who = decision.author
         version = state["plan"]["version"]
         rnd = state["round"]
@@ -146,7 +153,7 @@ class GateDecisions:
                           + note)])
 
     @staticmethod
-    def validate_merge_choice(state, choice: Any) -> tuple[str, str]:
+    def validate_merge_choice(state: dict[str, Any], choice: Any) -> tuple[str, str]:
         """The commit message and merge mode the person chose (the proposal and a squash when
         they chose nothing)."""
         if choice is None:
@@ -158,7 +165,7 @@ class GateDecisions:
             raise InvalidDecision("Choose a squashed commit or a merge commit.")
         return clean_commit_message(choice.get("message")), mode
 
-    def _decide_escalation(self, state, decision: Decision) -> StageResult:
+    def _decide_escalation(self, state: dict[str, Any], decision: Decision) -> StageResult:
         who = decision.author
         version = state["plan"]["version"]
         note = decision.feedback.strip()

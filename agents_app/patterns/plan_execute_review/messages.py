@@ -35,7 +35,7 @@ def proposed_merge_message(state: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def clean_commit_message(text: Any) -> str:
+def clean_commit_message(text: object) -> str:
     """The person's commit message, or InvalidDecision saying plainly what is wrong."""
     if not isinstance(text, str):
         raise InvalidDecision("The commit message could not be read; reload the page.")

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from ...llm.offline import find_section, sections
+from ..base import OfflineReply
 
 # Plain text: these answers are shown as text (plan fields, reports, commit messages).
 LABEL = "(Offline model: a deterministic stand-in, no language model.)"
@@ -37,7 +39,7 @@ def _unquote(text: str) -> str:
     return text.replace('\\"', '"').replace("\\n", "\n")
 
 
-def instructions(text: str) -> list[dict]:
+def instructions(text: str) -> list[dict[str, Any]]:
     """The edit instructions in ``text``, in order of appearance."""
     found = []
     for m in _REPLACE.finditer(text):
@@ -52,11 +54,11 @@ def instructions(text: str) -> list[dict]:
     return [item for _, item in sorted(found, key=lambda pair: pair[0])]
 
 
-def _first_user(messages) -> str:
+def _first_user(messages: list[dict[str, str]]) -> str:
     return next((m["content"] for m in messages if m.get("role") == "user"), "")
 
 
-def _turns(messages) -> list[dict]:
+def _turns(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
     """The offline agent's earlier turns (its own JSON replies) with their observations."""
     out = []
     for i, m in enumerate(messages):
@@ -71,26 +73,26 @@ def _turns(messages) -> list[dict]:
     return out
 
 
-def _tool_available(messages, name: str) -> bool:
+def _tool_available(messages: list[dict[str, str]], name: str) -> bool:
     system = next((m["content"] for m in messages if m.get("role") == "system"), "")
     return f"### {name}" in system
 
 
-def _turn(thought: str, tool: str | None = None, args: dict | None = None) -> dict:
+def _turn(thought: str, tool: str | None = None, args: dict[str, Any] | None = None) -> dict[str, Any]:
     if tool is None:
         return {"thought": thought, "action": None, "done": True}
     return {"thought": thought, "action": {"tool": tool, "args": args or {}}, "done": False}
 
 
 # --- planner -------------------------------------------------------------------------------------
-def planner_turn(messages) -> dict:
+def planner_turn(messages: list[dict[str, str]]) -> dict[str, Any]:
     if not _turns(messages):
         return _turn("Look at the repository's layout first.", "list_files",
                      {"path": ".", "max_depth": 2})
     return _turn("I have what I need.")
 
 
-def plan_doc(messages) -> dict:
+def plan_doc(messages: list[dict[str, str]]) -> dict[str, Any]:
     secs = sections(messages)
     request = secs.get("Change request", "")
     found = instructions(request)
@@ -113,7 +115,7 @@ def plan_doc(messages) -> dict:
 
 
 # --- executor ------------------------------------------------------------------------------------
-def executor_turn(messages) -> dict:
+def executor_turn(messages: list[dict[str, str]]) -> dict[str, Any]:
     plan = _first_user(messages)
     todo = instructions(plan)
     done = _turns(messages)
@@ -126,7 +128,7 @@ def executor_turn(messages) -> dict:
     return _turn("Finished.")
 
 
-def execution_report(messages) -> dict:
+def execution_report(messages: list[dict[str, str]]) -> dict[str, Any]:
     todo = instructions(_first_user(messages))
     turns = _turns(messages)
     done, skipped, tests = [], [], ""
@@ -159,11 +161,11 @@ def execution_report(messages) -> dict:
 
 
 # --- reviewer ------------------------------------------------------------------------------------
-def reviewer_turn(messages) -> dict:
+def reviewer_turn(messages: list[dict[str, str]]) -> dict[str, Any]:
     return _turn("The diff, the report and the test output are enough for a rule-based check.")
 
 
-def review_verdict(messages) -> dict:
+def review_verdict(messages: list[dict[str, str]]) -> dict[str, Any]:
     secs = sections(messages)
     diff = secs.get("Diff against the base branch", "")
     tests = secs.get("Test output (run by Quorum after the change)", "")
@@ -194,7 +196,7 @@ def review_verdict(messages) -> dict:
             f"{checked}. A rule-based check only: read the diff yourself. {LABEL}"}
 
 
-def replies() -> list:
+def replies() -> list[OfflineReply]:
     """(schema, role, reply) for the pattern's ``offline_replies``."""
     return [("AgentTurn", "planner", planner_turn), ("AgentTurn", "executor", executor_turn),
             ("AgentTurn", "reviewer", reviewer_turn), ("PlanDoc", None, plan_doc),

@@ -38,6 +38,7 @@ from ..base import (
     ModelClient,
     OfflineReply,
     Pattern,
+    Schema,
     StageResult,
 )
 from ..options import PatternOptions, option
@@ -165,11 +166,11 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
 
     # --- helpers ----------------------------------------------------------------------------
     @staticmethod
-    def _workspace(state) -> Workspace:
+    def _workspace(state: dict[str, Any]) -> Workspace:
         return Workspace(state["options"]["worktree"])
 
     @staticmethod
-    def _tools(state, *, write: bool) -> dict[str, repo_tools.Tool]:
+    def _tools(state: dict[str, Any], *, write: bool) -> dict[str, repo_tools.Tool]:
         opts = state["options"]
         chosen = dict(repo_tools.READ_TOOLS)
         if write:
@@ -181,8 +182,9 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
             chosen[tool.name] = tool
         return chosen
 
-    def _agent(self, client, role, state, *, system, task, write, schema, instruction, key,
-               turns) -> AgentResult:
+    def _agent(self, client: ModelClient, role: str, state: dict[str, Any], *, system: str,
+               task: str, write: bool, schema: type[Schema], instruction: str, key: str,
+               turns: int) -> AgentResult[Schema]:
         ws = self._workspace(state)
         tools = self._tools(state, write=write)
         return run_agent(client, role, system=system, task=task,
@@ -197,7 +199,7 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
         state = {**state, "round": rnd, "commit_time": int(time.time()), "mr_status": "draft"}
         return state, f"execute:{state['plan']['version']}:{rnd}"
 
-    def _run_tests(self, state) -> tuple[bool, str, int | None]:
+    def _run_tests(self, state: dict[str, Any]) -> tuple[bool, str, int | None]:
         opts = state["options"]
         if not opts.get("test_command"):
             return False, "No test command is configured for this run.", None
@@ -239,7 +241,7 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
             return self._close(args[0], state)
         raise ValueError(f"unknown stage {stage!r}")
 
-    def _setup(self, state):
+    def _setup(self, state: dict[str, Any]) -> StageResult:
         opts = state["options"]
         try:
             base_sha = gitops.create_worktree(opts["repo"], opts["worktree"], opts["branch"],
@@ -254,7 +256,7 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
                 f"{base_sha[:10]}; the agents work in their own worktree.",
                 {"base_sha": base_sha})])
 
-    def _plan(self, version: int, state, client):
+    def _plan(self, version: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         gitops.reset_worktree(state["options"]["worktree"], state["head"])
         parts = [_section("Change request", state["task"])]
         if state["plan"] and state["plan_feedback"]:
@@ -265,7 +267,7 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
             client, "planner", state, system=PLANNER_SYSTEM, task="\n".join(parts), write=False,
             schema=PlanDoc, key=f"plan{version}", turns=state["options"]["planner_turns"],
             instruction="Now write the plan document.")
-        doc: PlanDoc = result.answer  # type: ignore[assignment]
+        doc = result.answer
         reason = "Revised: " + state["plan_feedback"][:150] if state["plan_feedback"] \
             else "First plan"
         plan = {"version": version, "author": "model", **doc.model_dump()}
@@ -289,7 +291,7 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
                            events=events)
 
     @staticmethod
-    def _plan_record(plan, *, reason: str, author: str) -> PlanProposed:
+    def _plan_record(plan: dict[str, Any], *, reason: str, author: str) -> PlanProposed:
         details = {k: plan[k] for k in ("files", "approach", "test_strategy", "risks")}
         return PlanProposed(version=plan["version"], steps=plan["steps"], goal=plan["goal"],
                             reasoning=plan["approach"], author=author, reason=reason,

@@ -3,13 +3,16 @@ and closing the worktree."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...repos import gitops
+from ..agent_loop import AgentResult
 from ..base import (
     Event,
     Gate,
+    ModelClient,
     ModelError,
+    Schema,
     StageResult,
 )
 from ..records import GateDecided
@@ -45,7 +48,18 @@ from .schemas import (
 class RoundStages:
     """Mixed into the pattern: execute, review, merge and close."""
 
-    def _execute(self, stage, version, rnd, state, client):
+    if TYPE_CHECKING:  # defined by the pattern (pattern.py) this is mixed into
+        def _agent(self, client: ModelClient, role: str, state: dict[str, Any], *, system: str,
+                   task: str, write: bool, schema: type[Schema], instruction: str, key: str,
+                   turns: int) -> AgentResult[Schema]: ...
+
+        def _run_tests(self, state: dict[str, Any]) -> tuple[bool, str, int | None]: ...
+
+        @staticmethod
+        def _next_execute(state: dict[str, Any]) -> tuple[dict[str, Any], str]: ...
+
+    def _execute(self, stage: str, version: int, rnd: int, state: dict[str, Any],
+                 client: ModelClient) -> StageResult:
         opts = state["options"]
         gitops.reset_worktree(opts["worktree"], state["head"])
         parts = [_section("Plan", plan_markdown(state["plan"]))]
@@ -68,7 +82,7 @@ class RoundStages:
         except ModelError as exc:
             gitops.reset_worktree(opts["worktree"], state["head"])  # drop half-made edits
             return self._model_failed(state, stage, "executor", rnd, exc)
-        report: ExecutionReport = result.answer  # type: ignore[assignment]
+        report = result.answer
         ran, test_output, test_exit = self._run_tests(state)
         message = f"{subject(state['plan']['goal'])}\n\n{report.summary.strip()[:2000]}\n\n" \
                   f"Quorum run round {rnd}, plan v{version}."
@@ -97,7 +111,8 @@ class RoundStages:
                           f"changed in total; {tests}; {len(result.trace)} tool calls.",
                           {"round": rnd, "commit": sha or ""})])
 
-    def _review(self, stage, version, rnd, state, client):
+    def _review(self, stage: str, version: int, rnd: int, state: dict[str, Any],
+                client: ModelClient) -> StageResult:
         opts = state["options"]
         gitops.reset_worktree(opts["worktree"], state["head"])
         last = state["last_round"]
@@ -125,13 +140,13 @@ class RoundStages:
         except ModelError as exc:
             gitops.reset_worktree(opts["worktree"], state["head"])
             return self._model_failed(state, stage, "reviewer", rnd, exc)
-        verdict: ReviewVerdict = result.answer  # type: ignore[assignment]
+        verdict = result.answer
         data = verdict.model_dump()
         if not verdict.approve and not verdict.rejection_kind:
             data["rejection_kind"] = "fixup"
         if verdict.approve:
             data["rejection_kind"] = None
-        warnings = []
+        warnings: list[str] = []
         if verdict.approve and last["test_ran"] and last["test_exit"] != 0:
             warnings.append("The reviewer approved although the tests fail.")
         if verdict.approve and not diff.strip():
@@ -193,7 +208,8 @@ class RoundStages:
                             {"round": state["round"]}))
         return StageResult(state=state, next_stage=nxt, records=records, events=events)
 
-    def _model_failed(self, state, stage: str, role: str, rnd: int, exc: ModelError):
+    def _model_failed(self, state: dict[str, Any], stage: str, role: str, rnd: int,
+                      exc: ModelError) -> StageResult:
         """A model that keeps failing (after the gateway's retries) hands the run to the person
         instead of failing it: a long run should not be lost to a provider's bad hour."""
         why = f"the {role}'s model failed in round {rnd}: {str(exc)[:300]}"
@@ -202,7 +218,7 @@ class RoundStages:
             "round": rnd, "why": why}), events=[Event("escalated", f"Escalated to you: {why}. "
                                                      "Another round retries it.", {"round": rnd})])
 
-    def _merge(self, state):
+    def _merge(self, state: dict[str, Any]) -> StageResult:
         opts = state["options"]
         message = state.get("merge_message") or proposed_merge_message(state)
         mode = state.get("merge_mode") or DEFAULT_MERGE_MODE
@@ -251,7 +267,7 @@ class RoundStages:
                            records=[MergeRequestChanged("merged", merged_sha=sha, message=text)],
                            events=[Event("merged", text, {"sha": sha})])
 
-    def _close(self, kind: str, state):
+    def _close(self, kind: str, state: dict[str, Any]) -> StageResult:
         opts = state["options"]
         keep = kind == "stop"
         try:
@@ -271,7 +287,7 @@ class RoundStages:
                            events=[Event(status, text)])
 
     @staticmethod
-    def outcome_summary(state, outcome: str) -> str:
+    def outcome_summary(state: dict[str, Any], outcome: str) -> str:
         plan = state.get("plan") or {}
         review = state.get("last_review") or {}
         lines = [f"**{outcome}**", "", f"Goal: {plan.get('goal', '')}",

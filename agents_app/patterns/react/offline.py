@@ -5,6 +5,7 @@ spells out (arithmetic, the time), one an iteration, and answers with what they 
 from __future__ import annotations
 
 import re
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from ...llm.offline import LABEL, PLAIN_LABEL, sections
@@ -36,7 +37,7 @@ def person_question(task: str) -> str:
     return ""
 
 
-def _person_answer(messages) -> str | None:
+def _person_answer(messages: list[dict[str, str]]) -> str | None:
     """The person's answer to the agent's question, once there is one."""
     start = observation_heading(ASK_PERSON)
     for m in messages:
@@ -52,14 +53,14 @@ def _zone(answer: str | None) -> str:
         return "UTC"
 
 
-def _observations(messages) -> list[str]:
+def _observations(messages: list[dict[str, str]]) -> list[str]:
     person = observation_heading(ASK_PERSON)
     return [m["content"].split("\n", 1)[-1] for m in messages
             if m.get("role") == "user" and m["content"].startswith(f"## {OBSERVATION}")
             and not m["content"].startswith(person)]
 
 
-def thought(messages) -> dict:
+def thought(messages: list[dict[str, str]]) -> dict[str, Any]:
     task = sections(messages).get(TASK, "")
     system = next((m["content"] for m in messages if m.get("role") == "system"), "")
     # The question comes first, and only when the person can be asked (ask_person is a tool).
@@ -84,7 +85,7 @@ def thought(messages) -> dict:
             "action": {"type": "final_answer", "answer": "\n".join(lines) + f"\n\n{LABEL}"}}
 
 
-def final(messages) -> dict:
+def final(messages: list[dict[str, str]]) -> dict[str, Any]:
     answer = _person_answer(messages)
     found = ([f"You told me: {answer}"] if answer is not None else []) + \
         [f"- {o}" for o in _observations(messages)]

@@ -188,7 +188,7 @@ class ReAct(Pattern):
             return self._act(int(n), state)
         raise ValueError(f"unknown stage {stage!r}")
 
-    def _messages(self, state, tools) -> list[dict[str, str]]:
+    def _messages(self, state: dict[str, Any], tools: dict[str, AgentTool]) -> list[dict[str, str]]:
         return agent_messages(state["task"], state["history"], describe(tools))
 
     def _limit_reason(self, n: int, state: dict[str, Any]) -> str:
@@ -269,7 +269,7 @@ class ReAct(Pattern):
                                                              "input")},
                              time.monotonic(), approved_by=call.get("approved_by", ""))
 
-    def _final(self, state, client) -> StageResult:
+    def _final(self, state: dict[str, Any], client: ModelClient) -> StageResult:
         messages = final_messages(state["task"], state["history"],
                                   describe(self.tools(state)), state["stop_reason"])
         final: FinalAnswer = client.complete("agent", messages, schema=FinalAnswer,

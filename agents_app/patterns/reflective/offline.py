@@ -5,12 +5,13 @@ approved, so both ends of the loop can be seen without a provider key."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...llm.offline import LABEL, PLAIN_LABEL, clip, key_terms, sections
 from .prompts import CRITIQUE, DRAFT, ISSUES, PREVIOUS_DRAFT, TASK
 
 
-def actor(messages) -> str:
+def actor(messages: list[dict[str, str]]) -> str:
     secs = sections(messages)
     task = secs.get(TASK, "")
     previous = secs.get(PREVIOUS_DRAFT, "")
@@ -26,7 +27,7 @@ def actor(messages) -> str:
     return f"{body}\n\n## Revisions\n{added}\n\n{LABEL}"
 
 
-def critic(messages) -> dict:
+def critic(messages: list[dict[str, str]]) -> dict[str, Any]:
     secs = sections(messages)
     title = next((t for t in secs if t.startswith(f"{DRAFT} ")), f"{DRAFT} 1")
     n = int(re.sub(r"\D", "", title) or 1)

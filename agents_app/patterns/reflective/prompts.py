@@ -3,6 +3,8 @@ headings, named here once."""
 
 from __future__ import annotations
 
+from typing import Any
+
 TASK = "Task"
 PREVIOUS_DRAFT = "Previous draft"
 CRITIQUE = "Critique"
@@ -23,7 +25,7 @@ def section(title: str, body: str) -> str:
     return f"## {title}\n{(body or '').strip() or '(none)'}\n"
 
 
-def actor_messages(task: str, previous: str = "", critique: dict | None = None) -> list[dict]:
+def actor_messages(task: str, previous: str = "", critique: dict[str, Any] | None = None) -> list[dict[str, str]]:
     parts = [section(TASK, task)]
     if critique is not None:
         issues = "\n".join(f"- {i}" for i in critique["issues"]) or "(none listed)"
@@ -33,6 +35,6 @@ def actor_messages(task: str, previous: str = "", critique: dict | None = None) 
             {"role": "user", "content": "\n".join(parts)}]
 
 
-def critic_messages(task: str, n: int, draft: str) -> list[dict]:
+def critic_messages(task: str, n: int, draft: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": CRITIC_SYSTEM},
             {"role": "user", "content": section(TASK, task) + "\n" + section(f"{DRAFT} {n}", draft)}]

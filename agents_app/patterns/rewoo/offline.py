@@ -4,6 +4,8 @@ evidence returned, citing it; the check finds citations of evidence that does no
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...llm.offline import LABEL, PLAIN_LABEL, sections
 from ..tools.offline import planned_calls
 from .prompts import (
@@ -17,13 +19,13 @@ from .prompts import (
 )
 
 
-def sketch(messages) -> dict:
+def sketch(messages: list[dict[str, str]]) -> dict[str, Any]:
     calls = planned_calls(sections(messages).get(TASK, ""))
     return {"needs_tools": bool(calls), "reasoning": f"Calls the task spells out. {PLAIN_LABEL}",
             "sketches": [{"query": q, "tool": t, "arguments": a} for q, t, a in calls]}
 
 
-def organize(messages) -> dict:
+def organize(messages: list[dict[str, str]]) -> dict[str, Any]:
     items = EVIDENCE_ITEM.findall(sections(messages).get(EVIDENCE, ""))
     good = [(i, text.strip()) for i, text in items if not text.startswith(ERROR)]
     if not good:
@@ -34,7 +36,7 @@ def organize(messages) -> dict:
             "citations": [i for i, _ in good], "confidence": 0.6, "insufficient": False}
 
 
-def verify(messages) -> dict:
+def verify(messages: list[dict[str, str]]) -> dict[str, Any]:
     secs = sections(messages)
     known = set(EVIDENCE_ID.findall(secs.get(EVIDENCE, "")))
     cited = set(CITATION.findall(secs.get(ANSWER_TO_CHECK, "")))

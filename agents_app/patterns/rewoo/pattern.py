@@ -132,7 +132,7 @@ class ReWOO(Pattern):
         opts = state["options"]
         top_k = int(opts["top_k_sketches"])
         messages = sketch_messages(state["task"], top_k, describe(self.tools(state)))
-        sketch: Sketch = client.complete("planner", messages, schema=Sketch).data  # type: ignore[assignment]
+        sketch: Sketch = client.complete("planner", messages, schema=Sketch).data
         calls = sketch.sketches if sketch.needs_tools else []
         events = []
         if len(calls) > top_k:
@@ -174,10 +174,10 @@ class ReWOO(Pattern):
                                "evidence", f"{len(evidence)} piece(s) of evidence, {failed} "
                                "failed.", {"failed": failed})])
 
-    def _organize(self, k: int, state, client) -> StageResult:
+    def _organize(self, k: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         messages = organize_messages(state["task"], state["evidence"], state["problems"])
         org: Organized = client.complete("organizer", messages, schema=Organized,
-                                         key=f"organize{k}").data  # type: ignore[assignment]
+                                         key=f"organize{k}").data
         known = {e["id"] for e in state["evidence"]}
         cited = sorted(set(CITATION.findall(org.answer)) | set(org.citations),
                        key=lambda c: int(c[1:]))
@@ -202,7 +202,7 @@ class ReWOO(Pattern):
         org = state["organized"]
         messages = verify_messages(state["task"], state["evidence"], org["answer"])
         v: Verification = client.complete("organizer", messages, schema=Verification,
-                                          key=f"verify{k}").data  # type: ignore[assignment]
+                                          key=f"verify{k}").data
         problems = list(v.problems)
         if org["unknown_citations"]:
             problems.append(f"Cites evidence that does not exist: {', '.join(org['unknown_citations'])}.")

@@ -13,10 +13,10 @@ TIME = re.compile(r"\b(time|date|today|now|day)\b", re.IGNORECASE)
 MAX_CALLS = 4
 
 
-def planned_calls(task: str, timezone: str = "UTC") -> list[tuple[str, str, dict]]:
+def planned_calls(task: str, timezone: str = "UTC") -> list[tuple[str, str, dict[str, str]]]:
     """The tool calls a task spells out, as (question, tool, arguments): arithmetic, and a
     question about the time."""
-    calls = []
+    calls: list[tuple[str, str, dict[str, str]]] = []
     for m in ARITHMETIC.finditer(task):
         expression = m.group(1).strip().rstrip("?.")
         if any(op in expression for op in "*/+-%"):

@@ -19,7 +19,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -282,5 +282,11 @@ def run_tool(tools: dict[str, AgentTool], name: str, args: Any, *,
 # The tools' names, for the options of the patterns that use them.
 ASK_PERSON = "ask_person"
 TOOL_NAMES: tuple[str, ...] = tuple(registry([]))
-ToolName = Literal[TOOL_NAMES]  # type: ignore[valid-type]
-ApprovableTool = Literal[tuple(n for n, t in registry([]).items() if t.kind != PERSON)]  # type: ignore[valid-type]
+if TYPE_CHECKING:
+    # Literal types of names known only at run time: to the type checker they are strings.
+    ToolName = str
+    ApprovableTool = str
+else:
+    # The options' choices (the web form's boxes, the command line's values) come from these.
+    ToolName = Literal[TOOL_NAMES]
+    ApprovableTool = Literal[tuple(n for n, t in registry([]).items() if t.kind != PERSON)]

@@ -12,6 +12,7 @@ size, largest first, then by their first voter.
 from __future__ import annotations
 
 import re
+from typing import TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -38,6 +39,15 @@ class Grouping(BaseModel):
                                                  "that they agree.")
 
 
+class VoteGroup(TypedDict):
+    """A group of equivalent answers, as the run keeps it."""
+
+    voters: list[int]
+    representative: int
+    label: str
+    answer: str
+
+
 def normalise(text: str) -> str:
     """``text`` compared loosely: case, punctuation, Markdown marks and spacing ignored."""
     return " ".join(re.sub(r"[\W_]+", " ", (text or "").lower()).split())
@@ -57,7 +67,7 @@ def clip(text: str, n: int = MAX_LABEL) -> str:
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
-def group_by_text(answers: dict[int, str]) -> list[dict]:
+def group_by_text(answers: dict[int, str]) -> list[VoteGroup]:
     """Voters whose answers are the same once normalised, each set a group."""
     by_text: dict[str, list[int]] = {}
     for voter in sorted(answers):
@@ -67,16 +77,16 @@ def group_by_text(answers: dict[int, str]) -> list[dict]:
             for members in by_text.values()]
 
 
-def ordered(groups: list[dict]) -> list[dict]:
+def ordered(groups: list[VoteGroup]) -> list[VoteGroup]:
     return sorted(groups, key=lambda g: (-len(g["voters"]), g["voters"][0]))
 
 
-def settle(grouping: Grouping | None, answers: dict[int, str]) -> tuple[list[dict], list[str]]:
+def settle(grouping: Grouping | None, answers: dict[int, str]) -> tuple[list[VoteGroup], list[str]]:
     """The groups of ``answers`` (voter number → text) from the aggregator's ``grouping``
     (None: it gave none), repaired into a partition of the voters, and what was repaired."""
     notes: list[str] = []
     placed: dict[int, int] = {}
-    groups: list[dict] = []
+    groups: list[VoteGroup] = []
     for n, proposed in enumerate(grouping.groups if grouping else [], 1):
         members: list[int] = []
         for voter in proposed.voters:
@@ -113,13 +123,13 @@ def settle(grouping: Grouping | None, answers: dict[int, str]) -> tuple[list[dic
     return ordered(groups), notes
 
 
-def percent(groups: list[dict], voters: int) -> int:
+def percent(groups: list[VoteGroup], voters: int) -> int:
     """The share of the voters in the largest group, in whole percent (for people: the
     threshold itself is compared exactly, by ``settled``)."""
     return round(len(groups[0]["voters"]) * 100 / voters) if groups and voters else 0
 
 
-def settled(groups: list[dict], voters: int, threshold: int) -> bool:
+def settled(groups: list[VoteGroup], voters: int, threshold: int) -> bool:
     """True when the largest group alone reaches ``threshold`` percent of the voters. A tie
     for the largest group never settles the vote: nothing says which of them is right."""
     if not groups:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from ...llm.offline import LABEL, PLAIN_LABEL, clip, key_terms, sections
 from .grouping import group_by_text
@@ -22,7 +23,7 @@ _VOTER = re.compile(rf"^### {VOTER} (\d+)\s*\n(.*?)(?=^### {VOTER} \d+\s*$|\Z)",
 def voter(i: int) -> Callable[[list[dict[str, str]]], str]:
     """Voter ``i``'s offline replies."""
 
-    def reply(messages) -> str:
+    def reply(messages: list[dict[str, str]]) -> str:
         secs = sections(messages)
         task = secs.get(TASK, "")
         earlier = _GROUP.findall(secs.get(EARLIER, ""))
@@ -43,7 +44,7 @@ def voter(i: int) -> Callable[[list[dict[str, str]]], str]:
     return reply
 
 
-def aggregator(messages) -> dict:
+def aggregator(messages: list[dict[str, str]]) -> dict[str, Any]:
     text = "\n".join(m.get("content", "") for m in messages if m.get("role") == "user")
     answers_part = text.split(f"## {ANSWERS}\n", 1)[-1]
     answers = {int(n): body.strip() for n, body in _VOTER.findall(answers_part)}

@@ -127,7 +127,7 @@ class QuorumVote(Pattern):
         raise ValueError(f"unknown stage {stage!r}")
 
     # --- stages -----------------------------------------------------------------------------
-    def _vote(self, r: int, state, client) -> StageResult:
+    def _vote(self, r: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         opts = state["options"]
         n = int(opts["voters"])
         earlier = [{"label": g["label"], "answer": g["answer"], "size": len(g["voters"])}
@@ -139,7 +139,9 @@ class QuorumVote(Pattern):
 
         jobs = {str(i): (lambda i=i: answer(i)) for i in range(1, n + 1)}
         outcomes = run_parallel(jobs, float(opts["timeout"]), n)
-        answers, records, events = [], [], []
+        answers: list[dict[str, Any]] = []
+        records: list[Item] = []
+        events: list[Event] = []
         for i in range(1, n + 1):
             out = outcomes[str(i)]
             text = out.value or ""
@@ -162,7 +164,7 @@ class QuorumVote(Pattern):
         return StageResult(state=state, next_stage=f"aggregate:{r}", records=records,
                            events=events)
 
-    def _aggregate(self, r: int, state, client) -> StageResult:
+    def _aggregate(self, r: int, state: dict[str, Any], client: ModelClient) -> StageResult:
         opts = state["options"]
         n, threshold = int(opts["voters"]), int(opts["threshold"])
         answers = {a["voter"]: a["text"] for a in state["answers"] if not a["error"]}
@@ -173,7 +175,7 @@ class QuorumVote(Pattern):
             try:
                 grouping: Grouping = client.complete(
                     "aggregator", aggregator_messages(state["task"], answers),
-                    schema=Grouping).data  # type: ignore[assignment]
+                    schema=Grouping).data
             except ModelError as exc:
                 groups, notes = ordered(group_by_text(answers)), [
                     f"The aggregator failed ({str(exc)[:200]}): the answers were grouped by "
@@ -205,7 +207,7 @@ class QuorumVote(Pattern):
             "round": r, "agreement": share, "groups": len(groups), "last_round": last}),
             records=[record], events=events)
 
-    def _final(self, r: int, state) -> StageResult:
+    def _final(self, r: int, state: dict[str, Any]) -> StageResult:
         chosen = state["chosen"]
         return StageResult(state=state, outcome="completed", answer=chosen["answer"],
                            events=[Event("answer", "The run ends with the answer "

@@ -3,6 +3,8 @@ same headings, named here once."""
 
 from __future__ import annotations
 
+from typing import Any
+
 TASK = "Task"
 FEEDBACK = "Feedback from the person"
 EARLIER = "Answers of the previous round"  # what a voter of round 2 and later reads
@@ -28,7 +30,7 @@ def section(title: str, body: str) -> str:
     return f"## {title}\n{(body or '').strip() or '(none)'}\n"
 
 
-def voter_messages(task: str, earlier: list[dict] | None = None,
+def voter_messages(task: str, earlier: list[dict[str, Any]] | None = None,
                    feedback: str = "") -> list[dict[str, str]]:
     """A voter's call: the task, and from round 2 on the previous round's groups and the
     person's feedback (``earlier``: groups with ``label``, ``answer`` and ``size``)."""
