@@ -30,14 +30,14 @@ LIVE := -m "browser or integration"
 test: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest $(UNIT) -n auto
+	$(PY) -m pytest $(UNIT) -n 4
 	$(PY) -m pytest $(LIVE)
 
 # The edit-test loop: the unit tier over every core, less its few `slow` tests (fresh Django
 # processes, the every-route-and-field input sweep: `make test` runs them), keeping the test
 # databases (var/test-quorum.sqlite3_gw*) between runs; `make clean` drops them.
 test-fast: install
-	$(PY) -m pytest -m "not browser and not integration and not slow" -n auto --reuse-db -q
+	$(PY) -m pytest -m "not browser and not integration and not slow" -n 4 --reuse-db -q
 
 lint: install
 	$(VENV)/bin/ruff check .
