@@ -79,6 +79,11 @@ class QuorumVote(Pattern):
                "agree. Otherwise you pick, edit, or ask for another round.")
     stage_labels = {"vote": "Round {0}: the voters answer", "aggregate": "Round {0}: grouping "
                     "the answers", "final": "The chosen answer (round {0})"}
+    stage_lines = {"vote": "Round {0}: the voters are answering the task independently.",
+                   "aggregate": "Round {0}: the aggregator is grouping equivalent answers.",
+                   "final": "Finishing with the answer you chose."}
+    gate_lines = {GATE: "Waiting for you: the voters did not agree enough. Pick an answer, "
+                        "edit one, or ask for another round."}
     roles = (*VOTER_ROLES, "aggregator")
     role_defaults = {role: "other-family" for role in VOTER_ROLES[1::2]}
     options = VoteOptions
@@ -103,18 +108,6 @@ class QuorumVote(Pattern):
     def status_for(self, stage: str) -> str:
         kind = (stage or "").split(":")[0]
         return {"vote": "executing", "aggregate": "reviewing"}.get(kind, "synthesizing")
-
-    def describe_stage(self, stage: str) -> str | None:
-        kind, _, n = stage.partition(":")
-        return {"vote": f"Round {n}: the voters are answering the task independently.",
-                "aggregate": f"Round {n}: the aggregator is grouping equivalent answers.",
-                "final": "Finishing with the answer you chose."}.get(kind)
-
-    def gate_message(self, gate: str) -> str | None:
-        if gate == GATE:
-            return "Waiting for you: the voters did not agree enough. Pick an answer, edit " \
-                   "one, or ask for another round."
-        return None
 
     def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
         kind, _, n = stage.partition(":")
