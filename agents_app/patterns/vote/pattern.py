@@ -64,9 +64,7 @@ class VoteOptions(PatternOptions):
     threshold: int = option(75, label="Agreement needed (%)", ge=50, le=100,
                             help="share of the voters the largest group needs for the run to "
                                  "finish on its own; below it, you choose")
-    # Its own label, so its own field (``vote_max_rounds``): a field shared with another
-    # pattern's ``max_rounds`` would be hidden on the start form for this one (see the report).
-    max_rounds: int = option(2, label="Voting rounds", ge=1, le=5,
+    max_rounds: int = option(2, label="Rounds", ge=1, le=5,
                              help="rounds of voting; you may ask for another until the last")
     timeout: float = option(180.0, label="Seconds per round", hidden=True)
 
