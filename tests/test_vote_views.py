@@ -81,6 +81,19 @@ def test_pick_completes_with_the_groups_answer(alice_client, waiting):
     assert "alice picked the answer of group 2" in page and 'name="action"' not in page
 
 
+
+def test_the_chosen_groups_card_says_so_in_one_line(alice_client, waiting):
+    """The card of the group whose answer ended the run points at the answer in the same hint
+    line (hints are inline: two hint paragraphs in a row ran together) and does not repeat it."""
+    decide(alice_client, waiting, action="pick", group="2")
+    run = engine.run_inline(waiting.pk)
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    card = page.split('id="vote-group-1-2"', 1)[1].split("</article>", 1)[0]
+    assert "shown: voter 2's answer, the run's answer (in full under “Answer”)." in card
+    assert card.count('class="hint"') == 1 and 'class="md"' not in card
+    other = page.split('id="vote-group-1-1"', 1)[1].split("</article>", 1)[0]
+    assert "the run's answer" not in other and 'class="md"' in other
+
 def test_edit_completes_with_the_edited_answer(alice_client, waiting):
     r = decide(alice_client, waiting, action="edit", group="1",
                answer="Use **pgvector**: it is already in Postgres.")
