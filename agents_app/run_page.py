@@ -18,7 +18,10 @@ def run_context(run: Run, **extra) -> dict:
         "panel_template": template,
         "pattern_panels": pattern.panels if template else (),
         "calls": list(run.model_calls.all()),
-        "events": (events := list(run.events.all())),
+        # Only the events the run row already counts: a stage that commits while this page is
+        # drawn sends its events over the live channel instead (the page subscribes from
+        # ``last_seq``), so the page never counts an event whose effects it does not show.
+        "events": (events := list(run.events.filter(seq__lte=run.last_event_seq))),
         "last_seq": events[-1].seq if events else 0,
     }
     if template:

@@ -8,28 +8,19 @@ import re
 
 from .llm.gateway import redact
 from .patterns import PATTERNS
-
-# A pattern's stage names are keys such as ``step:2:0``: a kind, then numbers. Its
-# ``stage_labels`` put each kind in words; ``{0}``, ``{1}`` are the numbers after the kind.
-_NUMBER = re.compile(r"\{(\d)(\+?)\}")
+from .patterns.base import fill_stage
 
 
 def stage_label(pattern: str, stage: str) -> str:
-    """``stage`` of a run of ``pattern`` in words: ``step:2:0`` → "Step 1 of plan v2"."""
+    """``stage`` of a run of ``pattern`` in words (its ``stage_labels``): ``step:2:0`` → "Step 1
+    of plan v2"; a kind without words is shown as it is."""
     kind, *args = [part for part in (stage or "").split(":")]
-    args = [a for a in args if a]
     spec = PATTERNS.get(pattern)
-    template = spec.stage_labels.get(kind) if spec else None
-    if template is None or len(_NUMBER.findall(template)) > len(args):
+    label = fill_stage(spec.stage_labels.get(kind) if spec else None, stage or "")
+    if label is None:
         words = kind.replace("_", " ").capitalize() or "Stage"
-        return " ".join([words, *args])
-
-    def number(m: re.Match) -> str:
-        value = args[int(m.group(1))]
-        # ``{1+}``: a zero-based index shown counted from one.
-        return str(int(value) + 1) if m.group(2) and value.isdigit() else value
-
-    return _NUMBER.sub(number, template)
+        return " ".join([words, *[a for a in args if a]])
+    return label
 
 
 def readable(text: str) -> tuple[str, bool]:

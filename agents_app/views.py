@@ -108,8 +108,11 @@ def gate_answer(request, run: Run, panel: str, status: int, gate_status: str = "
         return render(request, RUN_PAGE, ctx, status=status)
     source = ctx["panel_template"] if panel in ctx["pattern_panels"] and ctx["panel_template"] \
         else RUN_PAGE
-    html = (render_to_string(f"{source}#{panel}", ctx, request)
-            + render_to_string(f"{RUN_PAGE}#gate-status", {**ctx, "oob": True}, request))
+    # The header and the answer come along: after a stale decision (409) the run has moved on,
+    # and the page must not show its old status beside the new panel.
+    html = "".join([render_to_string(f"{source}#{panel}", ctx, request),
+                    *[render_to_string(f"{RUN_PAGE}#{part}", {**ctx, "oob": True}, request)
+                      for part in ("gate-status", "header", "answer-panel")]])
     return HttpResponse(html, status=status)
 
 

@@ -116,3 +116,15 @@ def test_good_budgets_reach_the_run():
                  "--max-cost", "0.5", "--max-tokens", "1000", stdout=StringIO())
     run = Run.objects.get()
     assert str(run.max_cost_usd) == "0.5000" and run.max_tokens == 1000
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("args, flag", [
+    (["vote", "--task", "x", "--max-steps", "5"], "--max-steps"),
+    (["reflective", "--task", "x", "--positions", "A: yes\nB: no"], "--positions"),
+    (["debate", "--task", "x", "--auto-approve"], "--auto-approve"),
+])
+def test_a_flag_of_another_pattern_is_refused_not_ignored(args, flag):
+    with pytest.raises(CommandError, match=f"{flag} does not apply to {args[0]}") as caught:
+        call_command("run_pattern", *args, stdout=StringIO())
+    assert caught.value.returncode == 2

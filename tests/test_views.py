@@ -244,3 +244,21 @@ def test_model_output_is_sanitised_on_the_run_page(alice_client, alice):
     assert "<img" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in html
+
+
+@pytest.mark.django_db
+def test_the_run_page_counts_only_the_events_its_run_row_counts(alice_client, alice):
+    """An event committed after the page read the run row (a stage finishing meanwhile) is
+    left to the live channel: the page's cursor stays at the run's own count."""
+    from agents_app.models import Event, Run
+    from agents_app.run_page import run_context
+
+    run = Run.objects.create(owner=alice, pattern="plan_execute", task="t", last_event_seq=1)
+    Event.objects.create(run=run, seq=1, kind="run_created", message="started")
+    stale = Run.objects.get(pk=run.pk)
+    Event.objects.create(run=run, seq=2, kind="gate_opened", message="waiting")
+    Run.objects.filter(pk=run.pk).update(last_event_seq=2)
+    ctx = run_context(stale)
+    assert ctx["last_seq"] == 1 and [e.seq for e in ctx["events"]] == [1]
+    page = alice_client.get(f"/runs/{run.pk}/")
+    assert page.status_code == 200 and b"waiting" in page.content

@@ -73,7 +73,7 @@ def test_another_round_then_the_vote_settles_live(live_stack, page, alice):
 
 
 def test_an_edited_answer_picked_is_the_answer(live_stack, page, alice):
-    start_vote(page, live_stack, vote_max_rounds="1")
+    start_vote(page, live_stack, max_rounds="1")
     assert page.locator("#items-panel button[value=again]").count() == 0
     assert "Round 1 was the last of 1" in page.locator("#items-panel").inner_text()
     second = page.locator("#items-panel .vote-group").nth(1)

@@ -81,6 +81,19 @@ def test_pick_completes_with_the_groups_answer(alice_client, waiting):
     assert "alice picked the answer of group 2" in page and 'name="action"' not in page
 
 
+
+def test_the_chosen_groups_card_says_so_in_one_line(alice_client, waiting):
+    """The card of the group whose answer ended the run points at the answer in the same hint
+    line (hints are inline: two hint paragraphs in a row ran together) and does not repeat it."""
+    decide(alice_client, waiting, action="pick", group="2")
+    run = engine.run_inline(waiting.pk)
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    card = page.split('id="vote-group-1-2"', 1)[1].split("</article>", 1)[0]
+    assert "shown: voter 2's answer, the run's answer (in full under “Answer”)." in card
+    assert card.count('class="hint"') == 1 and 'class="md"' not in card
+    other = page.split('id="vote-group-1-1"', 1)[1].split("</article>", 1)[0]
+    assert "the run's answer" not in other and 'class="md"' in other
+
 def test_edit_completes_with_the_edited_answer(alice_client, waiting):
     r = decide(alice_client, waiting, action="edit", group="1",
                answer="Use **pgvector**: it is already in Postgres.")
@@ -107,7 +120,7 @@ def test_another_round_reaches_the_voters_and_settles(alice_client, waiting):
 
 
 def test_after_the_last_round_only_pick_and_edit_are_offered(alice_client, no_schedule):
-    run = start(alice_client, vote_max_rounds="1")
+    run = start(alice_client, max_rounds="1")
     assert run.status == "awaiting_vote_pick"
     page = alice_client.get(run.get_absolute_url()).content.decode()
     assert 'value="again"' not in page and "Round 1 was the last of 1" in page
@@ -201,7 +214,7 @@ def test_command_line_stops_at_the_gate_below_the_threshold(alice):
 def test_command_line_options(alice):
     out = StringIO()
     call_command("run_pattern", "vote", "--task", TASK, "--voters", "5", "--threshold", "60",
-                 "--vote-max-rounds", "1", "--model", "voter_5=offline/default", "--json",
+                 "--max-rounds", "1", "--model", "voter_5=offline/default", "--json",
                  stdout=out)
     result = json.loads(out.getvalue())
     assert result["status"] == "completed"  # 3 of 5 is 60%
@@ -218,7 +231,7 @@ def test_the_form_the_command_and_the_run_page_offer_it(alice_client, waiting):
     form = StartRunForm()
     assert ("vote", "Quorum vote") in form.fields["pattern"].choices
     assert ("vote", "Quorum vote") in HistoryFilterForm().fields["pattern"].choices
-    for name in ("voters", "threshold", "vote_max_rounds", "model_voter_1", "model_voter_7",
+    for name in ("voters", "threshold", "max_rounds", "model_voter_1", "model_voter_7",
                  "model_aggregator"):
         assert "vote" in form.fields[name].widget.attrs["data-patterns"].split(), name
     dashboard = alice_client.get(reverse("dashboard")).content.decode()
@@ -228,7 +241,7 @@ def test_the_form_the_command_and_the_run_page_offer_it(alice_client, waiting):
     (positional,) = [a for a in parser._actions if a.dest == "pattern"]
     assert "vote" in positional.choices
     usage = parser.format_help()
-    assert "--voters" in usage and "--threshold" in usage and "--vote-max-rounds" in usage
+    assert "--voters" in usage and "--threshold" in usage and "--max-rounds" in usage
     page = alice_client.get(waiting.get_absolute_url()).content.decode()
     assert f"Run {waiting.pk} <small>Quorum vote</small>" in page
 

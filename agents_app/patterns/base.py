@@ -139,6 +139,24 @@ class InvalidDecision(ValueError):
     """The decision cannot apply (an empty edited plan, say); the message is for the person."""
 
 
+_NUMBER = re.compile(r"\{(\d)(\+?)\}")
+
+
+def fill_stage(template: str | None, stage: str) -> str | None:
+    """``template`` with the numbers of ``stage`` (``step:2:0``: a kind, then numbers) put in:
+    ``{n}`` is the n-th number after the kind, ``{n+}`` that index counted from one. None
+    when there is no template or the stage has fewer numbers than it needs."""
+    args = [a for a in (stage or "").split(":")[1:] if a]
+    if template is None or len(_NUMBER.findall(template)) > len(args):
+        return None
+
+    def number(m: re.Match[str]) -> str:
+        value = args[int(m.group(1))]
+        return str(int(value) + 1) if m.group(2) and value.isdigit() else value
+
+    return _NUMBER.sub(number, template)
+
+
 def parse_named_lines(text: str, *, key: str, line_form: str, name_re: re.Pattern[str],
                       name_rule: str, max_text: int, bounds: tuple[int, int],
                       count_message: str) -> list[dict[str, str]]:
@@ -176,6 +194,10 @@ class Pattern:
     # Each kind of stage in words for the trace ("step" → "Step {1+} of plan v{0}": ``{n}`` is
     # the n-th number after the kind in the stage name, ``{n+}`` that index counted from one).
     stage_labels: dict[str, str] = {}
+    # The timeline's sentence when a stage of each kind starts, and when the run stops at each
+    # of its gates (same ``{n}`` numbers as ``stage_labels``).
+    stage_lines: dict[str, str] = {}
+    gate_lines: dict[str, str] = {}
     summary: str = ""  # one sentence: what it does (the README's table, the start form)
     roles: tuple[str, ...] = ()
     # The kind of model a role gets unless configured: "default", "cheap" (a light task) or
@@ -233,11 +255,11 @@ class Pattern:
 
     def describe_stage(self, stage: str) -> str | None:
         """A sentence for the timeline when ``stage`` starts; None for the engine's default."""
-        return None
+        return fill_stage(self.stage_lines.get(stage.split(":", 1)[0]), stage)
 
     def gate_message(self, gate: str) -> str | None:
         """A sentence for the timeline when the run stops at ``gate``; None for the default."""
-        return None
+        return self.gate_lines.get(gate)
 
     def headless_hint(self, gate: str) -> str:
         """How to get past ``gate`` on the command line, if there is a way ("rerun with …")."""

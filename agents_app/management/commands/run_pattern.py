@@ -76,6 +76,10 @@ class Command(CheckedCommand):
         if own is not None:
             return own.run(self, pattern, owner, task, models, opts)
         fields = getattr(self, "option_fields", None) or option_fields()
+        for name, entry in fields.items():  # a flag of another pattern is a mistake, not a no-op
+            if pattern.name not in entry.patterns and opts.get(name) not in (None, False, "", []):
+                raise bad_input(f"{entry.flag} does not apply to {pattern.name} (it is an "
+                                f"option of {', '.join(entry.patterns)}).")
         options, problem = options_from(pattern, fields, opts, headless=True)
         if problem:
             name, message = problem

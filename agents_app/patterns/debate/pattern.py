@@ -62,6 +62,8 @@ class Debate(Pattern):
     name = "debate"
     label = "Debate"
     stage_labels = {"round": "Round {0}", "judge": "Judge's conclusion"}
+    stage_lines = {"round": "Round {0}: every position is making its case.",
+                   "judge": "The judge is weighing the debate."}
     roles = ("debater", "judge")
     options = DebateOptions
     live_events = {"round_finished": ("items-panel",), "argument_failed": ("items-panel",),
@@ -79,12 +81,6 @@ class Debate(Pattern):
 
     def status_for(self, stage: str) -> str:
         return "executing" if stage.startswith("round") else "synthesizing"
-
-    def describe_stage(self, stage: str) -> str | None:
-        if stage == "judge":
-            return "The judge is weighing the debate."
-        n = stage.split(":")[1]
-        return f"Round {n}: every position is making its case."
 
     def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
         if stage == "judge":

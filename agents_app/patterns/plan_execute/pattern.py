@@ -103,6 +103,11 @@ class PlanExecute(Pattern):
     stage_labels = {"start": "Getting started", "plan": "Planning (plan v{0})",
                     "step": "Step {1+} of plan v{0}", "synthesize": "Final answer",
                     "direct": "Direct answer"}
+    stage_lines = {"start": "The run has started.", "plan": "The planner is writing plan v{0}.",
+                   "step": "The executor is working on step {1+} (plan v{0}).",
+                   "synthesize": "The synthesizer is writing the answer.",
+                   "direct": "Answering directly."}
+    gate_lines = {PLAN_GATE: "Waiting for you: approve, edit or reject the plan."}
     summary = ("A planner writes numbered steps; you approve, edit or reject the plan; an "
                "executor carries out each step; a synthesizer writes the answer.")
     roles = ("planner", "executor", "synthesizer")
@@ -117,25 +122,8 @@ class PlanExecute(Pattern):
         return [("PlanDraft", None, offline.plan), ("StepReport", None, offline.step_report),
                 (None, "synthesizer", offline.synthesis)]
 
-    def describe_stage(self, stage: str) -> str | None:
-        kind, *args = stage.split(":")
-        if kind == "start":
-            return "The run has started."
-        if kind == "plan":
-            return f"The planner is writing plan v{args[0]}."
-        if kind == "step":
-            return f"The executor is working on step {int(args[1]) + 1} (plan v{args[0]})."
-        if kind == "synthesize":
-            return "The synthesizer is writing the answer."
-        if kind == "direct":
-            return "Answering directly."
-        return None
-
     def headless_hint(self, gate: str) -> str:
         return "rerun with --auto-approve" if gate == PLAN_GATE else ""
-
-    def gate_message(self, gate: str) -> str | None:
-        return "Waiting for you: approve, edit or reject the plan." if gate == PLAN_GATE else None
 
     # --- setup ----------------------------------------------------------------------------
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:

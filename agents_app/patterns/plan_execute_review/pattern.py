@@ -92,6 +92,18 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
                     "execute": "Round {1}: changing the code (plan v{0})",
                     "review": "Round {1}: review (plan v{0})", "merge": "Merging",
                     "close": "Closing"}
+    stage_lines = {"setup": "Creating the run's worktree and branch.",
+                   "plan": "The planner is reading the code and writing plan v{0}.",
+                   "execute": "Round {1}: the executor is changing the code (plan v{0}).",
+                   "review": "Round {1}: the reviewer is checking the change against the plan.",
+                   "merge": "Merging the branch into the base branch.",
+                   "close": "Removing the run's worktree."}
+    gate_lines = {
+        PLAN_GATE: "Waiting for you: approve, edit or reject the plan.",
+        MERGE_GATE: "Waiting for you: the merge request is ready (merge, send back, or discard).",
+        ESCALATION_GATE: "Waiting for you: the agents could not settle this change "
+                         "(another round, a new plan, or stop).",
+    }
     roles = ("planner", "executor", "reviewer")
     role_defaults = {"reviewer": "other-family"}
     summary = ("On a git repository: a planner writes a plan you approve, an executor changes "
@@ -138,31 +150,6 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
         kind = stage.split(":", 1)[0]
         return {"setup": "planning", "plan": "planning", "execute": "executing",
                 "review": "reviewing", "merge": "merging", "close": "merging"}[kind]
-
-    def describe_stage(self, stage: str) -> str | None:
-        kind, *args = stage.split(":")
-        if kind == "setup":
-            return "Creating the run's worktree and branch."
-        if kind == "plan":
-            return f"The planner is reading the code and writing plan v{args[0]}."
-        if kind == "execute":
-            return f"Round {args[1]}: the executor is changing the code (plan v{args[0]})."
-        if kind == "review":
-            return f"Round {args[1]}: the reviewer is checking the change against the plan."
-        if kind == "merge":
-            return "Merging the branch into the base branch."
-        if kind == "close":
-            return "Removing the run's worktree."
-        return None
-
-    def gate_message(self, gate: str) -> str | None:
-        return {
-            PLAN_GATE: "Waiting for you: approve, edit or reject the plan.",
-            MERGE_GATE: "Waiting for you: the merge request is ready (merge, send back, or "
-                        "discard).",
-            ESCALATION_GATE: "Waiting for you: the agents could not settle this change "
-                             "(another round, a new plan, or stop).",
-        }.get(gate)
 
     # --- helpers ----------------------------------------------------------------------------
     @staticmethod

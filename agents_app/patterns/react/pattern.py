@@ -139,6 +139,11 @@ class ReAct(Pattern):
     label = "ReAct (think, act, observe)"
     stage_labels = {"step": "Iteration {0}", "act": "Iteration {0}: tool call",
                     "final": "Final answer"}
+    stage_lines = {"step": "Iteration {0}: thinking.",
+                   "act": "Iteration {0}: running the approved tool call.",
+                   "final": "Writing the final answer."}
+    gate_lines = {APPROVAL_GATE: "Waiting for you: approve, edit or reject the tool call.",
+                  ASK_GATE: "Waiting for you: the agent asked you a question."}
     roles = ("agent",)
     gates = (APPROVAL_GATE, ASK_GATE)
     options = ReActOptions
@@ -159,17 +164,6 @@ class ReAct(Pattern):
 
     def status_for(self, stage: str) -> str:
         return "synthesizing" if stage == "final" else "executing"
-
-    def describe_stage(self, stage: str) -> str | None:
-        if stage == "final":
-            return "Writing the final answer."
-        kind, n = stage.split(":")
-        return f"Iteration {n}: thinking." if kind == "step" else f"Iteration {n}: running " \
-            "the approved tool call."
-
-    def gate_message(self, gate: str) -> str | None:
-        return {APPROVAL_GATE: "Waiting for you: approve, edit or reject the tool call.",
-                ASK_GATE: "Waiting for you: the agent asked you a question."}.get(gate)
 
     def tools(self, state: dict[str, Any]) -> dict[str, AgentTool]:
         opts = state["options"]

@@ -81,6 +81,10 @@ class ReWOO(Pattern):
     label = "ReWOO (plan, work in parallel, organize)"
     stage_labels = {"sketch": "Planning the tool calls", "work": "Running the tool calls",
                     "organize": "Answer, draft {0}", "verify": "Checking draft {0}"}
+    stage_lines = {"sketch": "The planner is deciding which tool calls to make.",
+                   "work": "Running the planned tool calls side by side.",
+                   "organize": "Writing the answer from the evidence.",
+                   "verify": "Checking the answer against the evidence."}
     roles = ("planner", "organizer")
     options = ReWOOOptions
     live_events = {"sketched": ("items-panel",), "sketches_trimmed": ("items-panel",),
@@ -102,13 +106,6 @@ class ReWOO(Pattern):
     def status_for(self, stage: str) -> str:
         return {"sketch": "planning", "work": "executing"}.get(stage.split(":")[0],
                                                                "synthesizing")
-
-    def describe_stage(self, stage: str) -> str | None:
-        kind = stage.split(":")[0]
-        return {"sketch": "The planner is deciding which tool calls to make.",
-                "work": "Running the planned tool calls side by side.",
-                "organize": "Writing the answer from the evidence.",
-                "verify": "Checking the answer against the evidence."}.get(kind)
 
     def tools(self, state: dict[str, Any]) -> dict[str, AgentTool]:
         opts = state["options"]

@@ -92,6 +92,10 @@ class TeamLead(Pattern):
     label = "Team lead"
     stage_labels = {"delegate": "Splitting the task", "work": "Team work, batch {0}",
                     "review": "Lead's review of batch {0}", "synthesize": "Final answer"}
+    stage_lines = {"delegate": "The lead is splitting the task among the team.",
+                   "work": "The team is working on its subtasks.",
+                   "review": "The lead is reviewing the team's work.",
+                   "synthesize": "The lead is writing the final answer."}
     roles = ("lead", "member")
     options = TeamLeadOptions
     live_events = {"delegated": ("items-panel",), "work_done": ("items-panel",),
@@ -113,13 +117,6 @@ class TeamLead(Pattern):
         kind = stage.split(":")[0]
         return {"delegate": "planning", "work": "executing", "review": "reviewing"}.get(
             kind, "synthesizing")
-
-    def describe_stage(self, stage: str) -> str | None:
-        kind = stage.split(":")[0]
-        return {"delegate": "The lead is splitting the task among the team.",
-                "work": "The team is working on its subtasks.",
-                "review": "The lead is reviewing the team's work.",
-                "synthesize": "The lead is writing the final answer."}.get(kind)
 
     def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
         kind, _, arg = stage.partition(":")

@@ -64,9 +64,7 @@ class VoteOptions(PatternOptions):
     threshold: int = option(75, label="Agreement needed (%)", ge=50, le=100,
                             help="share of the voters the largest group needs for the run to "
                                  "finish on its own; below it, you choose")
-    # Its own label, so its own field (``vote_max_rounds``): a field shared with another
-    # pattern's ``max_rounds`` would be hidden on the start form for this one (see the report).
-    max_rounds: int = option(2, label="Voting rounds", ge=1, le=5,
+    max_rounds: int = option(2, label="Rounds", ge=1, le=5,
                              help="rounds of voting; you may ask for another until the last")
     timeout: float = option(180.0, label="Seconds per round", hidden=True)
 
@@ -79,6 +77,11 @@ class QuorumVote(Pattern):
                "agree. Otherwise you pick, edit, or ask for another round.")
     stage_labels = {"vote": "Round {0}: the voters answer", "aggregate": "Round {0}: grouping "
                     "the answers", "final": "The chosen answer (round {0})"}
+    stage_lines = {"vote": "Round {0}: the voters are answering the task independently.",
+                   "aggregate": "Round {0}: the aggregator is grouping equivalent answers.",
+                   "final": "Finishing with the answer you chose."}
+    gate_lines = {GATE: "Waiting for you: the voters did not agree enough. Pick an answer, "
+                        "edit one, or ask for another round."}
     roles = (*VOTER_ROLES, "aggregator")
     role_defaults = {role: "other-family" for role in VOTER_ROLES[1::2]}
     options = VoteOptions
@@ -103,18 +106,6 @@ class QuorumVote(Pattern):
     def status_for(self, stage: str) -> str:
         kind = (stage or "").split(":")[0]
         return {"vote": "executing", "aggregate": "reviewing"}.get(kind, "synthesizing")
-
-    def describe_stage(self, stage: str) -> str | None:
-        kind, _, n = stage.partition(":")
-        return {"vote": f"Round {n}: the voters are answering the task independently.",
-                "aggregate": f"Round {n}: the aggregator is grouping equivalent answers.",
-                "final": "Finishing with the answer you chose."}.get(kind)
-
-    def gate_message(self, gate: str) -> str | None:
-        if gate == GATE:
-            return "Waiting for you: the voters did not agree enough. Pick an answer, edit " \
-                   "one, or ask for another round."
-        return None
 
     def run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
         kind, _, n = stage.partition(":")
