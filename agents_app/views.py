@@ -108,11 +108,13 @@ def gate_answer(request, run: Run, panel: str, status: int, gate_status: str = "
         return render(request, RUN_PAGE, ctx, status=status)
     source = ctx["panel_template"] if panel in ctx["pattern_panels"] and ctx["panel_template"] \
         else RUN_PAGE
-    # The header and the answer come along: after a stale decision (409) the run has moved on,
-    # and the page must not show its old status beside the new panel.
+    # After a stale decision (409) the run has moved on: the header and the answer come along,
+    # so the page does not show its old status beside the new panel. Otherwise they are left
+    # to the live channel, whose newer update may already be on the page.
+    parts = ("gate-status", "header", "answer-panel") if status == 409 else ("gate-status",)
     html = "".join([render_to_string(f"{source}#{panel}", ctx, request),
                     *[render_to_string(f"{RUN_PAGE}#{part}", {**ctx, "oob": True}, request)
-                      for part in ("gate-status", "header", "answer-panel")]])
+                      for part in parts]])
     return HttpResponse(html, status=status)
 
 

@@ -171,7 +171,10 @@ def test_a_stale_page_gets_409(alice_client, waiting):
     r = decide(alice_client, waiting, seq=waiting.stage_seq - 1, action="pick", group="1",
                htmx=True)
     assert r.status_code == 409 and "no longer waiting" in r.content.decode()
-    assert decide(alice_client, waiting, action="pick", group="1").status_code == 200
+    # the run has moved on: the header comes along, so the page shows its current status
+    assert 'id="run-header" hx-swap-oob="true"' in r.content.decode()
+    fine = decide(alice_client, waiting, action="pick", group="1", htmx=True)
+    assert fine.status_code == 200 and 'id="run-header"' not in fine.content.decode()
     again = decide(alice_client, waiting, action="pick", group="2")  # the same page, twice
     assert again.status_code == 409
 
