@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import importlib
-
 from .models import Run
 from .patterns import PATTERNS
+from .patterns.registry import part_of
 
 
 def run_context(run: Run, **extra) -> dict:
@@ -33,11 +32,5 @@ def run_context(run: Run, **extra) -> dict:
 def _panel_context(pattern, run: Run, extra: dict) -> dict:
     """The context of the package's ``panel.py``: ``context(run, **extra)``, where ``extra`` is
     what a gate view adds (the text a person typed, an error); nothing when it has none."""
-    name = f"{pattern.package}.panel"
-    try:
-        panel = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        return {}
-    return panel.context(run, **extra)
+    panel = part_of(pattern, "panel")
+    return panel.context(run, **extra) if panel is not None else {}

@@ -1,5 +1,3 @@
-from importlib import import_module
-
 from django.urls import path
 
 from . import (
@@ -7,6 +5,7 @@ from . import (
     views,
 )
 from .patterns import PATTERNS
+from .patterns.registry import part_of
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -19,10 +18,5 @@ urlpatterns = [
 
 # Each pattern package may bring the URLs of its gates and pages (its ``urls.py``).
 for _pattern in PATTERNS.values():
-    try:
-        _module = import_module(f"{_pattern.package}.urls")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{_pattern.package}.urls":
-            raise
-        continue
-    urlpatterns += _module.urlpatterns
+    if (_urls := part_of(_pattern, "urls")) is not None:
+        urlpatterns += _urls.urlpatterns

@@ -14,6 +14,7 @@ import importlib
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from threading import Lock
+from types import ModuleType
 
 from .base import Pattern
 
@@ -81,6 +82,18 @@ class _Patterns(MutableMapping[str, Pattern]):
 
 
 PATTERNS: MutableMapping[str, Pattern] = _Patterns()
+
+
+def part_of(pattern: Pattern, name: str) -> ModuleType | None:
+    """The package's optional part ``name`` (``panel``, ``urls``, ``persist``, ``command``), or
+    None when it has none. An import error inside that part is raised, not hidden."""
+    dotted = f"{pattern.package}.{name}"
+    try:
+        return importlib.import_module(dotted)
+    except ModuleNotFoundError as exc:
+        if exc.name != dotted:
+            raise
+        return None
 
 
 def get_pattern(name: str) -> Pattern:

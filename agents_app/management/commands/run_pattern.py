@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from importlib import import_module
 
 from django.conf import settings
 
@@ -13,6 +12,7 @@ from agents_app.cli import CheckedCommand, bad_input, command_owner, form_type, 
 from agents_app.forms import StartRunForm
 from agents_app.option_fields import add_flags, option_fields, options_from
 from agents_app.patterns import PATTERNS, pattern_label
+from agents_app.patterns.registry import part_of
 
 # The start form's own fields: the command line takes what the web form takes.
 RUN_FIELDS = StartRunForm.base_fields
@@ -22,15 +22,8 @@ def own_commands() -> dict:
     """Patterns started from their own form whose package brings a command-line part
     (``command.py``: ``add_arguments(parser)`` and ``run(command, pattern, owner, task, models,
     opts)``), by key."""
-    found = {}
-    for pattern in PATTERNS.values():
-        name = f"{pattern.package}.command"
-        try:
-            found[pattern.name] = import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-    return found
+    return {p.name: module for p in PATTERNS.values()
+            if (module := part_of(p, "command")) is not None}
 
 
 def option(name: str, what: str = "a whole number"):
