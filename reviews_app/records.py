@@ -28,7 +28,9 @@ def _row(review: Review, f: dict, position: int, kept: bool) -> Finding:
         end_line=f.get("end_line") or None, title=f["title"], description=f.get("description", ""),
         suggestion=f.get("suggestion", ""), confidence=float(f.get("confidence") or 0),
         reviewer=f["reviewer"], reviewers=f.get("reviewers") or [f["reviewer"]],
-        rules=f.get("rules") or [], history=f.get("history") or [])
+        rules=f.get("rules") or [], history=f.get("history") or [],
+        fingerprint=f.get("fingerprint", ""), memories=f.get("memories") or [],
+        carried_from=f.get("carried_from", ""), resolution=f.get("resolution", ""))
 
 
 @persister(ReviewSynthesized)

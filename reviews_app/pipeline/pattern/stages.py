@@ -19,7 +19,7 @@ from agents_app.patterns.base import (
 from agents_app.patterns.parallel import run_parallel
 from common import analyzers, secret_keys
 
-from .. import coverage, prompts, synthesis
+from .. import coverage, fingerprint, prompts, synthesis
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 from .constants import DEFAULTS, TRIAGE_GATE, VERDICT_LABELS
 from .helpers import batches, code_lookup, fallback_summary, true_coverage
@@ -228,7 +228,10 @@ class CodeReview(Pattern):
         opts = state["options"]
         findings = state["findings"]
         synthesis.merge_duplicates(findings)
-        synthesis.drop_weak(findings, float(opts["min_confidence"]), code_lookup(state["files"]))
+        code_at = code_lookup(state["files"])
+        synthesis.drop_weak(findings, float(opts["min_confidence"]), code_at)
+        fingerprint.stamp(findings, code_at)
+        # (issue 15) memories, rejected fingerprints and earlier rounds apply here, in place
         kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
         state["coverage"] = true_coverage(state)
         left = coverage.incomplete_text(coverage.unexamined(state["coverage"]))

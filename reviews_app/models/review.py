@@ -11,7 +11,7 @@ from django.utils import timezone
 from agents_app.models import Run
 from common.secret_keys import mask_deep
 
-from .pipeline.schema import CATEGORIES, SEVERITIES, VERDICTS
+from ..pipeline.schema import CATEGORIES, SEVERITIES, VERDICTS
 
 
 class MaskedOnRead:
@@ -47,11 +47,12 @@ class Review(MaskedOnRead, models.Model):
         UPLOAD = "upload", "Uploaded patch"
         GIT = "git", "Local git range"
         GITHUB = "github", "GitHub pull request"
+        PULL_REQUEST = "pull_request", "Pull request of a connected repository"
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="review")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                               related_name="reviews")
-    source_kind = models.CharField(max_length=10, choices=Source.choices)
+    source_kind = models.CharField(max_length=20, choices=Source.choices)
     source_label = models.CharField(max_length=300)
     source_meta = models.JSONField(default=dict, blank=True)
     diff_text = models.TextField(help_text="The diff as reviewed (clipped to the byte limit)")
@@ -76,6 +77,24 @@ class Review(MaskedOnRead, models.Model):
                              "final, the version it shows; 0 before the first time")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
+    # A review of a connected repository's pull request (issue 15): which pull request, which
+    # round (1 for the first push reviewed, then one per push), the review of the round before,
+    # the commits reviewed (an incremental round reviews ``from_sha``..``head_sha``), and the
+    # repository's ``.quorum.toml`` as read from the base branch with what was wrong in it.
+    pull_request = models.ForeignKey("reviews_app.PullRequest", null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="reviews")
+    pr_round = models.PositiveIntegerField(default=0)
+    previous = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    base_sha = models.CharField(max_length=64, blank=True)
+    from_sha = models.CharField(max_length=64, blank=True,
+                                help_text="Empty for a full review; else the head reviewed before")
+    head_sha = models.CharField(max_length=64, blank=True)
+    repo_config = models.JSONField(default=dict, blank=True,
+                                   help_text="The .quorum.toml settings applied (defaults filled)")
+    config_notes = models.JSONField(default=list, blank=True,
+                                    help_text="What was wrong in .quorum.toml, in plain words")
+
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["owner", "-id"], name="review_owner_recent")]
@@ -97,6 +116,22 @@ class Review(MaskedOnRead, models.Model):
         left = {c.get("path") for c in self.coverage or ()
                 if isinstance(c, dict) and c.get("reason") == "not_examined"}
         return sum(1 for f in self.files or () if f.get("path") not in left)
+
+
+class RejectReason(models.TextChoices):
+    """The one-click reasons for rejecting a finding; each can become a suggested memory."""
+
+    WRONG = "wrong", "Wrong"
+    NOT_IMPORTANT = "not_important", "Not important here"
+    INTENDED = "intended", "Intended"
+    DUPLICATE = "duplicate", "Duplicate"
+    OTHER = "other", "Other"
+
+
+class Resolution(models.TextChoices):
+    IMPLEMENTED = "implemented", "Implemented"
+    PARTIALLY = "partially", "Partially implemented"
+    NOT = "not", "Not implemented"
 
 
 class Finding(MaskedOnRead, models.Model):
@@ -129,6 +164,17 @@ class Finding(MaskedOnRead, models.Model):
 
     decision = models.CharField(max_length=10, choices=Decision.choices, default=Decision.PENDING)
     comment = models.TextField(blank=True)
+    reject_reason = models.CharField(max_length=20, blank=True, choices=RejectReason.choices)
+
+    # Stable identity of "this problem at this code" across pushes and reviews (see
+    # pipeline/fingerprint.py): a re-run never re-posts it, a rejected one is not raised again.
+    fingerprint = models.CharField(max_length=64, blank=True, db_index=True)
+    # Memories that changed this finding: [{"id": memory id, "effect": "dropped" | ...}]
+    memories = models.JSONField(default=list, blank=True)
+    # Carried from an earlier round of the same pull request: "<review run id>:<key>"
+    carried_from = models.CharField(max_length=40, blank=True)
+    # For a carried finding whose code changed: was its suggestion implemented?
+    resolution = models.CharField(max_length=12, blank=True, choices=Resolution.choices)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(null=True, blank=True)

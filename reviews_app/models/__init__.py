@@ -1,0 +1,19 @@
+"""The review app's models: reviews and their findings and triage (``review``), connected
+repositories, webhooks and publishing (``hosting``), and memories (``memory``)."""
+
+from .hosting import Connection, Publication, PublishedComment, PullRequest, WebhookDelivery
+from .memory import Memory
+from .review import (
+    AppendOnly,
+    Finding,
+    MaskedOnRead,
+    RejectReason,
+    Resolution,
+    Review,
+    TriageDecision,
+    Verdict,
+)
+
+__all__ = ["AppendOnly", "Connection", "Finding", "MaskedOnRead", "Memory", "Publication",
+           "PublishedComment", "PullRequest", "RejectReason", "Resolution", "Review",
+           "TriageDecision", "Verdict", "WebhookDelivery"]
