@@ -3,7 +3,7 @@ real one, its file list has no patches: the diff comes from ``/pulls/{n}.diff``.
 
 from __future__ import annotations
 
-from .state import Answer, Request, changes, make_diff, new_lines, next_id, paginate
+from .state import Answer, Request, changes, new_lines, next_id, paginate, render
 
 EVENTS = {"APPROVED", "REQUEST_CHANGES", "COMMENT"}
 
@@ -42,9 +42,8 @@ def handle(fake, req: Request) -> Answer:
         raise KeyError(req.route)
     if kind == "pulls" and rest[0].endswith(".diff") and len(rest) == 1:
         pull = repo.pulls[int(rest[0][:-5])]
-        base, head = repo.commits[pull.base_sha], repo.commits[pull.head_sha]
-        return Answer(200, make_diff(base, {**{k: None for k in base}, **head}),
-                      ctype="text/plain; charset=utf-8")
+        found = changes(repo.commits[pull.base_sha], repo.commits[pull.head_sha], pull.renames)
+        return Answer(200, render(found), ctype="text/plain; charset=utf-8")
     pull = repo.pulls[int(rest[0])]
     sub = rest[1:]
     if kind == "issues" and sub == ["comments"]:

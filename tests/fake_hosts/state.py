@@ -100,6 +100,25 @@ def changes(old: dict[str, Content], new: dict[str, Content],
     return out
 
 
+def render(found: list[Change]) -> str:
+    """``changes()`` as one git diff (renames included), like a provider's ``.diff``."""
+    out = []
+    for c in found:
+        old = c.old_path or c.path
+        out.append(f"diff --git a/{old} b/{c.path}\n")
+        if c.status == "renamed":
+            out.append(f"similarity index 90%\nrename from {old}\nrename to {c.path}\n")
+        elif c.status in ("added", "removed"):
+            out.append(f"{'new' if c.status == 'added' else 'deleted'} file mode 100644\n")
+        if c.binary:
+            out.append(f"Binary files a/{old} and b/{c.path} differ\n")
+        elif c.patch:
+            a = "/dev/null" if c.status == "added" else f"a/{old}"
+            b = "/dev/null" if c.status == "removed" else f"b/{c.path}"
+            out.append(f"--- {a}\n+++ {b}\n{c.patch}")
+    return "".join(out)
+
+
 def new_lines(patch: str) -> set[int]:
     """New-file line numbers a patch shows (added or context): where a comment may go."""
     out: set[int] = set()
