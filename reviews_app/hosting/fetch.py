@@ -204,6 +204,9 @@ def _section(f: ChangedFile, new: _Got, old: _Got | None,
         f.status = "added"   # not at the base (a compare listing it per commit): new here
     hunks = rebuild(before, text)
     f.patch, f.patch_clipped = hunks or None, False
+    rows = hunks.splitlines()
+    f.additions = sum(1 for r in rows if r.startswith("+"))
+    f.deletions = sum(1 for r in rows if r.startswith("-"))
     if not hunks:
         return header(f), [], text
     return header(f) + file_heads(f) + hunks, [], text
