@@ -152,8 +152,8 @@ class Api:
                              f"the permissions this needs on {self.repo.repository}.{tail}",
                              status=status)
         if status == 404:
-            return HostError(f"{self.name} found no {what} (404), or the token cannot see it.",
-                             status=status)
+            return HostError(f"{self.name} could not find {what} (404), or the token cannot "
+                             "see it.", status=status)
         if status in (400, 409, 422):
             return HostError(f"{self.name} refused {what} ({status}).{tail}", status=status)
         retryable = status >= 500 or status == 408
