@@ -223,3 +223,18 @@ def test_fake_github_diff_media_type_and_base64_contents():
                       headers=auth)
         assert base64.b64decode(r.json()["content"]) == b"y\n"
         assert httpx.get(f"{gh.url}/repos/o/r/pulls/1").status_code == 401
+
+
+def test_forgejo_diff_over_the_cap_rebuilds_every_patch(hosts, monkeypatch):
+    from reviews_app.hosting import forgejo
+
+    monkeypatch.setattr(forgejo, "DIFF_CAP", 100)
+    c = client_for(hosts.repo_ref("forgejo"))
+    files = c.pull_files(7)
+    assert all(f.patch is None and f.patch_clipped for f in files)
+    inp = pull_input(c, 7, head_sha=hosts.pull(7).head_sha, **LIMITS)
+    prepared = prepare(inp.diff_text, contents=inp.contents)
+    assert {f["path"] for f in prepared.files} == {"app.py", "moved.py", "big.py",
+                                                   "new dir/n é.py"}
+    assert "-x = 1\n+x = 2\n" in inp.diff_text
+    c.close()
