@@ -21,6 +21,7 @@ from reviews_app.hosting.base import (
     RepoRef,
     ReviewPost,
 )
+from reviews_app.hosting.http import TooLarge
 
 
 def hunks(old: str | None, new: str | None) -> str:
@@ -100,7 +101,7 @@ class FakeHost:
             return None
         data = text.encode()
         if len(data) > max_bytes:
-            raise HostError(f"{path} is larger than {max_bytes} bytes.")
+            raise TooLarge(f"{path} is larger than {max_bytes} bytes.")
         return data
 
     def comments(self, number: int) -> list[HostComment]:

@@ -9,7 +9,7 @@ import pytest
 from reviews_app import sources
 from reviews_app.sources import SourceError, github
 from reviews_app.sources import git as git_source
-from tests.fake_github import FakeGitHub
+from tests.fake_hosts import FakeGitHub
 
 TOKEN = "ghp_secretTOKENvalue123"
 

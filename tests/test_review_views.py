@@ -346,12 +346,11 @@ def test_github_without_a_token_says_so(alice_client, settings):
 
 @pytest.mark.django_db
 def test_github_pull_request_through_a_fake_api(alice_client, settings):
-    from tests.fake_github import FakeGitHub
+    from tests.fake_hosts import FakeGitHub
 
     with FakeGitHub() as gh:
-        gh.prs[("acme", "shop", 7)] = {"title": "Add users", "head_sha": "b" * 40,
-                                       "base_sha": "a" * 40, "diff": GOOD,
-                                       "files": {"app/users.py": GOOD}}
+        gh.add_pr("acme", "shop", 7, title="Add users", files={"app/users.py": GOOD},
+                  diff=GOOD)
         settings.GITHUB_TOKEN = gh.require_token = "t0ken-for-tests"
         settings.QUORUM_GITHUB_API_URL = gh.url
         response = alice_client.post(reverse("start_review"), {

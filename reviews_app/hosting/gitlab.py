@@ -1,0 +1,186 @@
+"""GitLab (REST v4, gitlab.com or self-hosted) as a ``HostClient``.
+
+A project is addressed by its URL-encoded full path (``/projects/group%2Fsub%2Fname``).
+GitLab has no review object: ``post_review`` writes the review's body as a note, each inline
+comment as a discussion with a position on the new file, approves through the approval
+endpoint, and, having no "request changes" state, says so in the note.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    ChangedFile,
+    HostComment,
+    HostError,
+    PullInfo,
+    RepoRef,
+    ReviewPost,
+)
+from .http import Api, quote, safe_repo_path
+
+REQUEST_CHANGES_NOTE = ("**Changes requested.** (GitLab has no review state for this; this "
+                        "note stands for it.)")
+_STATES = {"opened": "open", "locked": "open", "closed": "closed", "merged": "merged"}
+
+
+def _count(patch: str, sign: str) -> int:
+    return sum(1 for row in patch.splitlines()
+               if row.startswith(sign) and not row.startswith(sign * 3 + " "))
+
+
+def changed_file(d: dict) -> ChangedFile | None:
+    """A ChangedFile from GitLab's diff object (merge request diffs, compare)."""
+    path = d.get("new_path") or d.get("old_path")
+    if not isinstance(path, str) or not path:
+        return None
+    status = ("added" if d.get("new_file") else "removed" if d.get("deleted_file")
+              else "renamed" if d.get("renamed_file") else "modified")
+    diff = d.get("diff") if isinstance(d.get("diff"), str) else ""
+    binary = diff.startswith("Binary files ") or diff.startswith("Binary file ")
+    clipped = bool(d.get("too_large") or d.get("collapsed"))
+    patch = None if binary or clipped or not diff.strip() else diff
+    old = d.get("old_path")
+    return ChangedFile(
+        path=path, status=status,  # type: ignore[arg-type]
+        previous_path=old if status == "renamed" and isinstance(old, str) else None,
+        patch=patch, patch_clipped=clipped and not binary, binary=binary,
+        additions=_count(patch or "", "+"), deletions=_count(patch or "", "-"))
+
+
+def _user(d: object) -> str:
+    return str(d.get("username") or "")[:100] if isinstance(d, dict) else ""
+
+
+class GitLabClient:
+    name = "GitLab"
+
+    def __init__(self, repo: RepoRef):
+        self.repo = repo
+        project = (repo.repository or "").strip().strip("/")
+        if not project or any(p in ("", ".", "..") for p in project.split("/")):
+            raise HostError(f"A GitLab project is written group/name (got {project[:100]!r}).")
+        self.api = Api(repo, name="GitLab", auth={"PRIVATE-TOKEN": repo.token},
+                       headers={"Accept": "application/json"})
+        self.base = f"/projects/{quote(project)}"
+
+    def close(self) -> None:
+        self.api.close()
+
+    def _mr(self, number: int) -> str:
+        return f"{self.base}/merge_requests/{int(number)}"
+
+    # --- reading -----------------------------------------------------------------------------
+    def pull(self, number: int) -> PullInfo:
+        d = self.api.get(self._mr(number), "the merge request")
+        try:
+            refs = d.get("diff_refs") or {}
+            head_sha = str(refs.get("head_sha") or d["sha"])
+            return PullInfo(
+                number=int(d.get("iid") or number), title=str(d.get("title") or "")[:300],
+                url=str(d.get("web_url") or ""), author=_user(d.get("author")),
+                state=_STATES.get(d.get("state"), "closed"),  # type: ignore[arg-type]
+                base_ref=str(d.get("target_branch") or ""),
+                base_sha=str(refs.get("base_sha") or ""),
+                head_ref=str(d.get("source_branch") or ""), head_sha=head_sha,
+                draft=bool(d.get("draft") or d.get("work_in_progress")))
+        except (KeyError, TypeError, AttributeError, ValueError):
+            raise HostError("GitLab sent an unexpected answer for the merge request.") from None
+
+    def pull_files(self, number: int) -> list[ChangedFile]:
+        files = [changed_file(d) for d in self.api.pages(
+            f"{self._mr(number)}/diffs", "the merge request's files",
+            params={"per_page": 100, "page": 1})]
+        return [f for f in files if f is not None]
+
+    def compare(self, base_sha: str, head_sha: str) -> list[ChangedFile]:
+        d = self.api.get(f"{self.base}/repository/compare", "the comparison of two commits",
+                         params={"from": base_sha, "to": head_sha})
+        diffs = d.get("diffs") if isinstance(d, dict) else None
+        if not isinstance(diffs, list):
+            raise HostError("GitLab sent an unexpected answer for the comparison.")
+        files = [changed_file(x) for x in diffs if isinstance(x, dict)]
+        return [f for f in files if f is not None]
+
+    def file_bytes(self, ref: str, path: str, *, max_bytes: int) -> bytes | None:
+        if not safe_repo_path(path):
+            raise HostError("The file name is not a safe repository path; it was not fetched.")
+        resp, body = self.api.call(
+            "GET", f"{self.base}/repository/files/{quote(path)}/raw",
+            f"the contents of {self.api.scrub(path)[:200]}", params={"ref": ref},
+            accept="*/*", limit=max_bytes, missing_ok=True)
+        return None if resp is None else body
+
+    def _notes(self, number: int):
+        return self.api.pages(f"{self._mr(number)}/notes", "the merge request's notes",
+                              params={"per_page": 100, "page": 1, "sort": "asc",
+                                      "order_by": "created_at"})
+
+    def comments(self, number: int) -> list[HostComment]:
+        return [HostComment(id=str(n.get("id")), body=str(n.get("body") or ""),
+                            author=_user(n.get("author")))
+                for n in self._notes(number)
+                if not n.get("system") and n.get("type") != "DiffNote"]
+
+    def review_comments(self, number: int) -> list[HostComment]:
+        out = []
+        for n in self._notes(number):
+            if n.get("system") or n.get("type") != "DiffNote":
+                continue
+            pos = n.get("position") if isinstance(n.get("position"), dict) else {}
+            line = pos.get("new_line")
+            out.append(HostComment(id=str(n.get("id")), body=str(n.get("body") or ""),
+                                   path=str(pos.get("new_path") or "") or None,
+                                   line=line if isinstance(line, int) else None,
+                                   author=_user(n.get("author"))))
+        return out
+
+    # --- writing -----------------------------------------------------------------------------
+    def create_comment(self, number: int, body: str) -> str:
+        d = self.api.json("POST", f"{self._mr(number)}/notes", "a new note",
+                          json_body={"body": body})
+        if not isinstance(d, dict) or d.get("id") in (None, ""):
+            raise HostError("GitLab sent an unexpected answer: no id for the new note.")
+        return str(d["id"])
+
+    def update_comment(self, number: int, comment_id: str, body: str) -> None:
+        self.api.json("PUT", f"{self._mr(number)}/notes/{quote(comment_id)}",
+                      "the note's update", json_body={"body": body})
+
+    def _refs(self, number: int, commit_sha: str) -> dict:
+        """base/start/head shas of the merge request's diff version at ``commit_sha``."""
+        for v in self.api.pages(f"{self._mr(number)}/versions", "the merge request's versions",
+                                params={"per_page": 100, "page": 1}):
+            if v.get("head_commit_sha") == commit_sha:
+                return {"base_sha": v.get("base_commit_sha"),
+                        "start_sha": v.get("start_commit_sha"), "head_sha": commit_sha}
+        info = self.pull(number)
+        return {"base_sha": info.base_sha, "start_sha": info.base_sha,
+                "head_sha": commit_sha or info.head_sha}
+
+    def post_review(self, number: int, review: ReviewPost) -> str:
+        body = review.body
+        if review.event == "request_changes":
+            body = f"{REQUEST_CHANGES_NOTE}\n\n{body}"
+        first = self.create_comment(number, body)
+        if review.comments:
+            refs = self._refs(number, review.commit_sha)
+            for c in review.comments:
+                position = {"position_type": "text", **refs, "new_path": c.path,
+                            "old_path": c.path, "new_line": c.line}
+                self.api.json("POST", f"{self._mr(number)}/discussions",
+                              f"an inline comment on {self.api.scrub(c.path)[:200]}",
+                              json_body={"body": c.body, "position": position})
+        if review.event == "approve":
+            try:
+                self.api.json("POST", f"{self._mr(number)}/approve", "the approval",
+                              json_body={"sha": review.commit_sha})
+            except HostError as exc:
+                if exc.status != 401:   # GitLab answers 401 when it is approved already
+                    raise
+        elif review.event == "request_changes":
+            try:
+                self.api.json("POST", f"{self._mr(number)}/unapprove", "taking back approval")
+            except HostError as exc:
+                if exc.status != 404:   # 404: there was no approval to take back
+                    raise
+        return first
