@@ -12,6 +12,7 @@ from agents_app.models import Run
 from agents_app.patterns import PATTERNS
 from agents_app.patterns.plan_execute_review.service import start_change
 from reviews_app import services
+from reviews_app.models import Memory
 from tests.review_corpus import GOOD
 
 from .test_change_views import OFFLINE, repo  # noqa: F401 - the repository fixture
@@ -43,6 +44,11 @@ CASES = {
     "reopen_triage": ("review", (), "POST"),
     "export_review": ("review", (), "GET"),
     "review_file": ("review", (0,), "GET"),
+    "memory_list": (None, (), "GET"),
+    "memory_edit": ("memory", (), "POST"),
+    "memory_approve": ("memory", (), "POST"),
+    "memory_retire": ("memory", (), "POST"),
+    "memory_restore": ("memory", (), "POST"),
 }
 
 
@@ -85,7 +91,9 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
                                                      enqueue=False).pk)
     assert plan.is_waiting and react.is_waiting and change.is_waiting and review.is_waiting
     assert vote.is_waiting
-    return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review}
+    memory = Memory.objects.create(owner=alice, path_glob="tests/**", text="Asserts are fine.")
+    return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review,
+            "memory": memory}
 
 
 def url_for(name, runs):
