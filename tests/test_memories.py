@@ -10,10 +10,11 @@ import pytest
 
 from agents_app import engine
 from agents_app.patterns.testing import FunctionModel
-from reviews_app import memories, triage
-from reviews_app.models import Finding, Memory, Review, TriageDecision
+from reviews_app import memories, services, triage
+from reviews_app.models import Connection, Finding, Memory, PullRequest, Review, TriageDecision
 from reviews_app.pipeline import memories as pure
 from reviews_app.pipeline import prompts
+from tests.review_corpus import GOOD
 from tests.test_review_pipeline import SQLI, Script, file_dict, finding, new_state, run_to_gate
 from tests.test_review_views import start
 
@@ -327,3 +328,33 @@ def test_only_an_active_memory_of_the_owner_changes_the_next_review(review, alic
     Memory.objects.filter(pk=m.pk).update(status="retired")
     r, f = next_review()
     assert f.kept and f.memories == []
+
+
+# --- Django: a connected repository's memories ------------------------------------------------
+def connection(owner, repo="acme/shop"):
+    return Connection.objects.create(owner=owner, provider="forgejo", repository=repo,
+                                     api_url="http://forge.test/api/v1")
+
+
+def test_suggestion_from_a_pull_request_review_belongs_to_its_repository(review, alice):
+    conn, other = connection(alice), connection(alice, "acme/blog")
+    pr = PullRequest.objects.create(connection=conn, number=7)
+    Review.objects.filter(pk=review.pk).update(pull_request=pr)
+    review = Review.objects.select_related("run", "pull_request__connection").get(pk=review.pk)
+    f = findings_of(review)[0]
+    triage.decide_finding(review, f.key, alice, "rejected", reason="wrong")
+    [m] = Memory.objects.all()
+    assert m.connection == conn
+    Memory.objects.filter(pk=m.pk).update(status="active")
+    everywhere = Memory.objects.create(owner=alice, path_glob="**", text="all", status="active")
+    elsewhere = Memory.objects.create(owner=alice, path_glob="**", text="blog",
+                                      status="active", connection=other)
+    paths = ["app/users.py"]
+    assert [x["id"] for x in memories.for_review(alice, conn, paths)] == [m.pk, everywhere.pk]
+    assert [x["id"] for x in memories.for_review(alice, other, paths)] == [everywhere.pk,
+                                                                            elsewhere.pk]
+    assert [x["id"] for x in memories.for_review(alice, None, paths)] == [everywhere.pk]
+    inp = services.from_text(GOOD)
+    run = services.start_review(alice, inp, services.prepare(inp), enqueue=False,
+                                connection=conn)
+    assert [x["id"] for x in run.options["memories"]] == [m.pk, everywhere.pk]
