@@ -358,3 +358,9 @@ def test_suggestion_from_a_pull_request_review_belongs_to_its_repository(review,
     run = services.start_review(alice, inp, services.prepare(inp), enqueue=False,
                                 connection=conn)
     assert [x["id"] for x in run.options["memories"]] == [m.pk, everywhere.pk]
+
+
+def test_a_single_rule_written_as_a_string_matches_the_whole_rule_only():
+    assert pure.matches(kept(), mem(rule="S608"))
+    assert pure.matches(kept(), mem(rules="S608"))
+    assert not pure.matches(kept(rules=["S"]), mem(rules="S608"))  # not letter by letter

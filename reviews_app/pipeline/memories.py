@@ -129,7 +129,8 @@ def matches(finding: dict, memory: dict) -> bool:
     if not isinstance(match, dict) or not glob_match(memory.get("path_glob") or "",
                                                       finding.get("file") or ""):
         return False
-    rules = match.get("rules") or ([match["rule"]] if match.get("rule") else [])
+    rules = match.get("rules") or match.get("rule") or []
+    rules = [rules] if isinstance(rules, str) else rules
     if rules:
         return bool({str(r) for r in rules} & {str(r) for r in finding.get("rules") or ()})
     title, category = match.get("title"), match.get("category")
