@@ -9,7 +9,7 @@ from agents_app.forms import check_models
 from agents_app.models import Status
 
 from . import services
-from .models import Finding, Review, Verdict
+from .models import Finding, RejectReason, Review, Verdict
 from .pipeline.schema import SEVERITIES
 
 
@@ -92,10 +92,32 @@ class NewReviewForm(forms.Form):
 
 
 class FindingDecisionForm(forms.Form):
-    decision = forms.ChoiceField(choices=Finding.Decision.choices)
+    # A reason button ("Wrong", "Intended"…) sends only ``reason``: it rejects.
+    decision = forms.ChoiceField(choices=Finding.Decision.choices, required=False)
+    reason = forms.ChoiceField(choices=RejectReason.choices, required=False)
     comment = forms.CharField(required=False, max_length=4000)
     # The state the page showed: a stale page is told so instead of overwriting.
     seen = forms.ChoiceField(choices=Finding.Decision.choices, required=False)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("decision") and data.get("reason"):
+            data["decision"] = Finding.Decision.REJECTED
+        if not self.errors and not data.get("decision"):
+            self.add_error("decision", "Accept or reject the finding.")
+        return data
+
+    def error_text(self) -> str:
+        """What was wrong, in words (the page shows it on the finding's card)."""
+        if "reason" in self.errors:
+            why = ("the reason is not one of wrong, not important here, intended, duplicate "
+                   "or other")
+        elif "comment" in self.errors:
+            why = ("the comment contains a NUL byte" if "\x00" in self.data.get("comment", "")
+                   else "the comment is too long: keep it under 4,000 characters")
+        else:
+            why = "accept or reject the finding"
+        return f"That decision could not be read: {why}. Nothing changed."
 
 
 class SettleRestForm(forms.Form):

@@ -8,6 +8,7 @@ from agents_app.models import Run
 from agents_app.records import persister
 from common.secret_keys import mask, mask_deep, mask_finding
 
+from . import memories
 from .models import Finding, Review
 from .pipeline.pattern.records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 from .pipeline.synthesis import severity_counts
@@ -44,6 +45,7 @@ def _synthesized(run: Run, rec: ReviewSynthesized, user) -> None:
     Review.objects.filter(pk=review.pk).update(
         proposed_verdict=rec.verdict, rule_verdict=rec.rule_verdict, summary=mask(rec.summary),
         notes=mask_deep(rec.notes), counts=severity_counts(rec.kept), **extra)
+    memories.count_applied(review, rec.kept + rec.dropped)
 
 
 @persister(VerdictDecided)

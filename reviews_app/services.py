@@ -21,7 +21,7 @@ from agents_app import engine
 from agents_app.llm.gateway import is_offline
 from agents_app.models import ModelCall, Run
 
-from . import sources
+from . import memories, sources
 from .models import Finding, Review
 from .pipeline import diffs
 from .pipeline.pattern import CodeReview
@@ -214,9 +214,11 @@ def default_models() -> dict[str, str]:
 def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
                  models: dict[str, str] | None = None, min_confidence: float | None = None,
                  max_cost_usd: Decimal | None = None, options: dict | None = None,
-                 enqueue: bool = True) -> Run:
+                 enqueue: bool = True, connection=None) -> Run:
     """Create the run and its review together, or nothing (a daily cap reached, or an error).
-    ``options`` may set other pattern options (``pipeline.pattern.DEFAULTS``)."""
+    ``options`` may set other pattern options (``pipeline.pattern.DEFAULTS``). The owner's
+    active memories that apply to the files (for ``connection``'s repository and for every
+    review) go in ``options["memories"]``."""
     models = {**default_models(), **(models or {})}
     files_for_page = [{k: v for k, v in f.items() if k != "content"} for f in prepared.files]
     options = {
@@ -229,6 +231,8 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
         "offline_roles": sorted(r for r, m in models.items() if r in ROLES and is_offline(m)),
         **(options or {}),
     }
+    if remembered := memories.for_review(user, connection, [f["path"] for f in prepared.files]):
+        options["memories"] = remembered
     with transaction.atomic():
         check_daily_limits(models)
         run = engine.create_run(

@@ -24,7 +24,8 @@ from agents_app.models import Run, Status
 from agents_app.patterns import get_pattern
 from agents_app.patterns.base import Decision, Event
 
-from .models import Finding, Review, TriageDecision, Verdict
+from . import memories
+from .models import Finding, RejectReason, Review, TriageDecision, Verdict
 from .pipeline.pattern import TRIAGE_GATE
 from .pipeline.schema import SEVERITIES
 
@@ -97,18 +98,25 @@ def _record(review: Review, user, kind: str, *, changes=(), before: str = "", af
 
 
 def decide_finding(review: Review, key: str, user, decision: str, comment: str = "",
-                   seen: str = "") -> tuple[Finding, str]:
+                   seen: str = "", reason: str = "") -> tuple[Finding, str]:
     """Accept, reject or undo (``pending``) one kept finding. ``seen`` is the state the page
-    showed, if it says: a different state now means the page is out of date. Returns the
-    finding and a notice ("" when it changed as asked)."""
+    showed, if it says: a different state now means the page is out of date. ``reason``
+    (``RejectReason``, rejections only) is kept on the finding and in the decision record,
+    and may suggest a memory (``memories.suggest``); undoing clears it and withdraws the
+    suggestion. Returns the finding and a notice ("" when it changed as asked)."""
     if decision not in Finding.Decision.values:
         raise Refused("That decision could not be read: accept or reject the finding.", 400)
+    if reason and (reason not in RejectReason.values or decision != REJECTED):
+        raise Refused("That reason could not be read: reject the finding as wrong, not "
+                      "important here, intended, duplicate or other.", 400)
+    if "\x00" in comment:
+        raise Refused("The comment contains a NUL byte; remove it and try again.", 400)
     with transaction.atomic():
         review = _lock(review)
         finding = (review.findings.select_for_update(of=("self",)).select_related("decided_by")
                    .get(kept=True, key=key))
-        if reason := closed_reason(review):
-            raise Refused(reason)
+        if closed := closed_reason(review):
+            raise Refused(closed)
         if seen and seen != finding.decision:
             raise Refused(f"{key} is {_state_text(finding)} since this page was loaded, so "
                           "nothing changed. Its current state is shown.")
@@ -119,12 +127,20 @@ def decide_finding(review: Review, key: str, user, decision: str, comment: str =
         before = finding.decision
         finding.decision = decision
         finding.comment = comment.strip()[:4000]
+        finding.reject_reason = reason if decision == REJECTED else ""
         finding.decided_by = None if decision == PENDING else user
         finding.decided_at = None if decision == PENDING else timezone.now()
-        finding.save(update_fields=["decision", "comment", "decided_by", "decided_at"])
+        finding.save(update_fields=["decision", "comment", "reject_reason", "decided_by",
+                                    "decided_at"])
         kind = {PENDING: Kind.UNDO, ACCEPTED: Kind.ACCEPT, REJECTED: Kind.REJECT}[decision]
-        _record(review, user, kind, changes=[{"finding": key, "before": before,
-                                              "after": decision}], note=finding.comment)
+        change = {"finding": key, "before": before, "after": decision}
+        if finding.reject_reason:
+            change["reason"] = finding.reject_reason
+        _record(review, user, kind, changes=[change], note=finding.comment)
+        if decision == REJECTED:
+            memories.suggest(review, finding, user)
+        elif before == REJECTED:
+            memories.withdraw(review, finding, user)
     return finding, ""
 
 
@@ -245,6 +261,7 @@ def history(review: Review) -> list[TriageDecision]:
 
 STATE_WORDS = {PENDING: "not triaged", ACCEPTED: "accepted", REJECTED: "rejected"}
 VERDICT_WORDS = {v: label.lower() for v, label in Verdict.choices}
+REASON_WORDS = {v: label.lower() for v, label in RejectReason.choices}
 
 
 def describe(d: TriageDecision) -> str:
@@ -267,4 +284,5 @@ def describe(d: TriageDecision) -> str:
             Kind.REJECT_REST: "rejected all remaining findings"}.get(d.kind)
     if what:
         return f"{what} ({len(changes)}): {keys} ({move})"
-    return f"{d.get_kind_display()} {keys} ({move})"
+    why = REASON_WORDS.get(changes[0].get("reason", "")) if len(changes) == 1 else None
+    return f"{d.get_kind_display()} {keys} ({move})" + (f", as {why}" if why else "")

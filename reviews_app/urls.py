@@ -2,7 +2,7 @@ from django.urls import path
 
 from agents_app import converters  # noqa: F401 - registers <id:...>
 
-from . import views
+from . import memory_views, views
 
 urlpatterns = [
     path("", views.review_list, name="review_list"),
@@ -15,4 +15,9 @@ urlpatterns = [
     path("<id:pk>/reopen/", views.reopen_triage, name="reopen_triage"),
     path("<id:pk>/export/", views.export_review, name="export_review"),
     path("<id:pk>/files/<id:index>/", views.review_file, name="review_file"),
+    path("memories/", memory_views.memory_list, name="memory_list"),
+    path("memories/<id:pk>/edit/", memory_views.memory_edit, name="memory_edit"),
+    path("memories/<id:pk>/approve/", memory_views.memory_approve, name="memory_approve"),
+    path("memories/<id:pk>/retire/", memory_views.memory_retire, name="memory_retire"),
+    path("memories/<id:pk>/restore/", memory_views.memory_restore, name="memory_restore"),
 ]

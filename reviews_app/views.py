@@ -21,7 +21,7 @@ from agents_app.models import Run
 from agents_app.patterns.base import InvalidDecision
 from agents_app.search import keyset_page
 
-from . import services, triage
+from . import memories, services, triage
 from .forms import (
     AcceptAllForm,
     ExportForm,
@@ -148,6 +148,7 @@ def review_context(review: Review, *, with_diff: bool = True, timeline: bool = T
         "skipped": [c for c in review.coverage if not c.get("reviewed")],
         "partial": [c for c in review.coverage if c.get("reviewed")],
         "unexamined": coverage.unexamined(review.coverage),
+        "memory": memories.page_context(review, findings),
         **extra,
     }
 
@@ -199,12 +200,13 @@ def finding_decision(request, pk: int, key: str):
     form = FindingDecisionForm(request.POST)
     notice, error, status = "", "", 200
     if not form.is_valid():
-        error, status = "That decision could not be read: accept or reject the finding.", 400
+        error, status = form.error_text(), 400
     else:
         d = form.cleaned_data
         try:
             finding, notice = triage.decide_finding(review, key, request.user, d["decision"],
-                                                    d["comment"], seen=d["seen"])
+                                                    d["comment"], seen=d["seen"],
+                                                    reason=d["reason"])
         except triage.Refused as exc:
             finding.refresh_from_db()
             error, status = str(exc), exc.status

@@ -12,6 +12,7 @@ from agents_app.models import Run
 from agents_app.patterns import PATTERNS
 from agents_app.patterns.plan_execute_review.service import start_change
 from reviews_app import services
+from reviews_app.models import Memory
 from tests.review_corpus import GOOD
 
 from .test_change_views import OFFLINE, repo  # noqa: F401 - the repository fixture
@@ -43,6 +44,11 @@ CASES = {
     "reopen_triage": ("review", (), "POST"),
     "export_review": ("review", (), "GET"),
     "review_file": ("review", (0,), "GET"),
+    "memory_list": (None, (), "GET"),
+    "memory_edit": ("memory", (), "POST"),
+    "memory_approve": ("memory", (), "POST"),
+    "memory_retire": ("memory", (), "POST"),
+    "memory_restore": ("memory", (), "POST"),
 }
 
 
@@ -85,6 +91,9 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
                                                      enqueue=False).pk)
     assert plan.is_waiting and react.is_waiting and change.is_waiting and review.is_waiting
     assert vote.is_waiting
+    # The memories page's URLs act on this memory (found by ``url_for``; not a run, so it is
+    # not in the dict other tests iterate).
+    Memory.objects.create(owner=alice, path_glob="tests/**", text="Asserts are fine.")
     return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review}
 
 
@@ -92,7 +101,9 @@ def url_for(name, runs):
     kind, extra, method = CASES[name]
     # An extra argument may depend on the run (a callable of it), like one of its model calls.
     extra = tuple(e(runs[kind]) if callable(e) else e for e in extra)
-    args = (runs[kind].pk, *extra) if kind else ()
+    target = (Memory.objects.filter(owner=runs["review"].owner).earliest("pk")
+              if kind == "memory" else runs.get(kind))
+    args = (target.pk, *extra) if kind else ()
     return reverse(name, args=args), method, kind
 
 

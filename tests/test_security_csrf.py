@@ -77,12 +77,15 @@ def payload(name: str, runs) -> dict:  # noqa: F811
         "start_review": {"source": "paste", "diff": GOOD},
         "change_new": {"repo": (change.options or {}).get("repo", ""), "base": "main",
                        "task": TASK},
+        "memory_edit": {"text": "Asserts are fine in tests.", "path_glob": "tests/**",
+                        "effect": "drop"},
     }.get(name, {"seq": 0})
 
 
 # Decisions first, cancel after them (it ends the plan run), starts last.
 ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision", "reopen_triage",
          "plan_decision", "tool_decision", "vote_decision", "change_decision", "cancel_run",
+         "memory_edit", "memory_approve", "memory_retire", "memory_restore",
          "start_run", "start_review", "change_new"]
 
 

@@ -10,6 +10,7 @@ import json
 
 from common.secret_keys import mask_lines
 
+from . import memories as team_memories
 from .diffs import numbered_patch
 
 FOCUS = {
@@ -79,11 +80,16 @@ def file_block(file: dict) -> str:
     return "\n".join(parts)
 
 
-def reviewer_messages(category: str, label: str, files: list[dict],
-                      evidence: list[dict]) -> list[dict[str, str]]:
+def reviewer_messages(category: str, label: str, files: list[dict], evidence: list[dict],
+                      memories: list[dict] | None = None) -> list[dict[str, str]]:
+    """A reviewer's prompt. ``memories``: the team's active memories (pipeline/memories.py);
+    those matching these files are listed under "Team memories" (the section is left out when
+    none does)."""
     system = FOCUS[category] + "\n\n" + REVIEWER_RULES.format(category=category)
+    remembered = team_memories.prompt_section(memories, [f["path"] for f in files])
     body = (f"## Reviewer\n{category}\n\n## Change\n{label}\n\n"
-            f"## Analyzer evidence\n{_fenced_json(evidence) if evidence else 'None.'}\n\n"
+            + (f"## Team memories\n{remembered}\n\n" if remembered else "")
+            + f"## Analyzer evidence\n{_fenced_json(evidence) if evidence else 'None.'}\n\n"
             "## Files\n" + "\n\n".join(file_block(f) for f in files))
     return [{"role": "system", "content": system}, {"role": "user", "content": body}]
 
