@@ -11,6 +11,7 @@ from common.secret_keys import mask, mask_deep, mask_finding
 from .models import Finding, Review
 from .pipeline.pattern.records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 from .pipeline.synthesis import severity_counts
+from .publishing import dispatch as publishing
 from .triage import record_final
 
 
@@ -44,6 +45,7 @@ def _synthesized(run: Run, rec: ReviewSynthesized, user) -> None:
     Review.objects.filter(pk=review.pk).update(
         proposed_verdict=rec.verdict, rule_verdict=rec.rule_verdict, summary=mask(rec.summary),
         notes=mask_deep(rec.notes), counts=severity_counts(rec.kept), **extra)
+    publishing.after_synthesis(review)  # the automatic policy publishes now
 
 
 @persister(VerdictDecided)

@@ -26,6 +26,7 @@ from agents_app.patterns.base import Decision, Event
 
 from .models import Finding, Review, TriageDecision, Verdict
 from .pipeline.pattern import TRIAGE_GATE
+from .publishing import dispatch as publishing
 from .pipeline.schema import SEVERITIES
 
 Kind = TriageDecision.Kind
@@ -213,6 +214,7 @@ def record_final(review: Review, user, verdict: str, reason: str) -> None:
         verdict_decided_at=timezone.now(), triage_version=version)
     _record(review, user, Kind.FINALISE, before=review.proposed_verdict, after=verdict,
             note=reason, version=version)
+    publishing.after_final(review, version, user)  # the policy says whether it publishes
 
 
 def reopen(review: Review, user, note: str = "") -> Review:
