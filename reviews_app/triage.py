@@ -26,8 +26,8 @@ from agents_app.patterns.base import Decision, Event
 
 from .models import Finding, Review, TriageDecision, Verdict
 from .pipeline.pattern import TRIAGE_GATE
-from .publishing import dispatch as publishing
 from .pipeline.schema import SEVERITIES
+from .publishing import dispatch as publishing
 
 Kind = TriageDecision.Kind
 PENDING, ACCEPTED, REJECTED = (Finding.Decision.PENDING, Finding.Decision.ACCEPTED,
