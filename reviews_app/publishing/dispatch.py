@@ -14,6 +14,7 @@ from datetime import timedelta
 from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from agents_app.events import append_events
@@ -122,15 +123,11 @@ def resend_due() -> list[int]:
     now = timezone.now()
     slack = timedelta(seconds=60)
     lease = timedelta(seconds=settings.QUORUM_PUBLISH_LEASE_SECONDS)
-    due = list(
-        Publication.objects.filter(status=Status.PENDING, updated_at__lt=now - slack)
-        .values_list("pk", flat=True)
-        .union(Publication.objects.filter(status=Status.RETRYING,
-                                          next_attempt_at__lt=now - slack)
-               .values_list("pk", flat=True))
-        .union(Publication.objects.filter(status=Status.PUBLISHING,
-                                          updated_at__lt=now - lease)
-               .values_list("pk", flat=True)))
+    due = list(Publication.objects.filter(
+        Q(status=Status.PENDING, updated_at__lt=now - slack)
+        | Q(status=Status.RETRYING, next_attempt_at__lt=now - slack)
+        | Q(status=Status.PUBLISHING, updated_at__lt=now - lease))
+        .order_by("pk").values_list("pk", flat=True))
     for pk in due:
         send(pk)
     return due
