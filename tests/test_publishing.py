@@ -18,6 +18,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from agents_app import engine
 from agents_app.models import Run
 from reviews_app import triage
 from reviews_app.hosting import render
@@ -33,6 +34,8 @@ from reviews_app.models import (
 from reviews_app.publishing import dispatch, worker
 from reviews_app.views import render_live_update
 from tests.fake_host import FakeHost
+from tests.test_review_triage import finalise_all
+from tests.test_review_views import start
 
 pytestmark = pytest.mark.django_db
 TOKEN = "ghp_Sup3rS3cretT0kenValue1234567890abcd"  # noqa: S105 - a test value
@@ -90,14 +93,19 @@ def sent(monkeypatch):
     return calls
 
 
-def make_review(owner, *, policy="after_triage", repo_config=None, coverage=None,
-                reviewers=None, proposed="request_changes", decisions=None, **conn) -> Review:
+def make_pr(owner, policy="after_triage", **conn) -> PullRequest:
     connection, _ = Connection.objects.get_or_create(
         owner=owner, provider="github", api_url="https://api.github.com",
         repository="octo/demo", defaults={"publish_policy": policy, **conn})
-    pr, _ = PullRequest.objects.get_or_create(
+    return PullRequest.objects.get_or_create(
         connection=connection, number=7, defaults={
-            "url": "https://github.com/octo/demo/pull/7", "head_sha": HEAD, "base_sha": BASE})
+            "url": "https://github.com/octo/demo/pull/7", "head_sha": HEAD,
+            "base_sha": BASE})[0]
+
+
+def make_review(owner, *, policy="after_triage", repo_config=None, coverage=None,
+                reviewers=None, proposed="request_changes", decisions=None, **conn) -> Review:
+    pr = make_pr(owner, policy, **conn)
     run = Run.objects.create(owner=owner, pattern="code_review", task="octo/demo#7",
                              status="completed")
     review = Review.objects.create(
@@ -556,3 +564,42 @@ def test_publication_events_refresh_the_panel_live(alice, host, sent,
     assert [e.message for e in events][-1].startswith("Published to the pull request: 2 new")
     html = render_live_update(run, events[-1:], set())
     assert 'id="publication-panel" hx-swap-oob="true"' in html and "Published" in html
+
+
+# --- the hooks, through the real engine and the offline model ----------------------------------
+@pytest.fixture
+def no_broker(monkeypatch):
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda run_id, countdown=None: None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_finalising_on_the_page_publishes_the_accepted_findings(alice, alice_client, host,
+                                                                 sent, no_broker):
+    run = engine.run_inline(start(alice).pk)
+    assert run.status == "awaiting_triage", run.error
+    Review.objects.filter(run=run).update(pull_request=make_pr(alice), head_sha=HEAD,
+                                          base_sha=BASE)
+    assert not Publication.objects.exists()  # after triage: nothing at synthesis
+    review = finalise_all(alice_client, run)
+    [pub] = Publication.objects.all()
+    assert (pub.trigger, pub.triage_version, sent) == ("triage", 1, [(pub.pk, None)])
+    assert worker.run(pub.pk) == "published"
+    accepted = review.findings.filter(kept=True, decision="accepted").count()
+    pub.refresh_from_db()
+    assert accepted and pub.result["findings"] == accepted
+    assert len(host.posted_comments) == 1 and len(host.posted_reviews) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_automatic_policy_publishes_when_the_synthesis_is_persisted(alice, host, sent,
+                                                                        no_broker):
+    run = start(alice)
+    Review.objects.filter(run=run).update(pull_request=make_pr(
+        alice, "automatic", auto_min_severity="info", auto_min_confidence=0.0), head_sha=HEAD)
+    run = engine.run_inline(run.pk)
+    [pub] = Publication.objects.all()
+    assert pub.trigger == "automatic" and sent == [(pub.pk, None)]
+    review = Review.objects.get(run=run)
+    assert worker.run(pub.pk) == "published"
+    pub.refresh_from_db()
+    assert pub.result["findings"] == review.findings.filter(kept=True).count() > 0
