@@ -43,6 +43,7 @@ CASES = {
     "reopen_triage": ("review", (), "POST"),
     "export_review": ("review", (), "GET"),
     "review_file": ("review", (0,), "GET"),
+    "publish_review": ("review", (), "POST"),
 }
 
 
