@@ -603,3 +603,19 @@ def test_the_automatic_policy_publishes_when_the_synthesis_is_persisted(alice, h
     assert worker.run(pub.pk) == "published"
     pub.refresh_from_db()
     assert pub.result["findings"] == review.findings.filter(kept=True).count() > 0
+
+
+def test_one_publication_at_a_time_per_pull_request(alice, host, sent,
+                                                    django_capture_on_commit_callbacks):
+    review = final_review(alice, django_capture_on_commit_callbacks)
+    first = Publication.objects.get()
+    other = Publication.objects.create(review=review, trigger="manual", triage_version=1)
+    Publication.objects.filter(pk=first.pk).update(status="publishing")  # another worker's
+    sent.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert worker.run(other.pk) == "waiting"
+    other.refresh_from_db()
+    assert other.status == "pending" and other.attempts == 0 and not host.calls
+    assert sent == [(other.pk, worker.BUSY_DELAY)]
+    Publication.objects.filter(pk=first.pk).update(status="published")
+    assert worker.run(other.pk) == "published"

@@ -29,6 +29,7 @@ from .dispatch import Publication, Status, announce, send_on_commit
 
 log = logging.getLogger("quorum.publishing")
 MAX_DELAY = 3600.0
+BUSY_DELAY = 15.0  # another publication of the pull request is under way: try again then
 
 
 class Stop(Exception):
@@ -51,20 +52,37 @@ def _plain(text: str, token: str) -> str:
     return text[:1000]
 
 
-def claim(pk: int) -> bool:
+def claim(pk: int) -> str:
+    """Take publication ``pk`` for this worker: "claimed", "busy" (another publication of the
+    same pull request is being published: one at a time, so that two cannot both post a
+    comment neither has seen yet) or "" (not due: done, failed, claimed, or early)."""
     now = timezone.now()
     stale = now - timedelta(seconds=settings.QUORUM_PUBLISH_LEASE_SECONDS)
     due = Q(status=Status.PENDING) | Q(status=Status.RETRYING) & (
         Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now + timedelta(seconds=5)))
-    return bool(Publication.objects.filter(pk=pk).filter(
-        due | Q(status=Status.PUBLISHING, updated_at__lt=stale)).update(
-        status=Status.PUBLISHING, attempts=F("attempts") + 1, next_attempt_at=None,
-        updated_at=now))
+    due |= Q(status=Status.PUBLISHING, updated_at__lt=stale)
+    pr_id = (Publication.objects.filter(pk=pk)
+             .values_list("review__pull_request_id", flat=True).first())
+    with transaction.atomic():
+        if pr_id is not None:  # the pull request's row serialises the claims on it
+            PullRequest.objects.select_for_update().filter(pk=pr_id).values_list("pk").first()
+            if (Publication.objects.filter(review__pull_request_id=pr_id,
+                                           status=Status.PUBLISHING, updated_at__gte=stale)
+                    .exclude(pk=pk).exists()):
+                return "busy" if Publication.objects.filter(pk=pk).filter(due).exists() else ""
+        taken = Publication.objects.filter(pk=pk).filter(due).update(
+            status=Status.PUBLISHING, attempts=F("attempts") + 1, next_attempt_at=None,
+            updated_at=now)
+    return "claimed" if taken else ""
 
 
 def run(pk: int) -> str:
     """Publish publication ``pk``; returns its status afterwards (or "skipped")."""
-    if not claim(pk):
+    taken = claim(pk)
+    if taken == "busy":
+        send_on_commit(pk, countdown=BUSY_DELAY)
+        return "waiting"
+    if not taken:
         return "skipped"
     pub = Publication.objects.select_related(
         "review__run", "review__pull_request__connection",
