@@ -110,3 +110,16 @@ def test_publication_events_refresh_the_panel_live(alice, host, sent,
     assert [e.message for e in events][-1].startswith("Published to the pull request: 2 new")
     html = render_live_update(run, events[-1:], set())
     assert 'id="publication-panel" hx-swap-oob="true"' in html and "Published" in html
+
+
+@pytest.mark.parametrize("data", [{}, {"publish": "\x00"}, {"publish": "9" * 100_000},
+                                  {"publish": ["1", "1"], "review": "other"}])
+def test_bad_input_to_the_button_publishes_once_and_nothing_else(
+        alice, alice_client, host, sent, data, django_capture_on_commit_callbacks):
+    review = final_review(alice, django_capture_on_commit_callbacks)
+    url = reverse("publish_review", args=[review.run_id])
+    for _ in range(2):  # a resubmit too
+        response = alice_client.post(url, data, **HTMX)
+        assert response.status_code == 200
+    assert Publication.objects.filter(trigger="manual").count() == 1
+    assert Publication.objects.count() == 2  # the triage one and the manual one
