@@ -20,6 +20,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from common.secret_keys import mask
+
 from ..hosting import render
 from ..hosting.base import HostError, ReviewPost
 from ..hosting.summary import upsert_summary
@@ -46,10 +48,12 @@ def _client(conn):
 
 
 def _plain(text: str, token: str) -> str:
+    """A provider's message as shown and stored: never the token, nor anything that looks
+    like a secret."""
     text = str(text or "")
     if token and len(token) >= 4:
         text = text.replace(token, "…")
-    return text[:1000]
+    return mask(text)[:1000]
 
 
 def claim(pk: int) -> str:
