@@ -58,6 +58,9 @@ def host(monkeypatch):
         secrets = types.ModuleType("reviews_app.connections.secrets")
         monkeypatch.setitem(sys.modules, "reviews_app.connections", package)
         monkeypatch.setitem(sys.modules, "reviews_app.connections.secrets", secrets)
+    if not hasattr(secrets, "SecretUnavailable"):
+        monkeypatch.setattr(secrets, "SecretUnavailable", type("SecretUnavailable",
+                                                               (Exception,), {}), raising=False)
     monkeypatch.setattr(secrets, "repo_ref", lambda conn: RepoRef(
         conn.provider, conn.api_url, conn.repository, token=TOKEN), raising=False)
     return fake

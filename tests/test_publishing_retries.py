@@ -203,3 +203,21 @@ def test_one_publication_at_a_time_per_pull_request(alice, host, sent,
     assert sent == [(other.pk, worker.BUSY_DELAY)]
     Publication.objects.filter(pk=first.pk).update(status="published")
     assert worker.run(other.pk) == "published"
+
+
+def test_a_connection_without_its_token_fails_at_once_and_says_so(
+        alice, host, sent, monkeypatch, django_capture_on_commit_callbacks):
+    from reviews_app.connections import secrets
+
+    def no_token(conn):
+        raise secrets.SecretUnavailable(f"Connection {conn.pk} has no token.")
+
+    monkeypatch.setattr(secrets, "repo_ref", no_token)
+    review = final_review(alice, django_capture_on_commit_callbacks)
+    pub = Publication.objects.get()
+    sent.clear()
+    assert worker.run(pub.pk) == "failed"
+    pub.refresh_from_db()
+    conn_pk = review.pull_request.connection_id
+    assert pub.last_error == f"Connection {conn_pk} has no token." and not sent
+    assert not host.calls

@@ -41,9 +41,15 @@ class Stop(Exception):
 def _client(conn):
     """The provider's client for ``conn`` and its token (to keep it out of messages)."""
     from reviews_app import hosting
-    from reviews_app.connections.secrets import repo_ref
+    from reviews_app.connections import secrets
 
-    ref = repo_ref(conn)
+    unavailable = getattr(secrets, "SecretUnavailable", None)
+    try:
+        ref = secrets.repo_ref(conn)
+    except Exception as exc:  # no token: said plainly, not retried (someone must set it)
+        if unavailable is not None and isinstance(exc, unavailable):
+            raise Stop(str(exc)) from None
+        raise
     return hosting.client_for(ref), ref.token or ""
 
 
