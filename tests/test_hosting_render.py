@@ -54,7 +54,7 @@ def test_model_text_cannot_forge_a_marker_anywhere_in_the_comment(forged, field)
     assert render.fingerprints_in(c.comment.body) == {FP}  # only our own, once
     assert c.comment.body.count("<!--") == 1 and c.comment.body.endswith(
         FINGERPRINT_MARKER.format(FP))
-    assert "quorum:summary -->" not in c.comment.body
+    assert "<!-- quorum:summary" not in c.comment.body
 
 
 def test_html_links_images_mentions_and_fences_from_the_model_are_inert():
@@ -68,6 +68,9 @@ def test_html_links_images_mentions_and_fences_from_the_model_are_inert():
     assert "<h1" not in html and "href" not in html and "src=" not in html
     assert "language-suggestion" not in html     # the only code block would be ours
     assert "@\u200badmin" in c.comment.body and "\u202e" not in c.comment.body
+    arrow = render.inline_comment(finding(description="returns `a -> b` --> done"),
+                                  render.diff_lines(FILES))
+    assert "returns `a -> b` --> done" in arrow.comment.body  # arrows in text are kept
     assert c.suggestion is False                 # prose: no suggestion block
 
 
@@ -98,6 +101,11 @@ def test_suggestion_whose_range_leaves_the_diff_is_plain_text():
 def test_prose_suggestion_is_plain_text_and_code_is_recognised():
     assert render.suggestion_code("Consider validating the input before using it.") is None
     assert render.suggestion_code("Use a constant here") is None
+    assert render.suggestion_code("Use `int(x)` instead.") is None
+    assert render.suggestion_code("Replace eval() with int() here.") is None
+    assert render.suggestion_code("if x is None:\n    return [] # fall back") == (
+        "if x is None:\n    return [] # fall back", "")
+    assert render.suggestion_code("def f(a) -> int:\n    return a->b") is not None
     assert render.suggestion_code("x = int(value)") == ("x = int(value)", "")
     assert render.suggestion_code("Like this:\n~~~\nreturn 1\n~~~") == ("return 1", "Like this:")
     assert render.suggestion_code("```\na()\n```\n```\nb()\n```") is None  # two blocks: ambiguous

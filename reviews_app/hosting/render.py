@@ -3,10 +3,10 @@ author can commit, when it applies cleanly), the review event for a verdict, and
 summary comment. Plain Python, no Django: findings are the plain dicts of the pipeline.
 
 Model output is untrusted. Every text taken from a finding goes through ``_defuse`` (no HTML
-comment can open or close, so nothing can forge our hidden markers, hide text or end a
-comment early; no @-mention pings anyone; lengths are capped) and then the export's inert
-Markdown (``md_inline``/``md_block``: no HTML, links, images, headings or fences). Only the
-code of a suggestion block is kept verbatim, and only when it cannot break out of its fence.
+comment can open, so nothing can forge our hidden markers or hide text; no @-mention pings
+anyone; lengths are capped) and then the export's inert Markdown (``md_inline``/``md_block``:
+no HTML, links, images, headings or fences). Only the code of a suggestion block is kept
+verbatim, and only when it cannot break out of its fence.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ EVENTS = {"approve": "approve", "request_changes": "request_changes",
           "needs_discussion": "comment"}
 VERDICT_WORDS = {"approve": "Approve", "request_changes": "Request changes",
                  "needs_discussion": "Needs discussion"}
-_COMMENT_OPEN_CLOSE = re.compile(r"<!-{1,2}|-{1,2}>")
+_COMMENT_OPEN = re.compile(r"<!--")
 _SAFE_URL = re.compile(r"https?://[^\s()<>\[\]`\\\"']+")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9_])")
 _MARKER = re.compile(re.escape(FINGERPRINT_MARKER).replace(r"\{\}", r"([0-9a-f]{8,64})"))
@@ -38,7 +38,9 @@ _FENCE = re.compile(r"(?ms)^[ \t]*(`{3,}|~{3,})[^\n`]*\n(.*?)\n[ \t]*\1[ \t]*$")
 _FENCE_LINE = re.compile(r"(?m)^[ \t]*(`{3,}|~{3,})")
 _CODE_HINT = re.compile(r"[=(){}\[\];]|^\s*(def|class|return|import|from|if|for|while|"
                         r"const|let|var|function|fn|pub|async|await|raise|try|except)\b")
-_PROSE = re.compile(r"^[A-Z][a-z]+,?(\s+[A-Za-z'’,]+){3,}[.!?:]?$")
+# A line of prose, not code: inline code in backticks, a sentence's start ("Use the", "Consider
+# replacing"), a sentence's end ("… here."), or two sentences.
+_PROSE = re.compile(r"(?<!`)`[^`]+`(?!`)|^[A-Z][a-z]+,?\s+[a-z]+\b|[a-z]{2,}[.!?]$|[.!?]\s+[A-Z]")
 
 
 # --- untrusted text ------------------------------------------------------------------------------
@@ -46,7 +48,7 @@ def _defuse(value, limit: int) -> str:
     """Untrusted text without HTML comment delimiters or hidden characters, capped."""
     text = str(value if value is not None else "")
     text = "".join("\ufffd" if is_hidden(c) and c not in "\n\t" else c for c in text)
-    while (cleaned := _COMMENT_OPEN_CLOSE.sub("", text)) != text:
+    while (cleaned := _COMMENT_OPEN.sub("", text)) != text:
         text = cleaned
     if len(text) > limit:
         text = text[:limit].rstrip() + " …"
@@ -94,7 +96,7 @@ def suggestion_code(text: str) -> tuple[str, str] | None:
         m = blocks[0]
         return m.group(2), (text[:m.start()] + "\n" + text[m.end():]).strip()
     lines = [ln for ln in text.split("\n") if ln.strip()]
-    if any(_PROSE.match(ln.strip()) for ln in lines):
+    if any(_PROSE.search(ln.strip()) for ln in lines):
         return None
     if not any(_CODE_HINT.search(ln) for ln in lines):
         return None
@@ -126,7 +128,7 @@ def _span(f: dict) -> tuple[int, int] | None:
 def _fenced(code_text: str) -> str | None:
     """A ```suggestion block for ``code_text``, or None when the code could forge a marker or
     is too long to post verbatim."""
-    if len(code_text) > MAX_CODE or _COMMENT_OPEN_CLOSE.search(code_text):
+    if len(code_text) > MAX_CODE or _COMMENT_OPEN.search(code_text):
         return None
     if any(is_hidden(c) and c not in "\n\t" for c in code_text):
         return None
