@@ -231,6 +231,17 @@ QUORUM_REVIEW_MIN_CONFIDENCE = env.float("QUORUM_REVIEW_MIN_CONFIDENCE", default
 QUORUM_REVIEW_TIMEOUT = env.float("QUORUM_REVIEW_TIMEOUT", default=180.0)
 QUORUM_REVIEW_MAX_COST_USD = env.float("QUORUM_REVIEW_MAX_COST_USD", default=2.0)
 QUORUM_REVIEW_MAX_TOKENS = env.int("QUORUM_REVIEW_MAX_TOKENS", default=10_000_000)
+# publish (issue 15): publishing reviews to their pull requests. QUORUM_PUBLIC_URL is this
+# site's address as the pull request's readers reach it (the summary links back to the review;
+# no link when unset). A failed publication is retried after BASE, 2×BASE, 4×BASE… seconds (or
+# the provider's Retry-After when longer), MAX_ATTEMPTS times in all; a claim older than
+# LEASE seconds (a worker died mid-way) may be taken again.
+QUORUM_PUBLIC_URL = env.str("QUORUM_PUBLIC_URL", default="")
+QUORUM_PUBLISH_RETRY_BASE_SECONDS = env.float("QUORUM_PUBLISH_RETRY_BASE_SECONDS", default=30.0)
+QUORUM_PUBLISH_MAX_ATTEMPTS = env.int("QUORUM_PUBLISH_MAX_ATTEMPTS", default=5)
+QUORUM_PUBLISH_LEASE_SECONDS = env.float("QUORUM_PUBLISH_LEASE_SECONDS", default=600.0)
+CELERY_BEAT_SCHEDULE["publish-sweep"] = {"task": "reviews_app.tasks.publish_sweep",
+                                         "schedule": 120.0}
 # A pasted diff arrives as a form field: allow it up to the upload limit (plus the form).
 DATA_UPLOAD_MAX_MEMORY_SIZE = QUORUM_REVIEW_MAX_UPLOAD_BYTES + 1_000_000
 

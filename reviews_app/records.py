@@ -12,6 +12,7 @@ from . import memories
 from .models import Finding, Review
 from .pipeline.pattern.records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 from .pipeline.synthesis import severity_counts
+from .publishing import dispatch as publishing
 from .triage import record_final
 
 
@@ -46,6 +47,7 @@ def _synthesized(run: Run, rec: ReviewSynthesized, user) -> None:
         proposed_verdict=rec.verdict, rule_verdict=rec.rule_verdict, summary=mask(rec.summary),
         notes=mask_deep(rec.notes), counts=severity_counts(rec.kept), **extra)
     memories.count_applied(review, rec.kept + rec.dropped)
+    publishing.after_synthesis(review)  # the automatic policy publishes now
 
 
 @persister(VerdictDecided)

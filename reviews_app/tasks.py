@@ -4,4 +4,20 @@ to run twice (a redelivered task finds its work claimed or done)."""
 
 from __future__ import annotations
 
-from celery import shared_task  # noqa: F401 - the tasks below are added by issue 15's parts
+from celery import shared_task
+
+
+@shared_task(name="reviews_app.tasks.publish")
+def publish(publication_id: int) -> str:
+    """Publish one review to its pull request (see reviews_app/publishing/worker.py)."""
+    from .publishing import worker
+
+    return worker.run(publication_id)
+
+
+@shared_task(name="reviews_app.tasks.publish_sweep")
+def publish_sweep() -> int:
+    """Send again publications whose task message was lost (broker away, worker killed)."""
+    from .publishing import dispatch
+
+    return len(dispatch.resend_due())

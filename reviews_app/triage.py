@@ -28,6 +28,7 @@ from . import memories
 from .models import Finding, RejectReason, Review, TriageDecision, Verdict
 from .pipeline.pattern import TRIAGE_GATE
 from .pipeline.schema import SEVERITIES
+from .publishing import dispatch as publishing
 
 Kind = TriageDecision.Kind
 PENDING, ACCEPTED, REJECTED = (Finding.Decision.PENDING, Finding.Decision.ACCEPTED,
@@ -229,6 +230,7 @@ def record_final(review: Review, user, verdict: str, reason: str) -> None:
         verdict_decided_at=timezone.now(), triage_version=version)
     _record(review, user, Kind.FINALISE, before=review.proposed_verdict, after=verdict,
             note=reason, version=version)
+    publishing.after_final(review, version, user)  # the policy says whether it publishes
 
 
 def reopen(review: Review, user, note: str = "") -> Review:

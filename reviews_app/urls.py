@@ -3,6 +3,7 @@ from django.urls import path
 from agents_app import converters  # noqa: F401 - registers <id:...>
 
 from . import memory_views, views
+from .publishing import views as publishing_views
 
 urlpatterns = [
     path("", views.review_list, name="review_list"),
@@ -13,6 +14,7 @@ urlpatterns = [
     path("<id:pk>/settle/", views.settle_rest, name="settle_rest"),
     path("<id:pk>/verdict/", views.verdict_decision, name="verdict_decision"),
     path("<id:pk>/reopen/", views.reopen_triage, name="reopen_triage"),
+    path("<id:pk>/publish/", publishing_views.publish_now, name="publish_review"),
     path("<id:pk>/export/", views.export_review, name="export_review"),
     path("<id:pk>/files/<id:index>/", views.review_file, name="review_file"),
     path("memories/", memory_views.memory_list, name="memory_list"),

@@ -39,6 +39,7 @@ from .pipeline.schema import SEVERITIES
 from .rendering import anchors, file_views
 
 PAGE = "reviews_app/review_detail.html"
+PUBLICATION_PANEL = "reviews_app/_publication.html"  # issue 15: the publish part's panel
 
 
 # --- start and history ---------------------------------------------------------------------------
@@ -343,8 +344,11 @@ _PANELS_BY_KIND = {
     "review_synthesized": {"verdict-panel", "findings-panel", "reviewers-panel", "diff-panel",
                            "header", "coverage-panel"},
     "gate_opened": {"verdict-panel", "findings-panel"},
-    "verdict_decided": {"verdict-panel", "findings-panel", "history-panel"},
-    "triage_reopened": {"verdict-panel", "findings-panel", "history-panel"},
+    "verdict_decided": {"verdict-panel", "findings-panel", "history-panel",
+                        "publication-panel"},
+    "triage_reopened": {"verdict-panel", "findings-panel", "history-panel",
+                        "publication-panel"},
+    "publication": {"publication-panel"},
     "run_finished": {"verdict-panel", "reviewers-panel", "findings-panel", "costs-panel"},
     "run_cancelled": {"verdict-panel"}, "budget_exceeded": {"verdict-panel"},
 }
@@ -358,6 +362,8 @@ def render_live_update(run: Run, events, panels: set[str]) -> str:
     # A very large review does not fit one WebSocket message: the diff and findings give way
     # to a notice asking the person to load the page.
     return live_message(PAGE, ctx, events, panels,
-                        ("header", "reviewers-panel", "verdict-panel", "findings-panel",
-                         "history-panel", "diff-panel", "costs-panel", "coverage-panel"),
-                        bulky=("diff-panel", "findings-panel"), too_large="too-large")
+                        ("header", "reviewers-panel", "verdict-panel", "publication-panel",
+                         "findings-panel", "history-panel", "diff-panel", "costs-panel",
+                         "coverage-panel"),
+                        bulky=("diff-panel", "findings-panel"), too_large="too-large",
+                        sources={"publication-panel": PUBLICATION_PANEL})

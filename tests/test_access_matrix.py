@@ -49,6 +49,7 @@ CASES = {
     "memory_approve": ("memory", (), "POST"),
     "memory_retire": ("memory", (), "POST"),
     "memory_restore": ("memory", (), "POST"),
+    "publish_review": ("review", (), "POST"),
 }
 
 

@@ -83,7 +83,8 @@ def payload(name: str, runs) -> dict:  # noqa: F811
 
 
 # Decisions first, cancel after them (it ends the plan run), starts last.
-ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision", "reopen_triage",
+ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision", "publish_review",
+         "reopen_triage",
          "plan_decision", "tool_decision", "vote_decision", "change_decision", "cancel_run",
          "memory_edit", "memory_approve", "memory_retire", "memory_restore",
          "start_run", "start_review", "change_new"]
@@ -131,7 +132,19 @@ def test_posts_without_a_token_are_refused_and_change_nothing(alice, runs):  # n
     assert fingerprint() == before
 
 
-def test_posts_with_the_htmx_token_are_carried_out(alice, runs):  # noqa: F811
+def as_pull_request(run, monkeypatch) -> None:
+    """Publishing needs a review of a pull request (the task is not sent)."""
+    from reviews_app.models import Connection, PullRequest
+    from reviews_app.publishing import dispatch
+
+    monkeypatch.setattr(dispatch, "send", lambda pk, countdown=None: None)
+    conn = Connection.objects.create(owner=run.owner, provider="github", repository="o/r",
+                                     api_url="https://api.github.com")
+    Review.objects.filter(run=run).update(
+        pull_request=PullRequest.objects.create(connection=conn, number=1))
+
+
+def test_posts_with_the_htmx_token_are_carried_out(alice, runs, monkeypatch):  # noqa: F811
     client = Client(enforce_csrf_checks=True)
     client.force_login(alice)
     token = htmx_token(client, reverse("run_detail", args=[runs["plan"].pk]))
@@ -141,6 +154,8 @@ def test_posts_with_the_htmx_token_are_carried_out(alice, runs):  # noqa: F811
         url = app_url(name, runs)
         if name == "reopen_triage":  # a verdict is reopened once the worker closed the review
             engine.run_inline(runs["review"].pk)
+        if name == "publish_review":  # the verdict is final now
+            as_pull_request(runs["review"], monkeypatch)
         before = fingerprint()
         response = client.post(url, payload(name, runs), HTTP_X_CSRFTOKEN=token, **HTMX)
         assert response.status_code != 403, (name, response.content[:300])
