@@ -231,6 +231,15 @@ QUORUM_REVIEW_MIN_CONFIDENCE = env.float("QUORUM_REVIEW_MIN_CONFIDENCE", default
 QUORUM_REVIEW_TIMEOUT = env.float("QUORUM_REVIEW_TIMEOUT", default=180.0)
 QUORUM_REVIEW_MAX_COST_USD = env.float("QUORUM_REVIEW_MAX_COST_USD", default=2.0)
 QUORUM_REVIEW_MAX_TOKENS = env.int("QUORUM_REVIEW_MAX_TOKENS", default=10_000_000)
+# --- Pull requests of connected repositories: the flow (issue 15) ---
+# Models a repository's .quorum.toml may pick per review role, besides the server's own role
+# models (comma-separated LiteLLM names); any other name is refused with a note on the review.
+QUORUM_REPO_MODELS = env.list("QUORUM_REPO_MODELS", default=[])
+# A pull request's file larger than this is not fetched whole (the coverage says so).
+QUORUM_PR_MAX_FILE_BYTES = env.int("QUORUM_PR_MAX_FILE_BYTES", default=500_000)
+# A provider error worth retrying (5xx, rate limit, network): the first wait in seconds,
+# doubled per attempt (5 retries), unless the provider says how long (Retry-After).
+QUORUM_PR_RETRY_SECONDS = env.float("QUORUM_PR_RETRY_SECONDS", default=30.0)
 # A pasted diff arrives as a form field: allow it up to the upload limit (plus the form).
 DATA_UPLOAD_MAX_MEMORY_SIZE = QUORUM_REVIEW_MAX_UPLOAD_BYTES + 1_000_000
 

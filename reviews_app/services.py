@@ -214,9 +214,10 @@ def default_models() -> dict[str, str]:
 def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
                  models: dict[str, str] | None = None, min_confidence: float | None = None,
                  max_cost_usd: Decimal | None = None, options: dict | None = None,
-                 enqueue: bool = True) -> Run:
+                 enqueue: bool = True, connection=None) -> Run:
     """Create the run and its review together, or nothing (a daily cap reached, or an error).
-    ``options`` may set other pattern options (``pipeline.pattern.DEFAULTS``)."""
+    ``options`` may set other pattern options (``pipeline.pattern.DEFAULTS``).
+    ``connection``: the repository a pull request's review is for (issue 15, memories)."""
     models = {**default_models(), **(models or {})}
     files_for_page = [{k: v for k, v in f.items() if k != "content"} for f in prepared.files]
     options = {
