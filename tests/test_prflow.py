@@ -409,3 +409,52 @@ def test_a_rejected_finding_is_not_raised_again_unless_its_code_changes(transact
     third = run_round(conn, event="synchronize", head=HEAD2)
     new = sql_finding(third)
     assert new.fingerprint != old.fingerprint and new.kept
+
+
+# --- the review page ---------------------------------------------------------------------------------
+def test_the_page_shows_the_pull_request_escaped(db, host, conn, alice_client):
+    evil = "<script>alert(1)</script>"
+    toml = f'[review]\n"{evil}" = 1\n'
+    open_pull(host, base={"README.md": "hi\n", ".quorum.toml": toml}, title=evil)
+    _, out = deliver(conn)
+    review = Review.objects.get(run_id=out.run_id)
+    page = alice_client.get(review.get_absolute_url()).content.decode()
+    assert evil not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "GitHub" in page and "octo/demo" in page and "Round 1" in page
+    assert 'href="https://host.invalid/pull/7"' in page and "pull request #7" in page
+    assert f"<code title=\"{HEAD}\">{HEAD[:7]}</code>" in page
+    assert ".quorum.toml</code>: 1 problem" in page and "unknown key" in page
+    # Only an http(s) address becomes a link.
+    PullRequest.objects.filter(number=7).update(url="javascript:alert(1)")
+    page = alice_client.get(review.get_absolute_url()).content.decode()
+    assert "javascript:alert" not in page and "pull request #7" in page
+
+
+def test_the_page_of_an_incremental_round_shows_the_range_and_carried_findings(
+        db, host, conn, alice_client):
+    open_pull(host)
+    _, out = deliver(conn)
+    first = Review.objects.get(run_id=out.run_id)
+    Review.objects.filter(pk=first.pk).update(proposed_verdict="approve", pr_round=1)
+    host.push(7, {"README.md": "hi\n", "app.py": APP, "b.py": "y = 2\n"}, HEAD2)
+    _, out2 = deliver(conn, event="synchronize", head=HEAD2)
+    second = Review.objects.get(run_id=out2.run_id)
+    Review.objects.filter(pk=second.pk).update(proposed_verdict="request_changes")
+    Finding.objects.create(review=second, key="SEC-2", category="security", severity="high",
+                           file="app.py", line=4, title="SQL injection", reviewer="security",
+                           carried_from=f"{first.run_id}:SEC-1", resolution="partially")
+    page = alice_client.get(second.get_absolute_url()).content.decode()
+    assert f"{HEAD[:7]}</code>..<code title=\"{HEAD2}\">{HEAD2[:7]}</code>" in page
+    assert "the rest was reviewed in" in page and "round 1</a>" in page
+    assert "carried from round 1" in page and "partially implemented" in page
+
+
+def test_a_pull_request_review_page_is_the_owners_only(db, host, conn, client, bob):
+    open_pull(host, title="secret plans")
+    _, out = deliver(conn)
+    url = Review.objects.get(run_id=out.run_id).get_absolute_url()
+    anon = client.get(url)
+    assert anon.status_code == 302 and "/login" in anon["Location"]
+    client.force_login(bob)
+    other = client.get(url)
+    assert other.status_code == 404 and b"secret plans" not in other.content
