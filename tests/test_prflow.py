@@ -210,7 +210,9 @@ def test_an_unreadable_config_never_stops_the_review(db, host, conn, toml):
 def test_everything_excluded_reviews_nothing_and_says_so(db, host, conn):
     open_pull(host, base={"README.md": "hi\n", ".quorum.toml": '[review]\ninclude = ["lib/**"]\n'})
     d, out = deliver(conn)
-    assert out.status == "done" and "Nothing reviewed" in out.detail
+    assert out.status == "done"
+    assert out.detail == (f"Nothing reviewed at {HEAD[:12]}: every changed file (1) is excluded "
+                          "by .quorum.toml (read from the base branch).")
     assert Review.objects.count() == 0
     d.refresh_from_db()
     assert d.status == "done" and d.pull_request is not None
@@ -236,6 +238,17 @@ def test_a_new_push_after_a_synthesized_review_is_incremental(db, host, conn):
     assert f"reviewed in round 1 (review {first.run_id})" in rest["detail"]
     assert "compare" in host.calls
     assert second.run.options["pull_request"]["previous_round"] == 1
+
+
+def test_a_push_with_no_change_to_the_pull_requests_files_reviews_nothing(db, host, conn):
+    open_pull(host)
+    _, out = deliver(conn)
+    synthesized(Review.objects.get(run_id=out.run_id))
+    host.push(7, {"README.md": "hi\n", "app.py": APP}, HEAD2)  # e.g. a merge of main, same tree
+    d, out2 = deliver(conn, event="synchronize", head=HEAD2)
+    assert out2.status == "done" and "no file of the pull request changed" in out2.detail
+    assert Review.objects.count() == 1
+    assert PullRequest.objects.get().last_reviewed_sha == HEAD2
 
 
 def test_a_push_while_the_first_review_still_runs_is_full_and_supersedes_it(db, host, conn):

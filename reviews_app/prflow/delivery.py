@@ -210,6 +210,8 @@ def _start_round(d: WebhookDelivery, conn: Connection, client: HostClient, pull:
             meta={"provider": conn.provider, "repository": conn.repository,
                   "number": pull.number, "url": pr.url, "head_sha": head, "from_sha": from_sha})
         try:
+            if not diff_text.strip():
+                raise services.InputError(inputs.nothing_left(got.diff_text, coverage))
             prepared = services.prepare(inp)
         except services.InputError as exc:
             pr.last_reviewed_sha = head

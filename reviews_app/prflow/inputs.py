@@ -76,6 +76,15 @@ def apply_paths(cfg: repo_config.RepoConfig, diff_text: str, contents: dict,
     return text, {p: v for p, v in (contents or {}).items() if p not in gone}, cov
 
 
+def nothing_left(diff_text: str, coverage: list[dict]) -> str:
+    """Why a round has no diff to review."""
+    excluded = sum(1 for c in coverage if c.get("reason") == EXCLUDED)
+    if excluded and (diff_text or "").strip():
+        return (f"every changed file ({excluded}) is excluded by .quorum.toml (read from the "
+                "base branch).")
+    return "no file of the pull request changed in these commits."
+
+
 def apply_modes(cfg: repo_config.RepoConfig, files: list[dict]) -> None:
     """``[review] light/heavy`` by path: light reads the diff only; heavy the whole file too,
     where its text is known."""
