@@ -1,103 +1,21 @@
 """A webhook delivery to a review round (reviews_app/prflow): claiming, the pull request's row,
 .quorum.toml from the base commit, full or incremental rounds, closed pull requests, provider
-errors and daily limits, and findings carried between rounds through the real engine with the
-offline model (ruff and bandit included: threads, hence transactional tests there).
-
-The code host is ``tests/fake_host.FakeHost`` behind ``reviews_app.hosting.client_for``.
-Until the hosts and hooks parts are merged, ``reviews_app.hosting.fetch.pull_input`` and
-``reviews_app.connections.secrets.repo_ref`` get small stand-ins here (only when missing)."""
+errors, daily limits and the task. The code host is ``tests/fake_host.FakeHost``
+(``tests/prflow_support.py``)."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
-
 import pytest
 
-from agents_app import engine
 from agents_app.models import Run
-from reviews_app import hosting, services, tasks
-from reviews_app.hosting.base import SUMMARY_MARKER, HostError, RepoRef
-from reviews_app.models import Connection, Finding, PullRequest, Review, WebhookDelivery
+from reviews_app import services, tasks
+from reviews_app.hosting.base import SUMMARY_MARKER, HostError
+from reviews_app.models import PullRequest, Review, WebhookDelivery
 from reviews_app.prflow import handle_delivery
-from tests.fake_host import FakeHost
+from tests import prflow_support as support
+from tests.prflow_support import APP, BASE, HEAD, HEAD2, deliver, open_pull
 
-BASE, HEAD, HEAD2 = "b" * 40, "1" * 40, "2" * 40
-SQL = ["import sqlite3", "", "def find(db, uid):",
-       '    return db.execute("select * from users where id = %s" % uid)', ""]
-APP = "\n".join(SQL) + "\n"
-CLEAN = APP.replace('"select * from users where id = %s" % uid', '"select * from users where id = ?", (uid,)')
-
-
-# --- stand-ins for the parts merged later -------------------------------------------------------
-def _stand_in_pull_input(client, number, *, head_sha, from_sha=None, max_bytes, max_files,
-                         max_file_bytes):
-    pr_files = client.pull_files(number)
-    files = client.compare(from_sha, head_sha) if from_sha else pr_files
-    ours = {f.path for f in pr_files}
-    diff, contents = [], {}
-    for f in files:
-        if f.path not in ours:
-            continue
-        old = "/dev/null" if f.status == "added" else f"a/{f.path}"
-        new = "/dev/null" if f.status == "removed" else f"b/{f.path}"
-        diff.append(f"diff --git a/{f.path} b/{f.path}\n--- {old}\n+++ {new}\n{f.patch}")
-        if f.status != "removed":
-            data = client.file_bytes(head_sha, f.path, max_bytes=max_file_bytes)
-            contents[f.path] = data.decode() if data is not None else None
-    return types.SimpleNamespace(diff_text="".join(diff), contents=contents, coverage=[])
-
-
-def _stand_in(name: str, **attrs):
-    try:
-        importlib.import_module(name)
-        return None
-    except ImportError:
-        mod = types.ModuleType(name)
-        mod.__dict__.update(attrs)
-        return mod
-
-
-@pytest.fixture
-def host(monkeypatch):
-    fake = FakeHost()
-    monkeypatch.setattr(hosting, "client_for", lambda ref: fake, raising=False)
-    if mod := _stand_in("reviews_app.hosting.fetch", pull_input=_stand_in_pull_input):
-        monkeypatch.setitem(sys.modules, "reviews_app.hosting.fetch", mod)
-    if _stand_in("reviews_app.connections.secrets") is not None:
-        def repo_ref(conn):
-            return RepoRef(conn.provider, conn.api_url, conn.repository, token="t0ken")
-        pkg = types.ModuleType("reviews_app.connections")
-        pkg.__path__ = []
-        monkeypatch.setitem(sys.modules, "reviews_app.connections", pkg)
-        monkeypatch.setitem(sys.modules, "reviews_app.connections.secrets",
-                            types.SimpleNamespace(repo_ref=repo_ref))
-    monkeypatch.setenv("QUORUM_TEST_HOST_TOKEN", "t0ken")
-    monkeypatch.setattr(engine.scheduling, "schedule", lambda *a, **k: None)
-    return fake
-
-
-@pytest.fixture
-def conn(alice):
-    return Connection.objects.create(owner=alice, provider="github", repository="octo/demo",
-                                     api_url="https://host.invalid",
-                                     token_env="QUORUM_TEST_HOST_TOKEN")
-
-
-_ids = iter(range(1, 10_000))
-
-
-def deliver(conn, event="opened", number=7, head=HEAD, **kw):
-    d = WebhookDelivery.objects.create(connection=conn, delivery_id=f"d-{next(_ids)}",
-                                       event=event, number=number, head_sha=head, **kw)
-    return d, handle_delivery(d.pk, enqueue=False)
-
-
-def open_pull(host, base=None, head=None, **kw):
-    base = base or {"README.md": "hi\n"}
-    return host.set_pull(7, base=base, head=head or {**base, "app.py": APP},
-                         base_sha=BASE, head_sha=HEAD, **kw)
+host, conn = support.host, support.conn  # the fixtures
 
 
 # --- a full round -------------------------------------------------------------------------------
@@ -364,110 +282,3 @@ def test_the_task_retries_with_the_countdown(db, host, conn, monkeypatch):
     assert asked == {"countdown": 7.0}
     assert tasks.handle_delivery.run(d.pk) == "done"
     assert tasks.handle_delivery.name == "reviews_app.tasks.handle_delivery"
-
-
-# --- findings between rounds, through the engine and the offline model ---------------------------------
-def run_round(conn, **kw) -> Review:
-    _, out = deliver(conn, **kw)
-    assert out.run_id, out.detail
-    run = engine.run_inline(out.run_id)
-    assert run.status == "awaiting_triage", run.error
-    return Review.objects.get(run=run)
-
-
-def sql_finding(review: Review) -> Finding:
-    [f] = [f for f in review.findings.filter(kept=True) if "B608" in f.rules]
-    return f
-
-
-def test_a_fixed_finding_is_resolved_in_the_next_round(transactional_db, host, conn):
-    open_pull(host)
-    first = run_round(conn)
-    old = sql_finding(first)
-    host.push(7, {"README.md": "hi\n", "app.py": CLEAN}, HEAD2)
-    second = run_round(conn, event="synchronize", head=HEAD2)
-    assert second.from_sha == HEAD
-    [done] = second.findings.filter(carried_from=f"{first.run_id}:{old.key}")
-    assert done.kept is False and done.resolution == "implemented"
-    assert done.drop_reason == f"resolved in {HEAD2[:12]}: implemented"
-    assert any("offline model: kept the mechanical comparison" in h for h in done.history)
-
-
-def test_an_untouched_finding_is_carried_open(transactional_db, host, conn):
-    open_pull(host)
-    first = run_round(conn)
-    old = sql_finding(first)
-    host.push(7, {"README.md": "hi\n", "app.py": APP, "b.py": "y = 2\n"}, HEAD2)
-    second = run_round(conn, event="synchronize", head=HEAD2)
-    [carried] = second.findings.filter(carried_from=f"{first.run_id}:{old.key}")
-    assert carried.kept and carried.resolution == "" and carried.fingerprint == old.fingerprint
-    assert second.proposed_verdict == first.proposed_verdict  # it still counts
-
-
-def test_a_rejected_finding_is_not_raised_again_unless_its_code_changes(transactional_db, host,
-                                                                        conn, alice):
-    from reviews_app import triage
-
-    open_pull(host)
-    first = run_round(conn)
-    old = sql_finding(first)
-    triage.decide_finding(first, old.key, alice, "rejected", "a test fixture")
-    Finding.objects.filter(pk=old.pk).update(reject_reason="intended")
-    again = run_round(conn, event="command")  # the same code, reviewed in full again
-    [gone] = again.findings.filter(fingerprint=old.fingerprint)
-    assert gone.kept is False
-    assert gone.drop_reason.startswith(f"rejected by a person in review {first.run_id} (intended")
-    changed = APP.replace("%s\" % uid", "%s\" % (uid,)")
-    host.push(7, {"README.md": "hi\n", "app.py": changed}, HEAD2)
-    third = run_round(conn, event="synchronize", head=HEAD2)
-    new = sql_finding(third)
-    assert new.fingerprint != old.fingerprint and new.kept
-
-
-# --- the review page ---------------------------------------------------------------------------------
-def test_the_page_shows_the_pull_request_escaped(db, host, conn, alice_client):
-    evil = "<script>alert(1)</script>"
-    toml = f'[review]\n"{evil}" = 1\n'
-    open_pull(host, base={"README.md": "hi\n", ".quorum.toml": toml}, title=evil)
-    _, out = deliver(conn)
-    review = Review.objects.get(run_id=out.run_id)
-    page = alice_client.get(review.get_absolute_url()).content.decode()
-    assert evil not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    assert "GitHub" in page and "octo/demo" in page and "Round 1" in page
-    assert 'href="https://host.invalid/pull/7"' in page and "pull request #7" in page
-    assert f"<code title=\"{HEAD}\">{HEAD[:7]}</code>" in page
-    assert ".quorum.toml</code>: 1 problem" in page and "unknown key" in page
-    # Only an http(s) address becomes a link.
-    PullRequest.objects.filter(number=7).update(url="javascript:alert(1)")
-    page = alice_client.get(review.get_absolute_url()).content.decode()
-    assert "javascript:alert" not in page and "pull request #7" in page
-
-
-def test_the_page_of_an_incremental_round_shows_the_range_and_carried_findings(
-        db, host, conn, alice_client):
-    open_pull(host)
-    _, out = deliver(conn)
-    first = Review.objects.get(run_id=out.run_id)
-    Review.objects.filter(pk=first.pk).update(proposed_verdict="approve", pr_round=1)
-    host.push(7, {"README.md": "hi\n", "app.py": APP, "b.py": "y = 2\n"}, HEAD2)
-    _, out2 = deliver(conn, event="synchronize", head=HEAD2)
-    second = Review.objects.get(run_id=out2.run_id)
-    Review.objects.filter(pk=second.pk).update(proposed_verdict="request_changes")
-    Finding.objects.create(review=second, key="SEC-2", category="security", severity="high",
-                           file="app.py", line=4, title="SQL injection", reviewer="security",
-                           carried_from=f"{first.run_id}:SEC-1", resolution="partially")
-    page = alice_client.get(second.get_absolute_url()).content.decode()
-    assert f"{HEAD[:7]}</code>..<code title=\"{HEAD2}\">{HEAD2[:7]}</code>" in page
-    assert "the rest was reviewed in" in page and "round 1</a>" in page
-    assert "carried from round 1" in page and "partially implemented" in page
-
-
-def test_a_pull_request_review_page_is_the_owners_only(db, host, conn, client, bob):
-    open_pull(host, title="secret plans")
-    _, out = deliver(conn)
-    url = Review.objects.get(run_id=out.run_id).get_absolute_url()
-    anon = client.get(url)
-    assert anon.status_code == 302 and "/login" in anon["Location"]
-    client.force_login(bob)
-    other = client.get(url)
-    assert other.status_code == 404 and b"secret plans" not in other.content
