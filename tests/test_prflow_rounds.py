@@ -4,6 +4,8 @@ pull-request partial."""
 
 from __future__ import annotations
 
+import json
+
 from agents_app import engine
 from reviews_app.models import Finding, PullRequest, Review
 from tests import prflow_support as support
@@ -68,6 +70,39 @@ def test_a_rejected_finding_is_not_raised_again_unless_its_code_changes(transact
     third = run_round(conn, event="synchronize", head=HEAD2)
     new = sql_finding(third)
     assert new.fingerprint != old.fingerprint and new.kept
+
+
+def test_the_scripted_models_check_decides_the_resolution(transactional_db, host, conn,
+                                                          scripted, settings):
+    settings.QUORUM_REPO_MODELS = ["scripted/main"]
+    base = {"README.md": "hi\n", ".quorum.toml": '[models]\nsynthesizer = "scripted/main"\n'}
+    open_pull(host, base=base, head={**base, "app.py": APP})
+    asked = []
+
+    def fn(messages, info):
+        if info.schema != "ImplementedCheck":
+            return scripted.offline_like(messages, info)
+        [text] = [m["content"] for m in messages if "## Suggestions to check" in m["content"]]
+        body = text.split("```json\n", 1)[1].rsplit("\n```", 1)[0]
+        items = json.loads(body)
+        asked.extend(items)
+        return {"items": [{"key": i["key"], "status": "partially",
+                           "reason": "parameterised, but the helper still builds SQL"}
+                          for i in items]}
+
+    scripted.fn = fn
+    first = run_round(conn)
+    assert first.run.models_used["synthesizer"] == "scripted/main"
+    old = sql_finding(first)
+    host.push(7, {**base, "app.py": CLEAN}, HEAD2)
+    second = run_round(conn, event="synchronize", head=HEAD2)
+    [c] = second.findings.filter(carried_from=f"{first.run_id}:{old.key}")
+    assert c.kept and c.resolution == "partially"
+    assert c.history[-1] == (f"checked against {HEAD2[:12]}: partially (parameterised, but the "
+                             "helper still builds SQL)")
+    # B608 and UP031 both pointed at the changed line: one call asks about both.
+    assert [i["guess"] for i in asked] == ["implemented", "implemented"]
+    assert all("(uid,)" in i["code_now"] for i in asked)
 
 
 # --- the review page ---------------------------------------------------------------------------------
