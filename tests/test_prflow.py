@@ -201,6 +201,26 @@ def test_closed_cancels_the_running_review_and_saves_the_state(db, host, conn):
     assert late.status == "done" and Review.objects.count() == 1
 
 
+def test_a_late_closed_delivery_for_a_reopened_pull_request_ends_nothing(db, host, conn):
+    open_pull(host)
+    _, out = deliver(conn)
+    _, closed = deliver(conn, event="closed")  # the provider says it is open (reopened since)
+    assert closed.status == "done" and "open again" in closed.detail
+    assert Run.objects.get(pk=out.run_id).status == "queued"
+
+
+def test_a_connection_without_its_token_fails_the_delivery(db, host, conn, monkeypatch):
+    from reviews_app.prflow import delivery
+
+    def no_token(c):
+        raise ValueError("the environment variable QUORUM_TEST_HOST_TOKEN is not set")
+
+    monkeypatch.setattr(delivery, "_client", no_token)
+    d, out = deliver(conn)
+    d.refresh_from_db()
+    assert d.status == "failed" and "QUORUM_TEST_HOST_TOKEN is not set" in d.detail
+
+
 # --- errors and limits --------------------------------------------------------------------------------
 def test_a_retryable_error_leaves_the_delivery_queued_then_succeeds(db, host, conn):
     open_pull(host)

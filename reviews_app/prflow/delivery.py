@@ -123,16 +123,21 @@ def _handle(d: WebhookDelivery, enqueue: bool) -> tuple[Outcome, PullRequest | N
         return Outcome("failed", "The delivery names no pull request."), None
     if d.event not in (*START_EVENTS, "closed"):
         return Outcome("done", f"The event {d.event[:50]!r} is not acted on."), None
-    client = _client(conn)
+    try:
+        client = _client(conn)
+    except ValueError as exc:  # e.g. the token's environment variable is not set
+        return Outcome("failed", f"The connection cannot be used: {exc}"), None
     try:
         pull = client.pull(d.number)
-        if d.event == "closed" or pull.state != "open":
+        if pull.state != "open":
             with transaction.atomic():
                 pr = _upsert(conn, pull)
                 n = _cancel_running(pr, conn, "the pull request was " + pull.state)
-            word = "merged" if pull.state == "merged" else pull.state
-            return Outcome("done", f"Pull request #{pull.number} is {word}: "
+            return Outcome("done", f"Pull request #{pull.number} is {pull.state}: "
                                    f"{n} running review(s) cancelled."), pr
+        if d.event == "closed":  # reopened since: the reopened delivery starts the round
+            return Outcome("done", f"Pull request #{pull.number} is open again: nothing to "
+                                   "end."), None
         return _start_round(d, conn, client, pull, enqueue)
     finally:
         client.close()
