@@ -242,6 +242,15 @@ QUORUM_PUBLISH_MAX_ATTEMPTS = env.int("QUORUM_PUBLISH_MAX_ATTEMPTS", default=5)
 QUORUM_PUBLISH_LEASE_SECONDS = env.float("QUORUM_PUBLISH_LEASE_SECONDS", default=600.0)
 CELERY_BEAT_SCHEDULE["publish-sweep"] = {"task": "reviews_app.tasks.publish_sweep",
                                          "schedule": 120.0}
+# --- Pull requests of connected repositories: the flow (issue 15) ---
+# Models a repository's .quorum.toml may pick per review role, besides the server's own role
+# models (comma-separated LiteLLM names); any other name is refused with a note on the review.
+QUORUM_REPO_MODELS = env.list("QUORUM_REPO_MODELS", default=[])
+# A pull request's file larger than this is not fetched whole (the coverage says so).
+QUORUM_PR_MAX_FILE_BYTES = env.int("QUORUM_PR_MAX_FILE_BYTES", default=500_000)
+# A provider error worth retrying (5xx, rate limit, network): the first wait in seconds,
+# doubled per attempt (5 retries), unless the provider says how long (Retry-After).
+QUORUM_PR_RETRY_SECONDS = env.float("QUORUM_PR_RETRY_SECONDS", default=30.0)
 # A pasted diff arrives as a form field: allow it up to the upload limit (plus the form).
 DATA_UPLOAD_MAX_MEMORY_SIZE = QUORUM_REVIEW_MAX_UPLOAD_BYTES + 1_000_000
 

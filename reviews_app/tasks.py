@@ -21,3 +21,17 @@ def publish_sweep() -> int:
     from .publishing import dispatch
 
     return len(dispatch.resend_due())
+MAX_RETRIES = 5
+
+
+@shared_task(bind=True, name="reviews_app.tasks.handle_delivery", max_retries=MAX_RETRIES,
+             ignore_result=True)
+def handle_delivery(self, delivery_pk: int) -> str:
+    """A webhook delivery → a review round started, ended or skipped (``reviews_app.prflow``).
+    A retryable provider error is tried again later, honouring the provider's Retry-After."""
+    from .prflow import handle_delivery as handle
+
+    outcome = handle(delivery_pk, attempt=self.request.retries, max_attempts=MAX_RETRIES)
+    if outcome.status == "retry":
+        raise self.retry(countdown=outcome.retry_in)
+    return outcome.status

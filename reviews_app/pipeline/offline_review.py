@@ -101,9 +101,23 @@ def synthesis(messages) -> dict:
     return {"duplicates": [], "verdict": verdict, "summary": summary}
 
 
+def implemented(messages) -> dict:
+    """The check of earlier findings against the new code: the mechanical comparison's guess
+    (this model reads no code, so it cannot judge better)."""
+    from .rounds import CHECK_SECTION
+
+    items = _json(sections(messages).get(CHECK_SECTION, ""))
+    return {"items": [{"key": i.get("key", ""), "status": i.get("guess", "not"),
+                       "reason": f"offline model: kept the mechanical comparison's answer "
+                                 f"({i.get('why', '')})"}
+                      for i in items if isinstance(i, dict)
+                      and i.get("guess") in ("implemented", "partially", "not")]}
+
+
 def register() -> None:
     from agents_app.llm import offline
 
     offline.register("ReviewerFindings", reviewer)
     offline.register("ReflectionAnswer", reflection)
     offline.register("SynthesisAnswer", synthesis)
+    offline.register("ImplementedCheck", implemented)

@@ -19,7 +19,7 @@ from agents_app.patterns.base import (
 from agents_app.patterns.parallel import run_parallel
 from common import analyzers, secret_keys
 
-from .. import coverage, fingerprint, memories, prompts, synthesis
+from .. import coverage, fingerprint, memories, prompts, rounds, synthesis
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 from .constants import DEFAULTS, TRIAGE_GATE, VERDICT_LABELS
 from .helpers import batches, code_lookup, fallback_summary, true_coverage
@@ -117,8 +117,10 @@ class CodeReview(Pattern):
             for i, part in enumerate(parts):
                 paths = {f["path"] for f in part}
                 ev = [e for e in analyzers.for_category(evidence, reviewer) if e["file"] in paths]
-                msgs = prompts.reviewer_messages(reviewer, state["label"], part, ev,
-                                                 memories=opts.get("memories"))
+                msgs = rounds.with_rules(
+                    prompts.reviewer_messages(reviewer, state["label"], part, ev,
+                                              memories=opts.get("memories")),
+                    opts.get("rules"), paths)
                 jobs[f"{reviewer}:{i}"] = (lambda r=reviewer, m=msgs, k=f"{reviewer}:{i}":
                                            client.complete(r, m, schema=ReviewerFindings, key=k))
         outcomes = run_parallel(jobs, float(opts["reviewer_timeout"]),
@@ -234,6 +236,8 @@ class CodeReview(Pattern):
         fingerprint.stamp(findings, code_at)
         # (issue 15) memories, rejected fingerprints and earlier rounds apply here, in place
         memories.apply(findings, opts.get("memories"))
+        state["amendment_notes"] = [*(state.get("amendment_notes") or []),
+                                    *rounds.apply(findings, state, code_at, client)]
         kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
         state["coverage"] = true_coverage(state)
         left = coverage.incomplete_text(coverage.unexamined(state["coverage"]))
