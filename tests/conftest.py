@@ -91,6 +91,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 # run: change runs may read repositories under stack_dir/repos (a test makes its own there,
 # see ``stack_repo_root``) and run this one test command.
 STACK_TEST_COMMAND = f"{sys.executable} -c \"print('tests ok')\""
+# A connected repository's token, read by the stack from QUORUM_CONN_E2E_TOKEN (the fake
+# provider server of the pull-request tests accepts it).
+STACK_CONN_TOKEN = "e2e-host-token"  # noqa: S105 - test fixture
 
 
 @pytest.fixture(scope="session")
@@ -104,7 +107,8 @@ def _session_stack(django_db_setup, redis_server, stack_dir):
     env = {"QUORUM_OFFLINE_LATENCY": "0.4",
            "QUORUM_REPO_ROOTS": str(stack_dir / "repos"),
            "QUORUM_WORKTREE_ROOT": str(stack_dir / "worktrees"),
-           "QUORUM_TEST_COMMANDS": STACK_TEST_COMMAND}
+           "QUORUM_TEST_COMMANDS": STACK_TEST_COMMAND,
+           "QUORUM_CONN_E2E_TOKEN": STACK_CONN_TOKEN}
     (stack_dir / "repos").mkdir(exist_ok=True)
     port = free_port()
     worker = start_worker(stack_dir, node="browser", **env)
