@@ -19,7 +19,7 @@ from reviews_app.models import Connection
 from . import secrets
 from .forms import ConnectionForm
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("quorum.connections")
 
 _SESSION_KEY = "quorum_new_hook_secret_{}"  # the generated secret, sealed, until shown once
 

@@ -29,7 +29,7 @@ from reviews_app.models import Connection, WebhookDelivery
 
 from .secrets import SecretUnavailable, secret_of
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("quorum.connections")
 
 TASK = "reviews_app.tasks.handle_delivery"
 _MAX_DELIVERY_ID = 100
