@@ -15,6 +15,7 @@ from reviews_app import services
 from tests.review_corpus import GOOD
 
 from .test_change_views import OFFLINE, repo  # noqa: F401 - the repository fixture
+from .webhook_helpers import make_conn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,7 +44,15 @@ CASES = {
     "reopen_triage": ("review", (), "POST"),
     "export_review": ("review", (), "GET"),
     "review_file": ("review", (0,), "GET"),
+    "connection_list": (None, (), "GET"),
+    "connection_new": (None, (), "POST"),
+    "connection_detail": ("connection", (), "GET"),
+    "connection_edit": ("connection", (), "POST"),
+    "connection_delete": ("connection", (), "POST"),
 }
+# Public on purpose, with their own checks and tests: the webhook receiver (a signature;
+# tests/test_webhook_receiver.py).
+PUBLIC = {"webhook"}
 
 
 def app_url_names() -> set[str]:
@@ -57,7 +66,7 @@ def app_url_names() -> set[str]:
                 names.add(p.name)
 
     walk(get_resolver().url_patterns)
-    return names
+    return names - PUBLIC
 
 
 def test_every_url_has_a_case():
@@ -85,7 +94,8 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
                                                      enqueue=False).pk)
     assert plan.is_waiting and react.is_waiting and change.is_waiting and review.is_waiting
     assert vote.is_waiting
-    return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review}
+    return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review,
+            "connection": make_conn(alice)}
 
 
 def url_for(name, runs):

@@ -72,7 +72,8 @@ def _save(request, form) -> Connection | None:
 @login_required
 @require_http_methods(["GET", "POST"])
 def connection_new(request):
-    form = ConnectionForm(request.POST or None, user=request.user)
+    data = request.POST if request.method == "POST" else None  # an empty POST is still bound
+    form = ConnectionForm(data, user=request.user)
     if request.method == "POST":
         conn = _save(request, form)
         if conn is not None:
@@ -113,7 +114,8 @@ def connection_detail(request, pk):
 @require_http_methods(["GET", "POST"])
 def connection_edit(request, pk):
     conn = _own(request, pk)
-    form = ConnectionForm(request.POST or None, instance=conn, user=request.user)
+    data = request.POST if request.method == "POST" else None
+    form = ConnectionForm(data, instance=conn, user=request.user)
     if request.method == "POST":
         saved = _save(request, form)
         if saved is not None:
