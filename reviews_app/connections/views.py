@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
 
 from common import sealed
 from reviews_app.models import Connection
@@ -38,6 +39,11 @@ WHERE = {
     Connection.Provider.GITLAB: "Settings → Webhooks → Add new webhook",
     Connection.Provider.FORGEJO: "Settings → Webhooks → Add webhook",
 }
+
+
+def _go(request, url: str):
+    """After a successful POST: a redirect (htmx: the client-side one htmx follows)."""
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _own(request, pk) -> Connection:
@@ -82,7 +88,7 @@ def connection_new(request):
                     form.generated_secret)
             log.info("connection %s created by user %s", conn.pk, request.user.pk)
             messages.success(request, f"Connected {conn}.")
-            return redirect(conn)
+            return _go(request, conn.get_absolute_url())
     return render(request, "reviews_app/connections/form.html", {"form": form},
                   status=400 if form.errors else 200)
 
@@ -121,7 +127,7 @@ def connection_edit(request, pk):
         if saved is not None:
             log.info("connection %s edited by user %s", saved.pk, request.user.pk)
             messages.success(request, f"Saved {saved}.")
-            return redirect(saved)
+            return _go(request, saved.get_absolute_url())
     return render(request, "reviews_app/connections/form.html",
                   {"form": form, "conn": conn, "token": secrets.describe(conn, "token"),
                    "secret": secrets.describe(conn, "secret")},
@@ -137,5 +143,5 @@ def connection_delete(request, pk):
         conn.delete()
         log.info("connection %s deleted by user %s", pk, request.user.pk)
         messages.success(request, f"Deleted the connection to {label}.")
-        return redirect("connection_list")
+        return _go(request, reverse("connection_list"))
     return render(request, "reviews_app/connections/delete.html", {"conn": conn})
