@@ -12,6 +12,7 @@ from agents_app.models import Run
 from agents_app.patterns import PATTERNS
 from agents_app.patterns.plan_execute_review.service import start_change
 from reviews_app import services
+from reviews_app.models import Connection
 from tests.review_corpus import GOOD
 
 from .test_change_views import OFFLINE, repo  # noqa: F401 - the repository fixture
@@ -94,15 +95,23 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
                                                      enqueue=False).pk)
     assert plan.is_waiting and react.is_waiting and change.is_waiting and review.is_waiting
     assert vote.is_waiting
-    return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review,
-            "connection": make_conn(alice)}
+    make_conn(alice)  # Alice's connection (not a run: ``target`` finds it)
+    return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review}
+
+
+def target(kind, runs):
+    """The run of that kind, or Alice's first connection for the connection pages."""
+    if kind == "connection":
+        return Connection.objects.filter(owner__username="alice").order_by("pk").first()
+    return runs[kind]
 
 
 def url_for(name, runs):
     kind, extra, method = CASES[name]
     # An extra argument may depend on the run (a callable of it), like one of its model calls.
-    extra = tuple(e(runs[kind]) if callable(e) else e for e in extra)
-    args = (runs[kind].pk, *extra) if kind else ()
+    obj = target(kind, runs) if kind else None
+    extra = tuple(e(obj) if callable(e) else e for e in extra)
+    args = (obj.pk, *extra) if kind else ()
     return reverse(name, args=args), method, kind
 
 
