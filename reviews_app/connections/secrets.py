@@ -19,8 +19,9 @@ __all__ = ["ENV_PREFIX", "SecretUnavailable", "describe", "repo_ref", "secret_of
 ENV_PREFIX = "QUORUM_CONN_"
 
 
-class SecretUnavailable(Exception):
-    """The token or webhook secret of a connection cannot be had right now."""
+class SecretUnavailable(ValueError):
+    """The token or webhook secret of a connection cannot be had right now (a ValueError:
+    the pull-request flow catches that as "the connection cannot be used")."""
 
 
 def _value(conn, what: str, env_name: str, sealed_value: str) -> str:
