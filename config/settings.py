@@ -236,7 +236,6 @@ QUORUM_REVIEW_MAX_TOKENS = env.int("QUORUM_REVIEW_MAX_TOKENS", default=10_000_00
 # no link when unset). A failed publication is retried after BASE, 2×BASE, 4×BASE… seconds (or
 # the provider's Retry-After when longer), MAX_ATTEMPTS times in all; a claim older than
 # LEASE seconds (a worker died mid-way) may be taken again.
-QUORUM_PUBLIC_URL = env.str("QUORUM_PUBLIC_URL", default="")
 QUORUM_PUBLISH_RETRY_BASE_SECONDS = env.float("QUORUM_PUBLISH_RETRY_BASE_SECONDS", default=30.0)
 QUORUM_PUBLISH_MAX_ATTEMPTS = env.int("QUORUM_PUBLISH_MAX_ATTEMPTS", default=5)
 QUORUM_PUBLISH_LEASE_SECONDS = env.float("QUORUM_PUBLISH_LEASE_SECONDS", default=600.0)
@@ -251,6 +250,21 @@ QUORUM_PR_MAX_FILE_BYTES = env.int("QUORUM_PR_MAX_FILE_BYTES", default=500_000)
 # A provider error worth retrying (5xx, rate limit, network): the first wait in seconds,
 # doubled per attempt (5 retries), unless the provider says how long (Retry-After).
 QUORUM_PR_RETRY_SECONDS = env.float("QUORUM_PR_RETRY_SECONDS", default=30.0)
+# --- Code review: connections and webhooks (issue 15, hooks) ---
+# Tokens and webhook secrets stored in the database are sealed with a key derived from this
+# (any string); empty: from SECRET_KEY. Changing it makes stored secrets unreadable (the
+# connection's page asks for them again): set it once, apart from SECRET_KEY.
+QUORUM_SECRETS_KEY = env.str("QUORUM_SECRETS_KEY", default="")
+# The address providers reach Quorum at, for the webhook URL shown on a connection's page
+# (e.g. https://quorum.example.org); empty: the address of the request that opened the page.
+QUORUM_PUBLIC_URL = env.str("QUORUM_PUBLIC_URL", default="").rstrip("/")
+# API hosts a non-staff user may connect to (staff may use any, e.g. a self-hosted Forgejo):
+# Quorum sends the token there, so an ordinary user cannot point it at an internal address.
+QUORUM_PROVIDER_HOSTS = [h.strip().lower() for h in env.list(
+    "QUORUM_PROVIDER_HOSTS", default=["api.github.com", "gitlab.com", "codeberg.org"])
+    if h.strip()]
+# The largest webhook body accepted (bytes); a larger one is answered 413.
+QUORUM_WEBHOOK_MAX_BYTES = env.int("QUORUM_WEBHOOK_MAX_BYTES", default=2_000_000)
 # A pasted diff arrives as a form field: allow it up to the upload limit (plus the form).
 DATA_UPLOAD_MAX_MEMORY_SIZE = QUORUM_REVIEW_MAX_UPLOAD_BYTES + 1_000_000
 

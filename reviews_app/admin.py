@@ -2,6 +2,7 @@ from django.contrib import admin
 
 from agents_app.admin import MaskedRecordAdmin
 
+from .connections import admin as _connections_admin  # noqa: F401 - registers its models
 from .models import Finding, Review, TriageDecision
 
 

@@ -12,10 +12,11 @@ from agents_app.models import Run
 from agents_app.patterns import PATTERNS
 from agents_app.patterns.plan_execute_review.service import start_change
 from reviews_app import services
-from reviews_app.models import Memory
+from reviews_app.models import Connection, Memory
 from tests.review_corpus import GOOD
 
 from .test_change_views import OFFLINE, repo  # noqa: F401 - the repository fixture
+from .webhook_helpers import make_conn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,7 +51,15 @@ CASES = {
     "memory_retire": ("memory", (), "POST"),
     "memory_restore": ("memory", (), "POST"),
     "publish_review": ("review", (), "POST"),
+    "connection_list": (None, (), "GET"),
+    "connection_new": (None, (), "POST"),
+    "connection_detail": ("connection", (), "GET"),
+    "connection_edit": ("connection", (), "POST"),
+    "connection_delete": ("connection", (), "POST"),
 }
+# Public on purpose, with their own checks and tests: the webhook receiver (a signature;
+# tests/test_webhook_receiver.py).
+PUBLIC = {"webhook"}
 
 
 def app_url_names() -> set[str]:
@@ -64,7 +73,7 @@ def app_url_names() -> set[str]:
                 names.add(p.name)
 
     walk(get_resolver().url_patterns)
-    return names
+    return names - PUBLIC
 
 
 def test_every_url_has_a_case():
@@ -92,19 +101,29 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
                                                      enqueue=False).pk)
     assert plan.is_waiting and react.is_waiting and change.is_waiting and review.is_waiting
     assert vote.is_waiting
-    # The memories page's URLs act on this memory (found by ``url_for``; not a run, so it is
+    # The memories page's URLs act on this memory (found by ``target``; not a run, so it is
     # not in the dict other tests iterate).
     Memory.objects.create(owner=alice, path_glob="tests/**", text="Asserts are fine.")
+    make_conn(alice)  # Alice's connection (not a run: ``target`` finds it)
     return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review}
+
+
+def target(kind, runs):
+    """The run of that kind, or Alice's first connection for the connection pages."""
+    if kind == "connection":  # once a test deleted it: an id no row has (404)
+        return Connection.objects.filter(owner__username="alice").order_by("pk").first() \
+            or Connection(pk=2**62)
+    if kind == "memory":
+        return Memory.objects.filter(owner=runs["review"].owner).earliest("pk")
+    return runs[kind]
 
 
 def url_for(name, runs):
     kind, extra, method = CASES[name]
     # An extra argument may depend on the run (a callable of it), like one of its model calls.
-    extra = tuple(e(runs[kind]) if callable(e) else e for e in extra)
-    target = (Memory.objects.filter(owner=runs["review"].owner).earliest("pk")
-              if kind == "memory" else runs.get(kind))
-    args = (target.pk, *extra) if kind else ()
+    obj = target(kind, runs) if kind else None
+    extra = tuple(e(obj) if callable(e) else e for e in extra)
+    args = (obj.pk, *extra) if kind else ()
     return reverse(name, args=args), method, kind
 
 

@@ -21,7 +21,7 @@ from agents_app.patterns.react import APPROVAL_GATE, ReAct
 from agents_app.patterns.structured import ParseError, parse_structured
 from agents_app.patterns.tools.toolbox import registry, run_tool
 from agents_app.repos import tools as repo_tools
-from tests.test_access_matrix import CASES, runs  # noqa: F401 - one run of each kind
+from tests.test_access_matrix import CASES, runs, target  # noqa: F401 - one run of each kind
 from tests.test_change_views import repo  # noqa: F401 - its repository
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,7 +60,7 @@ def urls_with_bad_ids(name: str, route: str, runs) -> list[str]:  # noqa: F811
     """The URL with each id position in turn replaced by each bad id, the others real (no
     primary key is 0; the first file of a review or change has index 0, so it is left out)."""
     kind, extra, _ = CASES[name]
-    real = [str(a) for a in ((runs[kind].pk, *extra) if kind else ())]
+    real = [str(a) for a in ((target(kind, runs).pk, *extra) if kind else ())]
     params = PARAM.findall(route)
     urls = []
     for i, (converter, _) in enumerate(params):

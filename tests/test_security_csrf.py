@@ -19,7 +19,13 @@ from agents_app.models import Run
 from reviews_app.models import Finding, Review
 from tests.conftest import PASSWORD
 from tests.review_corpus import GOOD
-from tests.test_access_matrix import CASES, app_url_names, runs, url_for  # noqa: F401
+from tests.test_access_matrix import (  # noqa: F401
+    CASES,
+    PUBLIC,
+    app_url_names,
+    runs,
+    url_for,
+)
 from tests.test_change_views import TASK, repo  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,7 +85,15 @@ def payload(name: str, runs) -> dict:  # noqa: F811
                        "task": TASK},
         "memory_edit": {"text": "Asserts are fine in tests.", "path_glob": "tests/**",
                         "effect": "drop"},
+        "connection_new": CONNECTION | {"repository": "octo/csrf", "token": "t" * 20},
+        "connection_edit": CONNECTION | {"publish_policy": "never"},
+        "connection_delete": {},
     }.get(name, {"seq": 0})
+
+
+CONNECTION = {"provider": "github", "repository": "octo/widgets", "api_url": "",
+              "publish_policy": "after_triage", "auto_min_severity": "high",
+              "auto_min_confidence": "0.7"}
 
 
 # Decisions first, cancel after them (it ends the plan run), starts last.
@@ -87,7 +101,8 @@ ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision", "p
          "reopen_triage",
          "plan_decision", "tool_decision", "vote_decision", "change_decision", "cancel_run",
          "memory_edit", "memory_approve", "memory_retire", "memory_restore",
-         "start_run", "start_review", "change_new"]
+         "start_run", "start_review", "change_new", "connection_new", "connection_edit",
+         "connection_delete"]
 
 
 def app_url(name: str, runs) -> str:  # noqa: F811
@@ -105,7 +120,8 @@ def test_no_view_is_csrf_exempt():
                 walk(p.url_patterns)
             else:
                 names.append(p.name)
-                assert not getattr(p.callback, "csrf_exempt", False), p.name
+                exempt = getattr(p.callback, "csrf_exempt", False)
+                assert not exempt or p.name in PUBLIC, p.name  # PUBLIC: a signed webhook
 
     walk(get_resolver().url_patterns)
     assert app_url_names() <= set(names) and {"login", "logout"} <= set(names)

@@ -1,0 +1,219 @@
+"""The connection form. Every rejection says what was wrong and what to do; a token or a
+webhook secret is never rendered back into the page (the fields are password inputs that
+never show a value), and a stored one is kept when the field is left empty on edit."""
+
+from __future__ import annotations
+
+import re
+import secrets as pysecrets
+from urllib.parse import urlsplit
+
+from django import forms
+from django.conf import settings
+
+from common import sealed
+from reviews_app.models import Connection
+from reviews_app.pipeline.schema import SEVERITIES
+
+from .secrets import ENV_PREFIX
+
+DEFAULT_API_URLS = {
+    Connection.Provider.GITHUB: "https://api.github.com",
+    Connection.Provider.GITLAB: "https://gitlab.com/api/v4",
+    Connection.Provider.FORGEJO: "https://codeberg.org/api/v1",
+}
+_SEGMENT = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+_ENV_NAME = re.compile(re.escape(ENV_PREFIX) + r"[A-Z0-9_]{1,80}")
+_MIN_SECRET = 16
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
+
+
+def generate_secret() -> str:
+    return pysecrets.token_urlsafe(32)
+
+
+def check_repository(provider: str, value: str) -> str:
+    value = value.strip().strip("/")
+    parts = value.split("/")
+    nested = provider == Connection.Provider.GITLAB
+    shape = ('"owner/name", or for GitLab the full project path ("group/subgroup/project")'
+             if nested else '"owner/name"')
+    if (len(parts) < 2 or (len(parts) > 2 and not nested) or len(parts) > 20
+            or not all(_SEGMENT.fullmatch(p) and p not in (".", "..") for p in parts)):
+        raise forms.ValidationError(
+            f"Give the repository as {shape}: letters, digits, '.', '-' and '_' only "
+            "(not its web address).")
+    return value
+
+
+def check_api_url(value: str, *, staff: bool) -> str:
+    value = value.strip()
+    if _CONTROL.search(value):
+        raise forms.ValidationError("The API base URL may not contain spaces or control "
+                                    "characters.")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        raise forms.ValidationError("The API base URL is not a valid address.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise forms.ValidationError("The API base URL must start with https:// (or http://) "
+                                    "and name a host.")
+    if "@" in parts.netloc:
+        raise forms.ValidationError("The API base URL may not contain a user name or password: "
+                                    "give the token in its own field.")
+    if parts.fragment or "#" in value or parts.query:
+        raise forms.ValidationError("The API base URL may not have a query (?…) or a "
+                                    "fragment (#…).")
+    if not staff:
+        hosts = settings.QUORUM_PROVIDER_HOSTS
+        if parts.scheme != "https" or parts.hostname.lower() not in hosts or \
+                port not in (None, 443):
+            raise forms.ValidationError(
+                "You may connect only to " + ", ".join(hosts) + " over https; ask a staff "
+                "member to add a connection to a self-hosted instance.")
+    return value.rstrip("/")
+
+
+class ConnectionForm(forms.ModelForm):
+    api_url = forms.CharField(required=False, max_length=300, label="API base URL",
+                              help_text="Empty: the provider's public service ("
+                              + ", ".join(DEFAULT_API_URLS.values()) + ").")
+    auto_min_severity = forms.ChoiceField(choices=[(s, s) for s in SEVERITIES],
+                                          label="Automatic publishing: minimum severity")
+    auto_min_confidence = forms.FloatField(min_value=0, max_value=1,
+                                           label="Automatic publishing: minimum confidence",
+                                           widget=forms.NumberInput(attrs={"step": "0.05"}))
+    token = forms.CharField(required=False, max_length=1000, label="Token",
+                            widget=forms.PasswordInput(render_value=False,
+                                                       attrs={"autocomplete": "off"}))
+    token_env = forms.CharField(required=False, max_length=100,
+                                label="…or the environment variable holding it",
+                                widget=forms.TextInput(attrs={
+                                    "placeholder": ENV_PREFIX + "MYREPO_TOKEN"}))
+    secret = forms.CharField(required=False, max_length=1000, label="Webhook secret",
+                             widget=forms.PasswordInput(render_value=False,
+                                                        attrs={"autocomplete": "off"}))
+    secret_env = forms.CharField(required=False, max_length=100,
+                                 label="…or the environment variable holding it",
+                                 widget=forms.TextInput(attrs={
+                                     "placeholder": ENV_PREFIX + "MYREPO_SECRET"}))
+
+    class Meta:
+        model = Connection
+        # The API URL and the secrets' sources are set in save(): a model field listed here
+        # would be overwritten by its empty form value (and URLField's validator refuses a
+        # host without a dot, like a self-hosted "http://forgejo:3000").
+        fields = ["provider", "repository", "publish_policy", "auto_min_severity",
+                  "auto_min_confidence", "status_comment", "active"]
+
+    field_order = ["provider", "repository", "api_url", "token", "token_env", "secret",
+                   "secret_env", "publish_policy", "auto_min_severity", "auto_min_confidence",
+                   "status_comment", "active"]
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.generated_secret = ""
+        self.creating = self.instance.pk is None
+        # The stored source is shown on the page, never put back in a field: an empty pair
+        # keeps it.
+        self.initial["token_env"] = ""
+        self.initial["secret_env"] = ""
+        if self.creating:
+            self.initial["api_url"] = ""
+            self.fields["secret"].help_text = ("Empty (and no variable): Quorum generates a "
+                                               "strong secret and shows it once.")
+        else:
+            self.initial["api_url"] = self.instance.api_url
+            self.fields["token"].help_text = "Empty: keep the stored token."
+            self.fields["secret"].help_text = "Empty: keep the stored secret."
+
+    def clean_repository(self):
+        return self.cleaned_data["repository"].strip()
+
+    def _env(self, name: str) -> str:
+        value = self.cleaned_data.get(name, "").strip()
+        if value and not _ENV_NAME.fullmatch(value):
+            raise forms.ValidationError(
+                f"Name an environment variable starting with {ENV_PREFIX} (capital letters, "
+                "digits and _ only): other variables are never read for a connection.")
+        return value
+
+    def clean_token_env(self):
+        return self._env("token_env")
+
+    def clean_secret_env(self):
+        return self._env("secret_env")
+
+    def _pasted(self, name: str, what: str, minimum: int = 1) -> str:
+        value = self.cleaned_data.get(name, "")
+        if value and _CONTROL.search(value):
+            raise forms.ValidationError(f"The {what} may not contain spaces or control "
+                                        "characters.")
+        if value and len(value) < minimum:
+            raise forms.ValidationError(f"The {what} must be at least {minimum} characters.")
+        return value
+
+    def clean_token(self):
+        return self._pasted("token", "token")
+
+    def clean_secret(self):
+        return self._pasted("secret", "webhook secret", _MIN_SECRET)
+
+    def clean(self):
+        data = super().clean()
+        provider = data.get("provider")
+        if provider and data.get("repository"):
+            try:
+                data["repository"] = check_repository(provider, data["repository"])
+            except forms.ValidationError as exc:
+                self.add_error("repository", exc)
+        if provider:
+            url = data.get("api_url") or DEFAULT_API_URLS[provider]
+            try:
+                data["api_url"] = check_api_url(url, staff=self.user.is_staff)
+            except forms.ValidationError as exc:
+                self.add_error("api_url", exc)
+        for field, env, what in (("token", "token_env", "token"),
+                                 ("secret", "secret_env", "webhook secret")):
+            if data.get(field) and data.get(env):
+                self.add_error(env, f"Either paste the {what} or name a variable, not both.")
+        if self.creating and not data.get("token") and not data.get("token_env") \
+                and "token" not in self.errors and "token_env" not in self.errors:
+            self.add_error("token", "Paste a token or name the environment variable that "
+                                    "holds it.")
+        if provider and data.get("repository") and data.get("api_url") and not (
+                {"repository", "api_url"} & set(self.errors)):
+            dup = Connection.objects.filter(
+                owner=self.user, provider=provider, api_url=data["api_url"],
+                repository__iexact=data["repository"]).exclude(pk=self.instance.pk)
+            if dup.exists():
+                self.add_error("repository", "You already have a connection to this "
+                                             "repository: edit that one.")
+        return data
+
+    def _apply(self, conn, kind: str, value: str, env: str) -> None:
+        if env:
+            setattr(conn, f"{kind}_env", env)
+            setattr(conn, f"{kind}_sealed", "")
+            setattr(conn, f"{kind}_hint", "")
+        elif value:
+            setattr(conn, f"{kind}_env", "")
+            setattr(conn, f"{kind}_sealed", sealed.seal(value))
+            setattr(conn, f"{kind}_hint", sealed.hint(value))
+
+    def save(self, commit=True):
+        conn = super().save(commit=False)
+        if self.creating:
+            conn.owner = self.user
+        data = self.cleaned_data
+        conn.api_url = data["api_url"]
+        self._apply(conn, "token", data.get("token", ""), data.get("token_env", ""))
+        secret = data.get("secret", "")
+        if self.creating and not secret and not data.get("secret_env"):
+            secret = self.generated_secret = generate_secret()
+        self._apply(conn, "secret", secret, data.get("secret_env", ""))
+        if commit:
+            conn.save()
+        return conn

@@ -1,0 +1,147 @@
+"""The connection pages: list, new, detail, edit, delete. Owner-scoped: another user's
+connection is a 404, staff included (staff see every connection in the admin)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import IntegrityError, transaction
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from common import sealed
+from reviews_app.models import Connection
+
+from . import secrets
+from .forms import ConnectionForm
+
+log = logging.getLogger("quorum.connections")
+
+_SESSION_KEY = "quorum_new_hook_secret_{}"  # the generated secret, sealed, until shown once
+
+# What to select on each provider's webhook form.
+EVENTS = {
+    Connection.Provider.GITHUB: ("Content type application/json; events “Pull requests” and "
+                                 "“Issue comments”."),
+    Connection.Provider.GITLAB: ("Trigger “Merge request events” and “Comments”; the secret "
+                                 "goes in “Secret token”."),
+    Connection.Provider.FORGEJO: ("Webhook type Forgejo (or Gitea), content type "
+                                  "application/json; trigger on custom events “Pull request” "
+                                  "and “Issue comment”."),
+}
+WHERE = {
+    Connection.Provider.GITHUB: "Settings → Webhooks → Add webhook",
+    Connection.Provider.GITLAB: "Settings → Webhooks → Add new webhook",
+    Connection.Provider.FORGEJO: "Settings → Webhooks → Add webhook",
+}
+
+
+def _go(request, url: str):
+    """After a successful POST: a redirect (htmx: the client-side one htmx follows)."""
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _own(request, pk) -> Connection:
+    return get_object_or_404(Connection, pk=pk, owner=request.user)
+
+
+def webhook_url(request, conn: Connection) -> str:
+    path = reverse("webhook", args=[conn.provider, conn.hook_id])
+    base = settings.QUORUM_PUBLIC_URL
+    return base + path if base else request.build_absolute_uri(path)
+
+
+@login_required
+@require_GET
+def connection_list(request):
+    conns = Connection.objects.filter(owner=request.user)
+    return render(request, "reviews_app/connections/list.html", {"connections": conns})
+
+
+def _save(request, form) -> Connection | None:
+    if not form.is_valid():
+        return None
+    try:
+        with transaction.atomic():
+            return form.save()
+    except IntegrityError:  # a twin saved between the check and the insert
+        form.add_error("repository", "You already have a connection to this repository: edit "
+                                     "that one.")
+        return None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def connection_new(request):
+    data = request.POST if request.method == "POST" else None  # an empty POST is still bound
+    form = ConnectionForm(data, user=request.user)
+    if request.method == "POST":
+        conn = _save(request, form)
+        if conn is not None:
+            if form.generated_secret:
+                request.session[_SESSION_KEY.format(conn.pk)] = sealed.seal(
+                    form.generated_secret)
+            log.info("connection %s created by user %s", conn.pk, request.user.pk)
+            messages.success(request, f"Connected {conn}.")
+            return _go(request, conn.get_absolute_url())
+    return render(request, "reviews_app/connections/form.html", {"form": form},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+@require_GET
+def connection_detail(request, pk):
+    conn = _own(request, pk)
+    new_secret = ""
+    stored = request.session.pop(_SESSION_KEY.format(conn.pk), "")
+    if stored:
+        try:
+            new_secret = sealed.unseal(stored)
+        except sealed.UnsealError:
+            new_secret = ""
+    response = render(request, "reviews_app/connections/detail.html", {
+        "conn": conn, "webhook_url": webhook_url(request, conn), "new_secret": new_secret,
+        "events": EVENTS[conn.provider], "where": WHERE[conn.provider],
+        "token": secrets.describe(conn, "token"), "secret": secrets.describe(conn, "secret"),
+        "deliveries": conn.deliveries.all()[:20],
+        "pull_requests": conn.pull_requests.all()[:50],
+    })
+    if new_secret:  # shown once: never from a cache or the back button
+        response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def connection_edit(request, pk):
+    conn = _own(request, pk)
+    data = request.POST if request.method == "POST" else None
+    form = ConnectionForm(data, instance=conn, user=request.user)
+    if request.method == "POST":
+        saved = _save(request, form)
+        if saved is not None:
+            log.info("connection %s edited by user %s", saved.pk, request.user.pk)
+            messages.success(request, f"Saved {saved}.")
+            return _go(request, saved.get_absolute_url())
+    return render(request, "reviews_app/connections/form.html",
+                  {"form": form, "conn": conn, "token": secrets.describe(conn, "token"),
+                   "secret": secrets.describe(conn, "secret")},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def connection_delete(request, pk):
+    conn = _own(request, pk)
+    if request.method == "POST":
+        label = str(conn)
+        conn.delete()
+        log.info("connection %s deleted by user %s", pk, request.user.pk)
+        messages.success(request, f"Deleted the connection to {label}.")
+        return _go(request, reverse("connection_list"))
+    return render(request, "reviews_app/connections/delete.html", {"conn": conn})

@@ -1,0 +1,136 @@
+"""The webhook receiver: POST /webhooks/<provider>/<hook_id>/.
+
+It answers quickly and calls no provider: check the size, the signature, the connection's
+state, the delivery id and the payload's shape; store one WebhookDelivery; send the
+``handle_delivery`` task when the transaction commits. Each refusal is a 4xx with a plain
+sentence, and nothing is stored for it. The body and the secret are never logged.
+
+Order of the checks (each a refusal with nothing saved): unknown hook or provider 404,
+too large 413, bad or missing signature 401, inactive connection 403, no delivery id 400,
+not JSON or not shaped as its event says 400, another repository 400, replayed delivery 409.
+A ping answers 200 and stores nothing; an event Quorum does not act on is stored as
+"ignored" with the reason (202).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from celery import current_app
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.http import Http404, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from reviews_app.hosting import webhooks
+from reviews_app.models import Connection, WebhookDelivery
+
+from .secrets import SecretUnavailable, secret_of
+
+log = logging.getLogger("quorum.connections")
+
+TASK = "reviews_app.tasks.handle_delivery"
+_MAX_DELIVERY_ID = 100
+
+
+def _answer(status: int, text: str) -> HttpResponse:
+    return HttpResponse(text + "\n", status=status, content_type="text/plain; charset=utf-8")
+
+
+def _read_body(request, limit: int) -> bytes | None:
+    """The body, or None when it is larger than ``limit`` (by its Content-Length or by what
+    was read: a missing or false length does not get past the read)."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > limit:
+        return None
+    body = request.read(limit + 1)
+    return None if len(body) > limit else body
+
+
+def _enqueue(pk: int) -> None:
+    current_app.send_task(TASK, args=[pk])
+
+
+@csrf_exempt
+@require_POST
+def receive(request, provider: str, hook_id: str):
+    conn = None
+    if provider in webhooks.PROVIDERS:
+        conn = Connection.objects.filter(hook_id=hook_id, provider=provider).first()
+    if conn is None:
+        raise Http404("No such webhook.")
+    body = _read_body(request, settings.QUORUM_WEBHOOK_MAX_BYTES)
+    if body is None:
+        log.warning("webhook for connection %s: body over %s bytes refused", conn.pk,
+                    settings.QUORUM_WEBHOOK_MAX_BYTES)
+        return _answer(413, f"The payload is larger than {settings.QUORUM_WEBHOOK_MAX_BYTES} "
+                            "bytes.")
+    try:
+        secret = secret_of(conn)
+    except SecretUnavailable as exc:
+        log.error("webhook for connection %s: %s", conn.pk, exc)
+        return _answer(503, "The connection's webhook secret is not available; its owner can "
+                            "see why on the connection's page.")
+    if not webhooks.verify(provider, request.headers, body, secret):
+        log.warning("webhook for connection %s: bad or missing signature", conn.pk)
+        return _answer(401, "The signature (or token) is missing or does not match this "
+                            "connection's webhook secret.")
+    if not conn.active:
+        return _answer(403, "This connection is paused: turn it on in Quorum to receive "
+                            "deliveries.")
+    delivery = webhooks.delivery_id(provider, request.headers)
+    if not delivery or len(delivery) > _MAX_DELIVERY_ID or not delivery.isprintable():
+        return _answer(400, "The delivery has no usable delivery id header.")
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return _answer(400, "The payload is not JSON: set the webhook's content type to "
+                            "application/json.")
+    try:
+        event = webhooks.parse(provider, request.headers, payload)
+    except webhooks.BadPayload as exc:
+        return _answer(400, str(exc))
+    if isinstance(event, webhooks.Ignored) and event.ping:
+        return _answer(200, "pong")
+    if event.repository and event.repository.lower() != conn.repository.lower():
+        log.warning("webhook for connection %s: delivery %s is for another repository",
+                    conn.pk, delivery)
+        return _answer(400, "The delivery is for another repository than this connection's.")
+    return _store(conn, delivery, event, webhooks.event_name(provider, request.headers))
+
+
+def _store(conn: Connection, delivery: str, event, name: str) -> HttpResponse:
+    fields = {"connection": conn, "delivery_id": delivery}
+    if isinstance(event, webhooks.Ignored):
+        fields.update(event="".join(c for c in name if c.isprintable())[:50], status=WebhookDelivery.Status.IGNORED,
+                      detail=event.reason)
+    else:
+        fields.update(event=event.kind, number=event.number, head_sha=event.head_sha,
+                      sender=event.sender, status=WebhookDelivery.Status.QUEUED,
+                      detail="merged" if event.merged else "")
+    if WebhookDelivery.objects.filter(connection=conn, delivery_id=delivery).exists():
+        return _replayed(conn, delivery)
+    try:
+        with transaction.atomic():
+            row = WebhookDelivery.objects.create(**fields)
+            if row.status == WebhookDelivery.Status.QUEUED:
+                transaction.on_commit(lambda: _enqueue(row.pk))
+    except IntegrityError:
+        return _replayed(conn, delivery)
+    if row.status == WebhookDelivery.Status.IGNORED:
+        log.info("webhook for connection %s: delivery %s ignored (%s)", conn.pk, delivery,
+                 event.reason)
+        return _answer(202, f"Ignored: {event.reason}.")
+    log.info("webhook for connection %s: delivery %s queued (%s #%s)", conn.pk, delivery,
+             row.event, row.number)
+    return _answer(202, f"Queued: {row.event} #{row.number}.")
+
+
+def _replayed(conn: Connection, delivery: str) -> HttpResponse:
+    log.warning("webhook for connection %s: delivery %s replayed, refused", conn.pk, delivery)
+    return _answer(409, "This delivery was received already.")
