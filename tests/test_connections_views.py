@@ -219,3 +219,20 @@ def test_deliveries_and_pull_requests_are_listed_escaped(alice_client, alice):
     page = alice_client.get(conn.get_absolute_url()).content.decode()
     assert "&lt;script&gt;" in page and "<script>alert" not in page
     assert "&lt;b&gt;Fix" in page and 'href="javascript:' not in page and "#7" in page
+
+
+def test_the_new_form_starts_from_the_connection_defaults(alice_client, alice):
+    """A person who fills in only the repository and the token gets the documented defaults
+    (a ModelForm without an instance takes no initial values from the model)."""
+    page = alice_client.get(reverse("connection_new")).content.decode()
+    assert 'name="auto_min_confidence" value="0.7"' in page
+    assert '<option value="high" selected>' in page
+    assert '<option value="after_triage" selected>' in page
+    sent = {"provider": "github", "repository": "octo/defaults", "token": PASTED,
+            "publish_policy": "after_triage", "auto_min_severity": "high",
+            "auto_min_confidence": "0.7", "status_comment": "on", "active": "on"}
+    answer = alice_client.post(reverse("connection_new"), sent)
+    assert answer.status_code == 302, answer.content.decode()[:500]
+    conn = Connection.objects.get(repository="octo/defaults")
+    assert (conn.auto_min_severity, conn.auto_min_confidence, conn.publish_policy) == \
+        ("high", 0.7, "after_triage")

@@ -79,9 +79,14 @@ class ConnectionForm(forms.ModelForm):
     api_url = forms.CharField(required=False, max_length=300, label="API base URL",
                               help_text="Empty: the provider's public service ("
                               + ", ".join(DEFAULT_API_URLS.values()) + ").")
-    auto_min_severity = forms.ChoiceField(choices=[(s, s) for s in SEVERITIES],
-                                          label="Automatic publishing: minimum severity")
+    # The model's defaults as the fields' initial values: a new connection's form starts
+    # from them (a ModelForm without an instance takes none from the model).
+    auto_min_severity = forms.ChoiceField(
+        choices=[(s, s) for s in SEVERITIES], label="Automatic publishing: minimum severity",
+        initial=Connection._meta.get_field("auto_min_severity").default)
     auto_min_confidence = forms.FloatField(min_value=0, max_value=1,
+                                           initial=Connection._meta.get_field(
+                                               "auto_min_confidence").default,
                                            label="Automatic publishing: minimum confidence",
                                            widget=forms.NumberInput(attrs={"step": "0.05"}))
     token = forms.CharField(required=False, max_length=1000, label="Token",
