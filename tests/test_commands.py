@@ -63,7 +63,7 @@ def test_ensure_first_user_creates_once(monkeypatch):
     user = get_user_model().objects.get()
     assert user.username == "admin" and user.is_superuser
     password = out.getvalue().split("password: ")[1].split()[0]
-    assert user.check_password(password)
+    assert user.check_password(password) and "shown only once" in out.getvalue()
     again = StringIO()
     call_command("ensure_first_user", stdout=again)
     assert again.getvalue() == "" and get_user_model().objects.count() == 1
@@ -76,6 +76,7 @@ def test_ensure_first_user_from_environment(monkeypatch):
     call_command("ensure_first_user", stdout=out)
     assert get_user_model().objects.get(username="lead").check_password("s3cret-pass-word")
     assert "s3cret" not in out.getvalue()
+    assert "shown only once" not in out.getvalue()  # it was never shown
 
 
 def test_embedded_redis_is_loopback_only_and_keeps_data_under_var(tmp_path):

@@ -49,6 +49,49 @@ def test_no_status_comment_when_the_connection_says_so(db, host, conn):
     assert host.posted_comments == [] and Review.objects.count() == 1
 
 
+def test_no_status_comment_when_nothing_is_to_be_published(db, host, conn):
+    """Under the "never" policy nothing is written on the pull request: a status comment
+    would also replace the last published summary with a promise of another."""
+    conn.publish_policy = "never"
+    conn.save()
+    open_pull(host)
+    _, out = deliver(conn)
+    assert out.run_id and host.posted_comments == []
+
+
+def test_the_status_comment_says_what_the_policy_will_do(db, host, conn):
+    conn.publish_policy = "automatic"
+    conn.save()
+    open_pull(host)
+    deliver(conn)
+    [c] = host.posted_comments
+    assert "published here when it is done" in c.body and "triages" not in c.body
+
+
+def test_closing_before_publication_says_the_review_stopped(db, host, conn):
+    open_pull(host)
+    deliver(conn)
+    [status] = host.posted_comments
+    assert "is reviewing" in status.body
+    host.pulls[7].state = "closed"
+    _, closed = deliver(conn, event="closed")
+    assert "status comment says the review stopped" in closed.detail
+    [c] = host.posted_comments
+    assert c.id == status.id and "stopped: the pull request was closed" in c.body
+    assert SUMMARY_MARKER in c.body
+
+
+def test_closing_leaves_a_published_summary_as_it_is(db, host, conn):
+    open_pull(host)
+    deliver(conn)
+    [c] = host.posted_comments
+    c.body = SUMMARY_MARKER + "\n**Quorum review**: request changes."  # what publishing writes
+    host.pulls[7].state = "merged"
+    _, closed = deliver(conn, event="closed")
+    assert "stopped" not in closed.detail
+    assert host.posted_comments[0].body.endswith("request changes.")
+
+
 def test_a_failing_status_comment_does_not_stop_the_review(db, host, conn):
     open_pull(host)
     host.fail_next("comments", HostError("Forbidden.", status=403))

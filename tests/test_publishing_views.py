@@ -101,6 +101,18 @@ def test_page_shows_policy_status_attempts_and_errors_escaped(
     assert TOKEN not in page
 
 
+def test_a_published_review_stays_shown_as_published_after_the_policy_changes(
+        alice, alice_client, host, sent, django_capture_on_commit_callbacks):
+    review = final_review(alice, django_capture_on_commit_callbacks)
+    assert worker.run(Publication.objects.get().pk) == "published"
+    review.pull_request.connection.publish_policy = "never"
+    review.pull_request.connection.save()
+    page = alice_client.get(review.get_absolute_url()).content.decode()
+    panel = page[page.index('id="publication-panel"'):page.index('id="findings-panel"')]
+    assert "Published" in panel and "2 new inline comments" in panel
+    assert "Nothing is published" not in panel
+
+
 def test_publication_events_refresh_the_panel_live(alice, host, sent,
                                                    django_capture_on_commit_callbacks):
     review = final_review(alice, django_capture_on_commit_callbacks)

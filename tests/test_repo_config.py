@@ -227,3 +227,16 @@ def test_random_bytes_never_raise():
         data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
         config, notes = load(data, allowed_models=ALLOWED)
         assert isinstance(config, RepoConfig) and all(isinstance(n, str) for n in notes)
+
+
+def test_the_readme_example_reads_without_a_note():
+    """The README's .quorum.toml example stays true to the schema."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    example = re.search(r"```toml\n(.*?)```", text, re.S).group(1)
+    cfg, notes = load(example.encode(), allowed_models={"gpt-4o"})
+    assert notes == []
+    assert cfg.review.exclude == ["docs/**", "*.lock"] and cfg.publish.policy == "after_triage"
+    assert cfg.models == {"security": "gpt-4o"} and cfg.rules[0].severity == "high"

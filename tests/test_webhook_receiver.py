@@ -174,7 +174,10 @@ def test_unknown_hook_or_provider_mismatch_is_404(client, gh):
 
 @pytest.mark.django_db
 def test_get_is_405(client, gh):
-    assert client.get(reverse("webhook", args=["github", gh.hook_id])).status_code == 405
+    answer = client.get(reverse("webhook", args=["github", gh.hook_id]))
+    assert answer.status_code == 405 and answer["Allow"] == "POST"
+    assert answer["Content-Type"].startswith("text/plain")
+    assert "receives webhooks" in answer.content.decode()
 
 
 @pytest.mark.django_db

@@ -20,9 +20,8 @@ import logging
 from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 
 from reviews_app.hosting import webhooks
 from reviews_app.models import Connection, WebhookDelivery
@@ -57,8 +56,14 @@ def _enqueue(pk: int) -> None:
 
 
 @csrf_exempt
-@require_POST
 def receive(request, provider: str, hook_id: str):
+    if request.method != "POST":
+        # Said in plain text (the site's 405 page talks about forms): a person who opened
+        # the URL to check it learns what it is for.
+        return HttpResponseNotAllowed(
+            ["POST"], content=b"This address receives webhooks from GitHub, GitLab or "
+            b"Forgejo/Gitea: the provider POSTs to it. Nothing to see with a browser.\n",
+            content_type="text/plain; charset=utf-8")
     conn = None
     if provider in webhooks.PROVIDERS:
         conn = Connection.objects.filter(hook_id=hook_id, provider=provider).first()

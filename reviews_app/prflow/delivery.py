@@ -133,8 +133,9 @@ def _handle(d: WebhookDelivery, enqueue: bool) -> tuple[Outcome, PullRequest | N
             with transaction.atomic():
                 pr = _upsert(conn, pull)
                 n = _cancel_running(pr, conn, "the pull request was " + pull.state)
+            note = _closed_status(client, pr) if conn.status_comment else ""
             return Outcome("done", f"Pull request #{pull.number} is {pull.state}: "
-                                   f"{n} running review(s) cancelled."), pr
+                                   f"{n} running review(s) cancelled.{note}"), pr
         if d.event == "closed":  # reopened since: the reopened delivery starts the round
             return Outcome("done", f"Pull request #{pull.number} is open again: nothing to "
                                    "end."), None
@@ -240,21 +241,53 @@ def _start_round(d: WebhookDelivery, conn: Connection, client: HostClient, pull:
         pr.save(update_fields=["last_reviewed_sha", "updated_at"])
     kind = f"incremental from {from_sha[:12]}" if from_sha else "full"
     detail = f"Round {round_no} ({kind}) of #{pull.number} at {head[:12]}: review {run.pk}."
-    if conn.status_comment:
-        detail += _status_comment(client, pr, round_no, from_sha, head)
+    policy = cfg.publish.policy or conn.publish_policy
+    if conn.status_comment and policy != Connection.Policy.NEVER:
+        # Under "never" nothing is written on the pull request, a status comment included
+        # (it would also overwrite the last published summary with a promise of another).
+        detail += _status_comment(client, pr, round_no, from_sha, head, policy)
     return Outcome("done", detail, run_id=run.pk), pr
 
 
+# Marks the summary comment while it only says a review is running, so that closing the pull
+# request before the review is published can say so instead of leaving "is reviewing" behind.
+STATUS_MARKER = "<!-- quorum:status -->"
+
+
+def _closed_status(client: HostClient, pr: PullRequest) -> str:
+    """The pull request closed while the summary comment still announced a review: say the
+    review stopped. A published summary is left as it is."""
+    from ..hosting.summary import upsert_summary
+
+    if not pr.summary_comment_id:
+        return ""
+    try:
+        mine = [c for c in client.comments(pr.number) if c.id == pr.summary_comment_id]
+        if not mine or STATUS_MARKER not in mine[0].body:
+            return ""
+        upsert_summary(client, pr.number, pr.summary_comment_id,
+                       f"{STATUS_MARKER}\n**Quorum** stopped: the pull request was {pr.state} "
+                       "before its review was published. Nothing more is posted here unless "
+                       "it is reopened.")
+    except HostError as exc:
+        return f" The status comment could not be updated ({exc})."
+    return " The status comment says the review stopped."
+
+
 def _status_comment(client: HostClient, pr: PullRequest, round_no: int, from_sha: str,
-                    head: str) -> str:
+                    head: str, policy: str) -> str:
     """Post (or update) the one summary comment saying a review runs; the summary replaces
     it. A failure here does not stop the review."""
     from ..hosting.summary import upsert_summary
 
     what = (f"the commits from `{from_sha[:7]}` to `{head[:7]}`" if from_sha
             else f"the pull request at `{head[:7]}`")
-    body = (f"**Quorum** is reviewing {what} (round {round_no}). A person triages the findings "
-            "before anything is published here; this comment becomes the review's summary.")
+    then = ("A person triages the findings before any is published here"
+            if policy == Connection.Policy.AFTER_TRIAGE else
+            "The findings above the repository's severity and confidence thresholds are "
+            "published here when it is done")
+    body = (f"{STATUS_MARKER}\n**Quorum** is reviewing {what} (round {round_no}). {then}; "
+            "this comment becomes the review's summary.")
     try:
         cid = upsert_summary(client, pr.number, pr.summary_comment_id, body)
     except HostError as exc:

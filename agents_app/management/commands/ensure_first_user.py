@@ -19,10 +19,11 @@ class Command(BaseCommand):
         username = os.environ.get("QUORUM_ADMIN_USERNAME", "admin")
         password = os.environ.get("QUORUM_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
         User.objects.create_superuser(username=username, email="", password=password)
-        shown = "(from QUORUM_ADMIN_PASSWORD)" if os.environ.get("QUORUM_ADMIN_PASSWORD") else password
+        given = bool(os.environ.get("QUORUM_ADMIN_PASSWORD"))
+        shown = "(from QUORUM_ADMIN_PASSWORD)" if given else password
         self.stdout.write(self.style.SUCCESS(
             "\n  First account created — sign in at "
             f"http://{os.environ.get('QUORUM_HOST', '127.0.0.1')}:"
             f"{os.environ.get('QUORUM_PORT', '8000')}\n"
             f"    username: {username}\n    password: {shown}\n"
-            "  This password is shown only once.\n"))
+            + ("" if given else "  This password is shown only once.\n")))
