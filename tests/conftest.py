@@ -94,6 +94,7 @@ STACK_TEST_COMMAND = f"{sys.executable} -c \"print('tests ok')\""
 # A connected repository's token, read by the stack from QUORUM_CONN_E2E_TOKEN (the fake
 # provider server of the pull-request tests accepts it).
 STACK_CONN_TOKEN = "e2e-host-token"  # noqa: S105 - test fixture
+STACK_CONN_SECRET = "e2e-webhook-secret-0123456789"  # noqa: S105 - test fixture
 
 
 @pytest.fixture(scope="session")
@@ -108,7 +109,8 @@ def _session_stack(django_db_setup, redis_server, stack_dir):
            "QUORUM_REPO_ROOTS": str(stack_dir / "repos"),
            "QUORUM_WORKTREE_ROOT": str(stack_dir / "worktrees"),
            "QUORUM_TEST_COMMANDS": STACK_TEST_COMMAND,
-           "QUORUM_CONN_E2E_TOKEN": STACK_CONN_TOKEN}
+           "QUORUM_CONN_E2E_TOKEN": STACK_CONN_TOKEN,
+           "QUORUM_CONN_E2E_SECRET": STACK_CONN_SECRET}
     (stack_dir / "repos").mkdir(exist_ok=True)
     port = free_port()
     worker = start_worker(stack_dir, node="browser", **env)
