@@ -142,6 +142,7 @@ REASON_TEXT = {
     "over_byte_limit": "over the size limit", "clipped": "clipped", "not_utf8": "not UTF-8",
     "model_only": "reviewed by the models only", "analyzers_only": "checked by the analyzers only",
     "not_examined": "not examined by any analyzer or model",
+    "full_round": "reviewed in full again (too many changes to compare)",
 }
 
 

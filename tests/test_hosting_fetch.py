@@ -153,6 +153,22 @@ def test_incremental_round_ignores_files_outside_the_pull_request(hosts):
     c.close()
 
 
+def test_a_comparison_at_the_providers_cap_reviews_the_whole_pull_request():
+    """GitHub lists at most 300 files of a comparison: a round over that many is not cut
+    silently, it becomes a full round and says so."""
+    host = FakeHost()
+    base = {f"m{i}.py": "x = 1\n" for i in range(310)}
+    host.set_pull(7, base=base, head={**base, "new.py": "y = 1\n"}, head_sha="1" * 40)
+    host.push(7, {**base, "new.py": "y = 2\n", **{f"m{i}.py": "x = 2\n" for i in range(310)}},
+              "2" * 40)
+    inp = pull_input(host, 7, head_sha="2" * 40, from_sha="1" * 40, **LIMITS)
+    assert len(inp.files) == 311   # the pull request's whole file list, not the comparison
+    [note] = [c for c in inp.coverage if c["reason"] == "full_round"]
+    assert note["reviewed"] and "whole pull request was reviewed again" in note["detail"]
+    small = pull_input(host, 7, head_sha="2" * 40, from_sha="2" * 40, **LIMITS)
+    assert not any(c["reason"] == "full_round" for c in small.coverage)
+
+
 class _Scripted(FakeHost):
     """FakeHost with the file list given as it is (clipped patches, odd names)."""
 

@@ -96,6 +96,9 @@ def _fetch(client: HostClient, ref: str, path: str, cap: int) -> _Got:
         return _Got(too_large=True)
 
 
+COMPARE_CAP = 300  # files GitHub lists for a comparison of two commits, at most
+
+
 def _size(n: int) -> str:
     return f"{n:,} bytes"
 
@@ -105,12 +108,25 @@ def pull_input(client: HostClient, number: int, *, head_sha: str, from_sha: str 
     """The review input of pull request ``number`` at ``head_sha``; with ``from_sha`` only
     what changed from ``from_sha`` to ``head_sha`` in the pull request's files."""
     files = client.pull_files(number)
-    base_ref = from_sha
+    note = None
     if from_sha:
-        names = {f.path for f in files} | {f.previous_path for f in files if f.previous_path}
-        files = [f for f in client.compare(from_sha, head_sha)
-                 if f.path in names or (f.previous_path or "") in names]
+        changed = client.compare(from_sha, head_sha)
+        if len(changed) >= COMPARE_CAP:
+            # GitHub lists at most 300 files of a comparison: rather than miss some without
+            # saying so, this round reviews the whole pull request.
+            note = {"path": "(the new commits)", "reason": "full_round", "reviewed": True,
+                    "detail": f"{len(changed)} or more files changed since the last round, "
+                              "more than the provider lists for a comparison: the whole pull "
+                              "request was reviewed again."}
+            from_sha = None
+        else:
+            names = {f.path for f in files} | {f.previous_path for f in files
+                                               if f.previous_path}
+            files = [f for f in changed if f.path in names or (f.previous_path or "") in names]
+    base_ref = from_sha
     out = PullInput(diff_text="", files=files)
+    if note:
+        out.coverage.append(note)
     kept, rest = files[:max_files], files[max_files:]
 
     # what to fetch: the new text of every file that has one, and the old text where the
