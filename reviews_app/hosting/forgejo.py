@@ -20,8 +20,8 @@ from .base import (
     RepoRef,
     ReviewPost,
 )
-from .github import changed_file, split_repository
-from .http import Api, quote, safe_repo_path
+from .github import changed_file, conversation, split_repository, user_name
+from .http import Api, quote
 
 EVENTS = {"approve": "APPROVED", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT"}
 DIFF_CAP = 10_000_000
@@ -59,10 +59,6 @@ def split_diff(text: str) -> dict[str, tuple[str | None, bool]]:
     return out
 
 
-def _user(d: object) -> str:
-    return str(d.get("login") or d.get("username") or "")[:100] if isinstance(d, dict) else ""
-
-
 class ForgejoClient:
     name = "Forgejo"
 
@@ -88,7 +84,7 @@ class ForgejoClient:
                 "open" if d.get("state") == "open" else "closed")
             return PullInfo(
                 number=int(d.get("number") or number), title=str(d.get("title") or "")[:300],
-                url=str(d.get("html_url") or ""), author=_user(d.get("user")),
+                url=str(d.get("html_url") or ""), author=user_name(d.get("user")),
                 state=state, base_ref=str(base.get("ref") or ""),  # type: ignore[arg-type]
                 base_sha=str(base["sha"]), head_ref=str(head.get("ref") or ""),
                 head_sha=str(head["sha"]), draft=bool(d.get("draft")))
@@ -134,20 +130,12 @@ class ForgejoClient:
         return list(seen.values())
 
     def file_bytes(self, ref: str, path: str, *, max_bytes: int) -> bytes | None:
-        if not safe_repo_path(path):
-            raise HostError("The file name is not a safe repository path; it was not fetched.")
-        resp, body = self.api.call(
-            "GET", f"{self.base}/raw/{'/'.join(quote(s) for s in path.split('/'))}",
-            f"the contents of {self.api.scrub(path)[:200]}", params={"ref": ref},
-            accept="*/*", limit=max_bytes, missing_ok=True)
-        return None if resp is None else body
+        return self.api.file(f"{self.base}/raw/{'/'.join(quote(s) for s in path.split('/'))}",
+                             path, ref, max_bytes=max_bytes)
 
     def comments(self, number: int) -> list[HostComment]:
-        return [HostComment(id=str(d.get("id")), body=str(d.get("body") or ""),
-                            author=_user(d.get("user")))
-                for d in self.api.pages(f"{self.base}/issues/{int(number)}/comments",
-                                        "the pull request's comments",
-                                        params={"limit": 50, "page": 1})]
+        return conversation(self.api, f"{self.base}/issues/{int(number)}/comments",
+                            {"limit": 50, "page": 1})
 
     def review_comments(self, number: int) -> list[HostComment]:
         out = []
@@ -159,7 +147,7 @@ class ForgejoClient:
                 out.append(HostComment(id=str(d.get("id")), body=str(d.get("body") or ""),
                                        path=str(d.get("path") or "") or None,
                                        line=line if isinstance(line, int) and line else None,
-                                       author=_user(d.get("user"))))
+                                       author=user_name(d.get("user"))))
         return out
 
     # --- writing -----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from .base import (
     RepoRef,
     ReviewPost,
 )
-from .http import Api, quote, safe_repo_path
+from .http import Api, quote
 
 EVENTS = {"approve": "APPROVE", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT"}
 _STATUSES = {"added", "removed", "modified", "renamed", "copied"}
@@ -53,8 +53,15 @@ def _int(v: object) -> int:
     return v if isinstance(v, int) and v >= 0 else 0
 
 
-def _user(d: object) -> str:
-    return str(d.get("login") or "")[:100] if isinstance(d, dict) else ""
+def user_name(d: object) -> str:
+    return str(d.get("login") or d.get("username") or "")[:100] if isinstance(d, dict) else ""
+
+
+def conversation(api: Api, url: str, params: dict) -> list[HostComment]:
+    """A pull request's conversation comments, every page (GitHub, and Forgejo alike)."""
+    return [HostComment(id=str(d.get("id")), body=str(d.get("body") or ""),
+                        author=user_name(d.get("user")))
+            for d in api.pages(url, "the pull request's comments", params=params)]
 
 
 class GitHubClient:
@@ -86,7 +93,7 @@ class GitHubClient:
                 "open" if d.get("state") == "open" else "closed")
             return PullInfo(
                 number=int(d.get("number") or number), title=str(d.get("title") or "")[:300],
-                url=str(d.get("html_url") or ""), author=_user(d.get("user")),
+                url=str(d.get("html_url") or ""), author=user_name(d.get("user")),
                 state=state, base_ref=str(base.get("ref") or ""),  # type: ignore[arg-type]
                 base_sha=str(base["sha"]), head_ref=str(head.get("ref") or ""),
                 head_sha=str(head["sha"]), draft=bool(d.get("draft")))
@@ -122,20 +129,12 @@ class GitHubClient:
         return list(files.values())
 
     def file_bytes(self, ref: str, path: str, *, max_bytes: int) -> bytes | None:
-        if not safe_repo_path(path):
-            raise HostError("The file name is not a safe repository path; it was not fetched.")
-        resp, body = self.api.call(
-            "GET", f"{self.base}/contents/{'/'.join(quote(s) for s in path.split('/'))}",
-            f"the contents of {self.api.scrub(path)[:200]}", params={"ref": ref},
-            accept="application/vnd.github.raw", limit=max_bytes, missing_ok=True)
-        return None if resp is None else body
+        return self.api.file(f"{self.base}/contents/{'/'.join(quote(s) for s in path.split('/'))}",
+                             path, ref, max_bytes=max_bytes, accept="application/vnd.github.raw")
 
     def comments(self, number: int) -> list[HostComment]:
-        return [HostComment(id=str(d.get("id")), body=str(d.get("body") or ""),
-                            author=_user(d.get("user")))
-                for d in self.api.pages(f"{self.base}/issues/{int(number)}/comments",
-                                        "the pull request's comments",
-                                        params={"per_page": 100, "page": 1})]
+        return conversation(self.api, f"{self.base}/issues/{int(number)}/comments",
+                            {"per_page": 100, "page": 1})
 
     def review_comments(self, number: int) -> list[HostComment]:
         out = []
@@ -146,7 +145,7 @@ class GitHubClient:
             out.append(HostComment(id=str(d.get("id")), body=str(d.get("body") or ""),
                                    path=str(d.get("path") or "") or None,
                                    line=line if isinstance(line, int) else None,
-                                   author=_user(d.get("user"))))
+                                   author=user_name(d.get("user"))))
         return out
 
     # --- writing -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from .base import (
     RepoRef,
     ReviewPost,
 )
-from .http import Api, quote, safe_repo_path
+from .http import Api, quote
 
 REQUEST_CHANGES_NOTE = ("**Changes requested.** (GitLab has no review state for this; this "
                         "note stands for it.)")
@@ -102,13 +102,8 @@ class GitLabClient:
         return [f for f in files if f is not None]
 
     def file_bytes(self, ref: str, path: str, *, max_bytes: int) -> bytes | None:
-        if not safe_repo_path(path):
-            raise HostError("The file name is not a safe repository path; it was not fetched.")
-        resp, body = self.api.call(
-            "GET", f"{self.base}/repository/files/{quote(path)}/raw",
-            f"the contents of {self.api.scrub(path)[:200]}", params={"ref": ref},
-            accept="*/*", limit=max_bytes, missing_ok=True)
-        return None if resp is None else body
+        return self.api.file(f"{self.base}/repository/files/{quote(path)}/raw", path, ref,
+                             max_bytes=max_bytes)
 
     def _notes(self, number: int):
         return self.api.pages(f"{self._mr(number)}/notes", "the merge request's notes",

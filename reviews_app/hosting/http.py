@@ -218,6 +218,17 @@ class Api:
                 return bytes(out[:limit + 1]), True
         return bytes(out), False
 
+    def file(self, url: str, path: str, ref: str, *, max_bytes: int,
+             accept: str = "*/*") -> bytes | None:
+        """The repository file ``path`` (at ``url``) at ``ref``; None when it does not exist
+        there. Refuses an unsafe path before any request; raises TooLarge past ``max_bytes``."""
+        if not safe_repo_path(path):
+            raise HostError("The file name is not a safe repository path; it was not fetched.")
+        resp, body = self.call("GET", url, f"the contents of {self.scrub(path)[:200]}",
+                               params={"ref": ref}, accept=accept, limit=max_bytes,
+                               missing_ok=True)
+        return None if resp is None else body
+
     def json(self, method: str, path: str, what: str, *, params=None, json_body=None):
         resp, body = self.call(method, path, what, params=params, json_body=json_body)
         if not body.strip():
