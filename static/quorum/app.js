@@ -56,6 +56,33 @@
     }
   });
 
+  // --- a live update keeps what the person opened, and never wipes what they typed ----------
+  // A panel redrawn by a live event while the person types a note (reopen, override, edit a
+  // step) would lose the text: that update is skipped, and the form's own answer (or the next
+  // update) brings the panel up to date. A section the person opened ("Reopen triage…") stays
+  // open in the redrawn panel.
+  var opened = null;
+  document.addEventListener("htmx:oobBeforeSwap", function (ev) {
+    var target = ev.detail.target;
+    opened = null;
+    if (!target || !target.querySelectorAll) return;
+    var typed = Array.prototype.some.call(target.querySelectorAll("textarea, input[type=text]"),
+      function (f) { return f.value !== f.defaultValue; });
+    if (typed) { ev.preventDefault(); return; }
+    opened = { region: target.id, classes: Array.prototype.map.call(
+      target.querySelectorAll("details[open][class]"), function (d) { return d.className; }) };
+  });
+  document.addEventListener("htmx:oobAfterSwap", function () {
+    var was = opened;
+    opened = null;
+    var region = was && was.region && document.getElementById(was.region);
+    if (!region) return;
+    was.classes.forEach(function (c) {
+      var d = region.querySelector("details." + c.trim().split(/\s+/).join("."));
+      if (d) d.open = true;
+    });
+  });
+
   // --- start form: show the roles and options of the chosen pattern only ---------------------
   function showPatternFields(form) {
     var select = form && form.querySelector("select[name=pattern]");
