@@ -85,7 +85,11 @@ def imported_evidence(named: list[tuple[str, bytes]]) -> tuple[list[dict], list[
                                           max_bytes=settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES)
         except ValueError as exc:
             raise InputError(str(exc)) from None
-        evidence += got.evidence
+        room = sarif_import.MAX_RESULTS - len(evidence)
+        if len(got.evidence) > room:
+            notes.append(f"{name}: {len(got.evidence) - room} result(s) over the "
+                         f"{sarif_import.MAX_RESULTS} imported in all were left out.")
+        evidence += got.evidence[:max(room, 0)]
         notes += got.notes
     return evidence, notes
 

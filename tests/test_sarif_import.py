@@ -274,3 +274,82 @@ def test_a_missing_or_too_big_sarif_file_exits_2(tmp_path, settings):
     code, _, err = review(str(change), "--sarif", str(DATA / "codeql.sarif"))
     assert code == 2 and "codeql.sarif" in err and "limit" in err
     assert not Run.objects.exists()
+
+
+# --- the web form: an optional "Analyzer results (SARIF)" field ------------------------------
+def _post(client, *sarif_files, **extra):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+    files = [SimpleUploadedFile(name, data, content_type="application/json")
+             for name, data in sarif_files]
+    return client.post(reverse("start_review"),
+                       {"source": "paste", "diff": TS_DIFF, "sarif": files, **extra})
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name, data, message", [
+    ("a.sarif", b"not json at all", "not valid JSON"),
+    ("a.sarif", b'{"version": "2.0.0", "runs": []}', "only 2.1.0"),
+    ("a.sarif", b'{"version":"2.1.0","runs":[]}\x00', "NUL bytes"),
+    ("a.sarif", b"", "empty"),
+    ("a.sarif", b'{"version": "2.1.0", "runs": [{"tool": {}}]}', "driver"),
+    ("<img src=x onerror=alert(1)>.sarif", b"[]", "not a SARIF log")])
+def test_the_form_refuses_bad_sarif_with_a_clear_message_and_starts_nothing(
+        alice_client, name, data, message):
+    from agents_app.models import Run
+    from reviews_app.models import Review
+    response = _post(alice_client, (name, data))
+    html = response.content.decode()
+    assert response.status_code == 400 and 'role="alert"' in html and message in html
+    assert "<img src=x" not in html
+    assert not Review.objects.exists() and not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_form_refuses_a_sarif_over_the_size_limit_and_too_many_files(alice_client,
+                                                                          settings):
+    from reviews_app.models import Review
+    good = (DATA / "semgrep.sarif").read_bytes()
+    response = _post(alice_client, *[(f"s{i}.sarif", good) for i in range(11)])
+    assert response.status_code == 400 and b"at most 10 SARIF files" in response.content
+    settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES = 200
+    response = _post(alice_client, ("big.sarif", good))
+    assert response.status_code == 400 and b"big.sarif is" in response.content
+    assert b"the limit is" in response.content and not Review.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_form_passes_the_imported_evidence_to_the_run(alice_client):
+    from agents_app.models import Run
+    response = _post(alice_client, ("eslint.sarif", (DATA / "eslint.sarif").read_bytes()),
+                     ("gitleaks.sarif", (DATA / "gitleaks.sarif").read_bytes()))
+    assert response.status_code == 302, response.content.decode()[:1500]
+    run = Run.objects.get()
+    evidence = run.options["imported"]
+    assert {e["tool"] for e in evidence} == {"eslint", "gitleaks"}
+    assert KEY not in json.dumps(run.options)
+    # A resubmission is a second review, not a half-saved first one.
+    assert _post(alice_client, ("eslint.sarif", (DATA / "eslint.sarif").read_bytes())
+                 ).status_code == 302
+    assert Run.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_the_form_field_is_on_the_page_and_anonymous_posts_start_nothing(alice_client):
+    from django.test import Client
+    from django.urls import reverse
+
+    from agents_app.models import Run
+    page = alice_client.get(reverse("review_list")).content.decode()
+    assert "Analyzer results (SARIF)" in page and 'name="sarif"' in page and "multiple" in page
+    response = _post(Client(), ("eslint.sarif", (DATA / "eslint.sarif").read_bytes()))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+    assert not Run.objects.exists()
+
+
+def test_all_files_together_import_at_most_max_results():
+    from reviews_app import services
+    data = sarif([result("a.js", line=i + 1) for i in range(MAX_RESULTS - 10)])
+    evidence, notes = services.imported_evidence([("one.sarif", data), ("two.sarif", data)])
+    assert len(evidence) == MAX_RESULTS
+    assert any(n.startswith("two.sarif:") and "left out" in n for n in notes)
