@@ -353,3 +353,20 @@ def test_all_files_together_import_at_most_max_results():
     evidence, notes = services.imported_evidence([("one.sarif", data), ("two.sarif", data)])
     assert len(evidence) == MAX_RESULTS
     assert any(n.startswith("two.sarif:") and "left out" in n for n in notes)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_review_started_with_sarif_shows_the_imported_finding_and_coverage(alice_client):
+    from agents_app import engine
+    from agents_app.models import Run
+    from reviews_app.models import Review
+    response = _post(alice_client, ("eslint.sarif", (DATA / "eslint.sarif").read_bytes()))
+    assert response.status_code == 302
+    run = engine.run_inline(Run.objects.get().pk)
+    assert run.status == "awaiting_triage", run.error
+    review = Review.objects.get()
+    assert review.proposed_verdict != "approve"
+    page = alice_client.get(review.get_absolute_url())
+    html = page.content.decode()
+    assert page.status_code == 200 and "no-eval" in html and "eslint" in html
+    assert "reported on by imported analyzers" in html or "imported SARIF" in html
