@@ -13,6 +13,27 @@ from .models import Finding, RejectReason, Review, Verdict
 from .pipeline.schema import SEVERITIES
 
 
+class _MultipleFileInput(forms.FileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one field (Django's documented recipe): a list, maybe empty."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", _MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        one = super().clean
+        if isinstance(data, list | tuple):
+            return [one(d, initial) for d in data if d]
+        return [one(data, initial)] if data else []
+
+
+MAX_SARIF_FILES = 10
+
+
 class NewReviewForm(forms.Form):
     source = forms.ChoiceField(choices=Review.Source.choices, initial="paste",
                                widget=forms.RadioSelect)
@@ -32,6 +53,9 @@ class NewReviewForm(forms.Form):
                                          label="Architecture reviewer")
     model_style = forms.CharField(required=False, max_length=200, label="Style reviewer")
     model_synthesizer = forms.CharField(required=False, max_length=200, label="Synthesizer")
+    sarif = MultipleFileField(required=False, label="Analyzer results (SARIF)",
+                              help_text="SARIF 2.1.0 files from CodeQL, ESLint, gitleaks, "
+                                        "Semgrep or another analyzer: used as evidence.")
     min_confidence = forms.FloatField(required=False, min_value=0, max_value=1,
                                       label="Confidence threshold",
                                       widget=forms.NumberInput(attrs={"step": "0.05"}))
@@ -51,12 +75,18 @@ class NewReviewForm(forms.Form):
                                                            "Set QUORUM_REPO_ROOTS first")
         self.review_input: services.ReviewInput | None = None
         self.prepared = None
+        self.imported: dict = {}  # start_review options with the imported SARIF evidence
 
     def clean(self):
         data = super().clean()
         check_models(self, data, self.ROLE_FIELDS.values())
         if self.errors:
             return data
+        try:
+            self.imported = self._imported(data.get("sarif") or [])
+        except services.InputError as exc:
+            self.add_error("sarif", str(exc))
+            return data  # a refused SARIF file starts nothing, not even loading the change
         try:
             self.review_input = self._load(data)
             self.prepared = services.prepare(self.review_input)
@@ -65,6 +95,21 @@ class NewReviewForm(forms.Form):
                      "github": "pr_url"}[data["source"]]
             self.add_error(field, str(exc))
         return data
+
+    @staticmethod
+    def _imported(uploads) -> dict:
+        if not uploads:
+            return {}
+        if len(uploads) > MAX_SARIF_FILES:
+            raise services.InputError(f"Upload at most {MAX_SARIF_FILES} SARIF files.")
+        named = []
+        for f in uploads:
+            name = "".join(c for c in str(f.name or "")[:100] if c.isprintable()) or "SARIF file"
+            if error := services.too_big(name, f.size or 0):
+                raise error
+            named.append((name, f.read()))
+        evidence, notes = services.imported_evidence(named)
+        return {"imported": evidence, "imported_notes": notes}
 
     def _load(self, data) -> services.ReviewInput:
         kind = data["source"]

@@ -20,6 +20,7 @@ import reviews_app
 from agents_app import engine
 from agents_app.llm.gateway import is_offline
 from agents_app.models import ModelCall, Run
+from common.analyzers import sarif_import
 
 from . import memories, sources
 from .models import Finding, Review
@@ -71,6 +72,26 @@ def too_big(name: str, size: int) -> InputError | None:
         return None
     return InputError(f"{name} is {size_text(size)}; the limit is {size_text(limit)}. Review a "
                       "smaller range, or raise QUORUM_REVIEW_MAX_UPLOAD_BYTES.")
+
+
+def imported_evidence(named: list[tuple[str, bytes]]) -> tuple[list[dict], list[str]]:
+    """Evidence and notes from SARIF 2.1.0 files of other analyzers, for
+    ``options["imported"]``. Raises InputError naming the first file refused."""
+    evidence: list[dict] = []
+    notes: list[str] = []
+    for name, data in named:
+        try:
+            got = sarif_import.read_sarif(data, name=name,
+                                          max_bytes=settings.QUORUM_REVIEW_MAX_UPLOAD_BYTES)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        room = sarif_import.MAX_RESULTS - len(evidence)
+        if len(got.evidence) > room:
+            notes.append(f"{name}: {len(got.evidence) - room} result(s) over the "
+                         f"{sarif_import.MAX_RESULTS} imported in all were left out.")
+        evidence += got.evidence[:max(room, 0)]
+        notes += got.notes
+    return evidence, notes
 
 
 # --- loading an input ------------------------------------------------------------------------
@@ -141,6 +162,7 @@ REASON_TEXT = {
     "unreadable": "could not be read", "over_file_limit": "over the file limit",
     "over_byte_limit": "over the size limit", "clipped": "clipped", "not_utf8": "not UTF-8",
     "model_only": "reviewed by the models only", "analyzers_only": "checked by the analyzers only",
+    "imported": "reported on by imported analyzers (SARIF)",
     "not_examined": "not examined by any analyzer or model",
     "full_round": "reviewed in full again (too many changes to compare)",
 }

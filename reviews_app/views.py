@@ -89,7 +89,8 @@ def start_review(request):
         try:
             run = services.start_review(request.user, form.review_input, form.prepared,
                                         models=form.models(),
-                                        min_confidence=form.cleaned_data.get("min_confidence"))
+                                        min_confidence=form.cleaned_data.get("min_confidence"),
+                                        options=form.imported)
         except services.InputError as exc:
             form.add_error(None, str(exc))
         else:

@@ -20,7 +20,7 @@ NOT_EXAMINED = "not_examined"
 INCOMPLETE_REASONS = frozenset({NOT_EXAMINED, "over_file_limit", "over_byte_limit",
                                 "unreadable", "clipped"})
 # Entries this module writes per file (it replaces them, so running it twice is harmless).
-_PER_FILE = frozenset({"model_only", "analyzers_only", NOT_EXAMINED})
+_PER_FILE = frozenset({"model_only", "analyzers_only", "imported", NOT_EXAMINED})
 
 
 def unexamined(coverage: list[dict]) -> list[dict]:
@@ -64,6 +64,8 @@ def examined(files: list[dict], coverage: list[dict], analysis: dict,
     to the reviewers (on a model that reads code) that answered for it.
     """
     by_analyzer = set(analysis.get("examined") or ())
+    # An imported SARIF proves only that its tool ran on the files it reported on.
+    by_import = {p: list(t) for p, t in (analysis.get("imported_tools") or {}).items()}
     tools = " and ".join(sorted(analysis.get("tools") or {})) or "the analyzers"
     paths = {f["path"] for f in files}
     out = [c for c in coverage if not (c.get("reason") in _PER_FILE and c.get("path") in paths)]
@@ -72,6 +74,10 @@ def examined(files: list[dict], coverage: list[dict], analysis: dict,
         if _nothing_new(f):
             continue  # an empty new file, blank lines added: there is nothing to examine
         readers = model_readers.get(path) or []
+        if by_import.get(path):
+            out.append(_imported_entry(path, by_import[path], readers,
+                                       tools if path in by_analyzer else ""))
+            continue
         if path in by_analyzer or readers:
             if not f.get("is_python"):
                 out.append({"path": path, "reason": "model_only", "reviewed": True,
@@ -88,6 +94,19 @@ def examined(files: list[dict], coverage: list[dict], analysis: dict,
         out.append({"path": path, "reason": NOT_EXAMINED, "reviewed": False,
                     "detail": f"Not reviewed: {why}."})
     return out
+
+
+def _imported_entry(path: str, imported: list[str], readers: list[str], ours: str) -> dict:
+    parts = [f"reported on by {', '.join(imported)} (imported SARIF)"]
+    if ours:
+        parts.append(f"checked by {ours}")
+    if readers:
+        parts.append(f"read by the {', '.join(readers)} reviewer{'s' if len(readers) > 1 else ''}")
+    else:
+        parts.append("no model that reads code answered for it")
+    detail = "; ".join(parts)
+    return {"path": path, "reason": "imported", "reviewed": True, "tools": list(imported),
+            "detail": detail[0].upper() + detail[1:] + "."}
 
 
 def incomplete_text(left: list[dict], limit: int = 5) -> str:

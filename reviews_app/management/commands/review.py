@@ -44,17 +44,21 @@ class Command(CheckedCommand):
         parser.add_argument("--min-confidence", default=None, type=form_type(
             NewReviewForm.base_fields["min_confidence"], "a number from 0 to 1"),
             help="Drop findings below this confidence (0 to 1).")
+        parser.add_argument("--sarif", action="append", default=[], metavar="FILE",
+                            help="Another analyzer's results (SARIF 2.1.0: CodeQL, ESLint, "
+                                 "gitleaks, Semgrep...) to use as evidence. Repeatable.")
         parser.add_argument("--user", default=None,
                             help="Owner of the review (default: first superuser, else 'cli').")
 
     def handle(self, *args, **opts):
         models = parse_models(opts["model"], services.ROLES, returncode=EXIT_ERROR)
         try:
+            extra = self._imported(opts["sarif"])
             inp = self._load(opts)
             prepared = services.prepare(inp)
             run = services.start_review(command_owner(opts["user"]), inp, prepared,
                                         models=models, min_confidence=opts["min_confidence"],
-                                        enqueue=False)
+                                        options=extra, enqueue=False)
         except services.InputError as exc:
             self.stderr.write(self.style.ERROR(str(exc)))
             sys.exit(EXIT_ERROR)
@@ -104,6 +108,27 @@ class Command(CheckedCommand):
         for c in commits:
             self.stderr.write(f"  {c['short']} {_oneline(c['subject'])} "
                               f"({_oneline(c['author'])})")
+
+    def _imported(self, paths: list[str]) -> dict:
+        """``options`` carrying the imported SARIF evidence (none: no option)."""
+        if not paths:
+            return {}
+        named = []
+        for p in paths:
+            path = Path(p)
+            if not path.is_file():
+                raise services.InputError(f"No such SARIF file: {_oneline(p)}")
+            if error := services.too_big(_oneline(path.name), path.stat().st_size):
+                raise error
+            try:
+                named.append((_oneline(path.name), path.read_bytes()))
+            except OSError as exc:
+                raise services.InputError(f"Cannot read {_oneline(p)}: "
+                                          f"{_oneline(exc.strerror or exc)}") from None
+        evidence, notes = services.imported_evidence(named)
+        for note in notes:
+            self.stderr.write(self.style.WARNING(_oneline(note)))
+        return {"imported": evidence, "imported_notes": notes}
 
     def _load(self, opts) -> services.ReviewInput:
         if opts["git"]:
