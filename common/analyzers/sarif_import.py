@@ -171,12 +171,16 @@ def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _dict(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _location(result: dict, bases: dict) -> tuple[tuple[str, bool] | None, int | None,
                                                    int | None]:
     locs = result.get("locations")
-    loc = locs[0] if isinstance(locs, list) and locs and isinstance(locs[0], dict) else {}
-    phys = loc.get("physicalLocation") if isinstance(loc.get("physicalLocation"), dict) else {}
-    art = phys.get("artifactLocation") if isinstance(phys.get("artifactLocation"), dict) else {}
+    loc = _dict(locs[0] if isinstance(locs, list) and locs else None)
+    phys = _dict(loc.get("physicalLocation"))
+    art = _dict(phys.get("artifactLocation"))
     uri = art.get("uri")
     base = art.get("uriBaseId")
     if isinstance(base, str) and isinstance(bases.get(base), dict):
@@ -185,7 +189,7 @@ def _location(result: dict, bases: dict) -> tuple[tuple[str, bool] | None, int |
         # (file:///home/ci/checkout/) is the repository root.
         if prefix and not prefix.startswith(("file:", "/")) and isinstance(uri, str):
             uri = prefix.rstrip("/") + "/" + uri
-    region = phys.get("region") if isinstance(phys.get("region"), dict) else {}
+    region = _dict(phys.get("region"))
     line = _int(region.get("startLine"))
     end = _int(region.get("endLine")) or line
     if line and end and end < line:
@@ -251,15 +255,16 @@ def read_sarif(data: bytes, *, name: str, max_bytes: int) -> SarifImport:
             rule_props = (rule.properties if rule and rule.properties else {}) or {}
             result_props = result.get("properties")
             result_props = result_props if isinstance(result_props, dict) else {}
-            level = result.get("level")
+            level = str(result.get("level") or "")
             if level not in _LEVEL_SEVERITY:
                 cfg = (rule.defaultConfiguration if rule else None) or {}
-                level = cfg.get("level") if cfg.get("level") in _LEVEL_SEVERITY else "warning"
-            where, line, end = _location(result, bases)
-            if where is None:
+                level = str(cfg.get("level")) if cfg.get("level") in _LEVEL_SEVERITY \
+                    else "warning"
+            located, line, end = _location(result, bases)
+            if located is None:
                 outside += 1
                 continue
-            path, absolute = where
+            path, absolute = located
             message = _text(result.get("message")) or f"{tool} rule {rule_id}"
             out.evidence.append({
                 "tool": tool, "rule": _text(rule_id, 120),
