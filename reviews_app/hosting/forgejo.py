@@ -20,7 +20,7 @@ from .base import (
     RepoRef,
     ReviewPost,
 )
-from .github import changed_file, conversation, split_repository, user_name
+from .github import changed_file, conversation, pull_info, split_repository, user_name
 from .http import Api, quote
 
 EVENTS = {"approve": "APPROVED", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT"}
@@ -77,19 +77,7 @@ class ForgejoClient:
 
     # --- reading -----------------------------------------------------------------------------
     def pull(self, number: int) -> PullInfo:
-        d = self.api.get(self._pr(number), "the pull request")
-        try:
-            head, base = d["head"], d["base"]
-            state = "merged" if d.get("merged") else (
-                "open" if d.get("state") == "open" else "closed")
-            return PullInfo(
-                number=int(d.get("number") or number), title=str(d.get("title") or "")[:300],
-                url=str(d.get("html_url") or ""), author=user_name(d.get("user")),
-                state=state, base_ref=str(base.get("ref") or ""),  # type: ignore[arg-type]
-                base_sha=str(base["sha"]), head_ref=str(head.get("ref") or ""),
-                head_sha=str(head["sha"]), draft=bool(d.get("draft")))
-        except (KeyError, TypeError, AttributeError, ValueError):
-            raise HostError("Forgejo sent an unexpected answer for the pull request.") from None
+        return pull_info(self.api.get(self._pr(number), "the pull request"), number, "Forgejo")
 
     def pull_files(self, number: int) -> list[ChangedFile]:
         files = [changed_file(d) for d in self.api.pages(

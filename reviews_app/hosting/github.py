@@ -6,6 +6,8 @@ Also the one place that knows GitHub's pull request API for the URL-based review
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import (
     ChangedFile,
     HostComment,
@@ -57,6 +59,22 @@ def user_name(d: object) -> str:
     return str(d.get("login") or d.get("username") or "")[:100] if isinstance(d, dict) else ""
 
 
+def pull_info(d: Any, number: int, host: str) -> PullInfo:
+    """A pull request object as GitHub (and Forgejo, which copies its shape) sends it."""
+    try:
+        head, base = d["head"], d["base"]
+        state = "merged" if d.get("merged") or d.get("merged_at") else (
+            "open" if d.get("state") == "open" else "closed")
+        return PullInfo(
+            number=int(d.get("number") or number), title=str(d.get("title") or "")[:300],
+            url=str(d.get("html_url") or ""), author=user_name(d.get("user")),
+            state=state, base_ref=str(base.get("ref") or ""),  # type: ignore[arg-type]
+            base_sha=str(base["sha"]), head_ref=str(head.get("ref") or ""),
+            head_sha=str(head["sha"]), draft=bool(d.get("draft")))
+    except (KeyError, TypeError, AttributeError, ValueError):
+        raise HostError(f"{host} sent an unexpected answer for the pull request.") from None
+
+
 def conversation(api: Api, url: str, params: dict) -> list[HostComment]:
     """A pull request's conversation comments, every page (GitHub, and Forgejo alike)."""
     return [HostComment(id=str(d.get("id")), body=str(d.get("body") or ""),
@@ -86,19 +104,7 @@ class GitHubClient:
         return data
 
     def pull(self, number: int) -> PullInfo:
-        d = self.pull_json(number)
-        try:
-            head, base = d["head"], d["base"]
-            state = "merged" if d.get("merged") or d.get("merged_at") else (
-                "open" if d.get("state") == "open" else "closed")
-            return PullInfo(
-                number=int(d.get("number") or number), title=str(d.get("title") or "")[:300],
-                url=str(d.get("html_url") or ""), author=user_name(d.get("user")),
-                state=state, base_ref=str(base.get("ref") or ""),  # type: ignore[arg-type]
-                base_sha=str(base["sha"]), head_ref=str(head.get("ref") or ""),
-                head_sha=str(head["sha"]), draft=bool(d.get("draft")))
-        except (KeyError, TypeError, AttributeError, ValueError):
-            raise HostError("GitHub sent an unexpected answer for the pull request.") from None
+        return pull_info(self.pull_json(number), number, "GitHub")
 
     def pull_diff(self, number: int, *, max_bytes: int) -> tuple[bytes, bool]:
         """The pull request as one git diff (GitHub's diff media type): (bytes, over the cap);
