@@ -50,7 +50,7 @@ lock:
 # Each script is also one command on its own; docs/BENCHMARKS.md has the figures.
 BENCHMARKS := bench_review bench_concurrency bench_gate_resume bench_streaming \
               bench_engine_overhead bench_history bench_watchers bench_change \
-              bench_parallel_patterns
+              bench_parallel_patterns bench_webhook
 
 bench: install
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) tests/benchmarks/$$b.py || exit 1; done
