@@ -43,16 +43,30 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
-# Regenerate the lock after changing dependencies in pyproject.toml.
-lock:
-	uv pip compile pyproject.toml --extra test --python-version 3.11 --generate-hashes -o requirements.lock
+# Regenerate the locks after changing dependencies in pyproject.toml or requirements-bench.in
+# (uv, pinned, in a scratch virtualenv of its own under var/; existing pins are kept).
+UV := var/uv/bin/uv
+$(UV):
+	$(PYTHON) -m venv var/uv
+	var/uv/bin/pip install --quiet --disable-pip-version-check uv==0.13.9
+
+lock: $(UV)
+	$(UV) pip compile pyproject.toml --extra test --python-version 3.11 --generate-hashes -o requirements.lock
+	$(UV) pip compile requirements-bench.in -c requirements.lock --python-version 3.11 --generate-hashes -o requirements-bench.lock
+
+# The benchmark-only packages (LangGraph for bench_vs_langgraph), on top of the app's.
+BENCH_STAMP := $(VENV)/.bench-$(shell sha1sum requirements-bench.lock | cut -c1-12)
+$(BENCH_STAMP): $(STAMP) requirements-bench.lock
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r requirements-bench.lock
+	rm -f $(VENV)/.bench-*
+	touch $(BENCH_STAMP)
 
 # Each script is also one command on its own; docs/BENCHMARKS.md has the figures.
 BENCHMARKS := bench_review bench_concurrency bench_gate_resume bench_streaming \
               bench_engine_overhead bench_history bench_watchers bench_change \
               bench_parallel_patterns bench_webhook
 
-bench: install
+bench: install $(BENCH_STAMP)
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) tests/benchmarks/$$b.py || exit 1; done
 
 # Fault injection, each script with a pass/fail summary; docs/RELIABILITY.md has the results.
