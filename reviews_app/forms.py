@@ -52,6 +52,10 @@ class NewReviewForm(forms.Form):
     model_architecture = forms.CharField(required=False, max_length=200,
                                          label="Architecture reviewer")
     model_style = forms.CharField(required=False, max_length=200, label="Style reviewer")
+    model_checker = forms.CharField(required=False, max_length=200,
+                                    label="Cross-file and rules checker")
+    model_verifier = forms.CharField(required=False, max_length=200,
+                                     label="Finding verifier")
     model_synthesizer = forms.CharField(required=False, max_length=200, label="Synthesizer")
     sarif = MultipleFileField(required=False, label="Analyzer results (SARIF)",
                               help_text="SARIF 2.1.0 files from CodeQL, ESLint, gitleaks, "
@@ -61,7 +65,8 @@ class NewReviewForm(forms.Form):
                                       widget=forms.NumberInput(attrs={"step": "0.05"}))
 
     ROLE_FIELDS = {"security": "model_security", "architecture": "model_architecture",
-                   "style": "model_style", "synthesizer": "model_synthesizer"}
+                   "style": "model_style", "checker": "model_checker",
+                   "verifier": "model_verifier", "synthesizer": "model_synthesizer"}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -32,7 +32,10 @@ def _row(review: Review, f: dict, position: int, kept: bool) -> Finding:
         reviewer=f["reviewer"], reviewers=f.get("reviewers") or [f["reviewer"]],
         rules=f.get("rules") or [], history=f.get("history") or [],
         fingerprint=f.get("fingerprint", ""), memories=f.get("memories") or [],
-        carried_from=f.get("carried_from", ""), resolution=f.get("resolution", ""))
+        carried_from=f.get("carried_from", ""), resolution=f.get("resolution", ""),
+        kind=f.get("kind", ""), locations=f.get("locations") or [],
+        quality=mask_deep(f.get("quality") or []), rule=mask_deep(f.get("rule") or {}),
+        fix=mask_deep(f.get("fix") or {}))
 
 
 @persister(ReviewSynthesized)

@@ -247,7 +247,8 @@ def test_the_form_starts_a_review_and_redirects(alice_client):
     assert review.run.pattern == "code_review" and review.run.status == "queued"
     assert review.source_label == "Pasted diff: app/users.py" == review.run.task
     assert review.files[0]["path"] == "app/users.py" and "content" not in review.files[0]
-    assert set(review.run.models_used) == {"security", "architecture", "style", "synthesizer"}
+    assert set(review.run.models_used) == {"security", "architecture", "style", "checker",
+                                            "verifier", "synthesizer"}
 
 
 @pytest.mark.django_db

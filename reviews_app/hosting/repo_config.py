@@ -50,7 +50,7 @@ MAX_GLOB_CHARS = 300
 MAX_RULES = 50
 MAX_RULE_CHARS = 2000
 MAX_NOTES = 30
-REVIEW_ROLES = ("security", "architecture", "style", "synthesizer")
+REVIEW_ROLES = ("security", "architecture", "style", "checker", "verifier", "synthesizer")
 SEVERITIES = ("critical", "high", "medium", "low", "info")
 POLICIES = ("after_triage", "automatic", "never")
 

@@ -175,6 +175,21 @@ class Finding(MaskedOnRead, models.Model):
     carried_from = models.CharField(max_length=40, blank=True)
     # For a carried finding whose code changed: was its suggestion implemented?
     resolution = models.CharField(max_length=12, blank=True, choices=Resolution.choices)
+    # --- issue 16: the quality stages and proven fixes -------------------------------------------
+    # What kind of problem it is (schema.KINDS): security, bug, performance, …
+    kind = models.CharField(max_length=20, blank=True)
+    # Further places of the same problem when clustering merged repeats:
+    # [{"file": …, "line": …, "end_line": …, "key": the merged finding's key}]
+    locations = models.JSONField(default=list, blank=True)
+    # What each quality stage did to it, in order: [{"stage": "safeguard" | "severity" |
+    # "category" | "cluster" | …, "action": "keep" | "correct" | "discard" | "change" | …,
+    # "reason": …, "before": {field: old value}}]
+    quality = models.JSONField(default=list, blank=True)
+    # The review rule it breaks (the guardian's findings): {"id": …, "text": …, "source": …}
+    rule = models.JSONField(default=dict, blank=True)
+    # The proposed fix and its proof: {"status": "proven" | "not_proven" | "none", "diff": …,
+    # "reason": …, "checks": [{"name": …, "ok": bool, "detail": …}]}
+    fix = models.JSONField(default=dict, blank=True)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(null=True, blank=True)

@@ -10,7 +10,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-CATEGORIES = ("security", "architecture", "style")
+CATEGORIES = ("security", "architecture", "style")  # the reviewer lenses (who looked)
+# What kind of problem a finding is (seed 003's categorisation), whoever found it.
+KINDS = ("security", "bug", "performance", "maintainability", "style", "documentation", "tests")
 SEVERITIES = ("critical", "high", "medium", "low", "info")  # strongest first
 VERDICTS = ("approve", "needs_discussion", "request_changes")  # mildest first
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}  # 0 is the strongest

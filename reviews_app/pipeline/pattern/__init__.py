@@ -2,8 +2,11 @@
 
 Stages (each name is also the journal key of its model calls):
   ``analyze``     ruff and bandit on the changed Python files; no model call
-  ``review``      security, architecture and style reviewers, concurrently
+  ``review``      security, architecture and style reviewers, concurrently, beside the
+                  change-level checks (``checks``: cross-file analysis, review rules)
   ``reflect``     each reviewer reads its colleagues' findings and amends, concurrently
+  ``verify``      every finding checked against the code, severity by rubric, category
+                  (``verify``)
   ``synthesize``  amendments applied, duplicates merged, weak findings dropped, verdict
   (gate ``triage``: the person accepts or overrides the verdict; findings are triaged
   one by one outside the state machine, since they do not move the run)
@@ -15,7 +18,7 @@ fails only when no reviewer succeeded. Synthesis records what really examined ea
 does not propose approve. The critical path is three model latencies:
 reviewers overlap, reflections overlap, and synthesis is one call.
 
-Modules: ``stages`` (the ``CodeReview`` pattern), ``helpers`` (prompt batches, code lookup,
+Modules: ``stages`` (the ``CodeReview`` pattern), ``checks``, ``verify``, ``helpers`` (prompt batches, code lookup,
 coverage, fallback summary), ``records`` (what the Django side persists), ``constants``.
 """
 

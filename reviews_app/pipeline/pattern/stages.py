@@ -21,6 +21,7 @@ from common import analyzers, secret_keys
 
 from .. import coverage, fingerprint, imported, memories, prompts, rounds, synthesis
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
+from . import checks, verify
 from .constants import DEFAULTS, TRIAGE_GATE, VERDICT_LABELS
 from .helpers import batches, code_lookup, fallback_summary, true_coverage
 from .records import ReviewersFinished, ReviewSynthesized, VerdictDecided
@@ -32,9 +33,11 @@ class CodeReview(Pattern):
     summary = ("Analyzers and a security, an architecture and a style reviewer read a diff; a "
                "synthesizer proposes a verdict; you triage every finding and decide it.")
     stage_labels = {"analyze": "Analyzers", "review": "Reviewers", "reflect":
-                    "Reviewers reading each other's findings", "synthesize": "Verdict",
-                    "close": "Closing"}
-    roles = ("security", "architecture", "style", "synthesizer")
+                    "Reviewers reading each other's findings", "verify": "Checking the findings",
+                    "synthesize": "Verdict", "close": "Closing"}
+    # checker: cross-file analysis and the review-rules guardian; verifier: the safeguard,
+    # severity and category passes over every finding.
+    roles = ("security", "architecture", "style", "checker", "verifier", "synthesizer")
     role_defaults = {"style": "cheap"}
     live_renderer = "reviews_app.views.render_live_update"
     gates = (TRIAGE_GATE,)
@@ -54,13 +57,16 @@ class CodeReview(Pattern):
 
     def status_for(self, stage: str | None) -> str:
         return {"analyze": "analyzing", "review": "reviewing", "reflect": "reflecting",
-                "synthesize": "synthesizing", "close": "synthesizing"}.get(stage or "", "queued")
+                "verify": "reflecting", "synthesize": "synthesizing",
+                "close": "synthesizing"}.get(stage or "", "queued")
 
     def describe_stage(self, stage: str) -> str | None:
         return {"analyze": "Running ruff and bandit on the changed Python files.",
                 "review": "The security, architecture and style reviewers are reading the "
                           "change.",
                 "reflect": "Each reviewer is reading its colleagues' findings.",
+                "verify": "Checking every finding against the code, with a severity rubric "
+                          "and a category.",
                 "synthesize": "Merging the findings and proposing a verdict.",
                 "close": "Closing the review."}.get(stage)
 
@@ -72,7 +78,8 @@ class CodeReview(Pattern):
 
     def run_stage(self, stage: str, state: dict, client: ModelClient) -> StageResult:
         handler = {"analyze": self._analyze, "review": self._review, "reflect": self._reflect,
-                   "synthesize": self._synthesize, "close": self._close}[stage]
+                   "verify": verify.run, "synthesize": self._synthesize,
+                   "close": self._close}[stage]
         return handler(dict(state), client)
 
     # --- 1. static analysis ----------------------------------------------------------------------
@@ -141,7 +148,8 @@ class CodeReview(Pattern):
                     opts.get("rules"), paths)
                 jobs[f"{reviewer}:{i}"] = (lambda r=reviewer, m=msgs, k=f"{reviewer}:{i}":
                                            client.complete(r, m, schema=ReviewerFindings, key=k))
-        outcomes = run_parallel(jobs, float(opts["reviewer_timeout"]),
+        extra = checks.jobs(state, client)  # cross-file and rules checks, beside the reviewers
+        outcomes = run_parallel({**jobs, **extra}, float(opts["reviewer_timeout"]),
                                  int(opts["max_parallel_calls"]))
         reviewed = {f["path"] for f in state["files"]}
         findings: list[dict] = []
@@ -185,6 +193,10 @@ class CodeReview(Pattern):
             else:
                 events.append(Event("reviewer_failed", f"The {reviewer} reviewer failed: "
                                     f"{'; '.join(errors)}", {"reviewer": reviewer}))
+        more, more_events = checks.collect(state, {k: outcomes[k] for k in extra})
+        findings += [f for f in more if f["status"] == "kept"]
+        dropped += [f for f in more if f["status"] != "kept"]
+        events += more_events
         state.update(findings=findings + dropped, reviewers=reviewers, model_readers=readers)
         records = [ReviewersFinished(reviewers)]
         succeeded = [r for r, v in reviewers.items() if v["status"] in ("ok", "partial")]
@@ -242,7 +254,7 @@ class CodeReview(Pattern):
                 f["drop_reason"] = "names a file that is not part of this change"
         state.update(findings=findings, amendments=ordered, reflection=reflection,
                      amendment_notes=notes)
-        return StageResult(state=state, next_stage="synthesize", events=events)
+        return StageResult(state=state, next_stage="verify", events=events)
 
     # --- 4. synthesis --------------------------------------------------------------------------------
     def _synthesize(self, state: dict, client: ModelClient) -> StageResult:
