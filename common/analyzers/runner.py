@@ -44,6 +44,7 @@ class AnalyzerReport:
     examined: dict[str, list[str]] = field(default_factory=dict)
     not_run: dict[str, list[str]] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)     # path -> kind (inputs.KINDS)
+    timings: dict[str, float] = field(default_factory=dict)  # tool -> its run's seconds
 
 
 def find_tool(name: str) -> str | None:
@@ -72,9 +73,36 @@ class _Run:
     error: str | None = None
     stdout: str = ""
     data: object = None
+    seconds: float = 0.0
+    units: dict[str, Unit] | None = None  # the tool's own copies (``Tool.keep_line``)
 
 
-def _start(tool: Tool, names: list[str], src: Path, work: Path) -> _Run:
+def _own_copy(tool: Tool, names: list[str], mine: Path, units: dict[str, Unit],
+              inputs: list[AnalyzerInput]) -> tuple[Path, dict[str, Unit]]:
+    """The files as ``tool.keep_line`` wants them: only the added lines it keeps, one after
+    the other, with each unit's line map to the new file."""
+    own = mine / "src"
+    own.mkdir()
+    copies: dict[str, Unit] = {}
+    for name in names:
+        unit = units[name]
+        changed = inputs[unit.index].changed_lines
+        kept: list[str] = []
+        line_map: dict[int, int] = {}
+        for n, line in enumerate(unit.text.split("\n"), start=1):
+            new = n if unit.line_map is None else unit.line_map.get(n)
+            if (new is not None and (changed is None or new in changed)
+                    and tool.keep_line(line)):
+                kept.append(line)
+                line_map[len(kept)] = new
+        text = "\n".join(kept) + "\n" if kept else ""
+        copies[name] = Unit(unit.index, name, text, line_map, unit.fragment)
+        (own / name).write_text(text, encoding="utf-8", errors="replace", newline="")
+    return own, copies
+
+
+def _start(tool: Tool, names: list[str], src: Path, work: Path, units: dict[str, Unit],
+           inputs: list[AnalyzerInput]) -> _Run:
     run = _Run(tool, names)
     exe = find_tool(tool.name)
     if not exe:
@@ -86,6 +114,8 @@ def _start(tool: Tool, names: list[str], src: Path, work: Path) -> _Run:
     env, home = dict(tool.env), None
     try:
         mine.mkdir()
+        if tool.keep_line is not None:
+            src, run.units = _own_copy(tool, names, mine, units, inputs)
         if tool.private_home:
             home = str(mine)
             env.update(XDG_CONFIG_HOME=str(mine / ".config"), XDG_CACHE_HOME=str(mine / ".cache"),
@@ -114,6 +144,7 @@ def _finish(run: _Run, deadline: float, timeout: float) -> None:
         return
     result = run.child.wait(deadline - time.monotonic())
     run.child = None
+    run.seconds = result.seconds
     name = run.tool.name
     if result.timed_out:
         if run.version is not None:
@@ -192,7 +223,7 @@ def run_analyzers(inputs: list[AnalyzerInput], timeout: float = 60,
                 if tool.name in off:
                     skipped.append((tool, names, f"{tool.name} is turned off ({DISABLE_ENV})"))
                     continue
-                runs.append(_start(tool, names, src, work))
+                runs.append(_start(tool, names, src, work, units, inputs))
             for run in runs:
                 _finish(run, deadline, timeout)
         finally:
@@ -202,13 +233,16 @@ def run_analyzers(inputs: list[AnalyzerInput], timeout: float = 60,
                         child.wait(0)
         for run in runs:
             _load_json(run, report.errors)
+            if run.started:
+                report.timings[run.tool.name] = run.seconds
     by_tool: dict[str, list[dict]] = {}
     for run in runs:
         if run.data is None:
             skipped.append((run.tool, run.names, (run.error or "").rstrip(".")
                             or f"{run.tool.name} gave no report"))
             continue
-        by_tool[run.tool.name] = run.tool.parse(run.data, units, inputs, report.errors)
+        by_tool[run.tool.name] = run.tool.parse(run.data, run.units or units, inputs,
+                                                report.errors)
         report.tools[run.tool.name] = _VERSIONS.get(run.exe, "unknown")
         seen = semgrep_tool.scanned(run.data) if run.tool is semgrep_tool.SEMGREP else None
         for n in run.names:

@@ -32,6 +32,10 @@ class Tool:
     private_home: bool = False      # HOME/XDG dirs in the run's temporary directory
     env: dict[str, str] = field(default_factory=dict)
     about: str = ""                 # one line for the README and the stage description
+    # When set, the tool reads its own copy of each file with only the lines the change adds
+    # that pass this test (with a line map back to the new file): a secrets scanner needs no
+    # more, and reading every line of every file costs detect-secrets seconds.
+    keep_line: Callable[[str], bool] | None = None
 
 
 def unit_for(units: dict[str, Unit], filename: object) -> Unit | None:

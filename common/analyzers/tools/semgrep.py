@@ -8,6 +8,7 @@ confidence (HIGH/MEDIUM/LOW)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .base import Tool, item, unit_for
@@ -17,6 +18,16 @@ _SEVERITY = {"critical": "critical", "high": "high", "medium": "medium", "low": 
              "info": "info", "error": "high", "warning": "medium"}
 _CONFIDENCE = {"HIGH": 0.9, "MEDIUM": 0.75, "LOW": 0.55}
 _CATEGORIES = frozenset({"security", "architecture", "style"})
+# Our rules' messages are "What is wrong: why it matters. What to do instead." The first
+# sentence is the message, the rest the fix.
+_SENTENCE_END = re.compile(r"(?<=[a-z)`])\.\s+(?=[A-Z`])")
+
+
+def split_message(text: str) -> tuple[str, str]:
+    """(problem, remedy) of one of our rules' messages."""
+    parts = _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)
+    problem = parts[0].rstrip(".") + "."
+    return problem, (parts[1].strip() if len(parts) > 1 else "")
 
 
 def _cmd(exe: str, names: list[str], work: Path) -> list[str]:
@@ -60,9 +71,9 @@ def parse(data, units, inputs, errors: list[str]) -> list[dict]:
         meta = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
         category = str(meta.get("category") or "security")
         cwe = meta.get("cwe")
-        message = str(extra.get("message") or "").strip()
+        message, remedy = split_message(str(extra.get("message") or ""))
         if isinstance(cwe, str) and cwe:
-            message = f"{message} ({cwe.split(':')[0]})"
+            message = f"{message[:-1]} ({cwe.split(':')[0]})."
         ev = item(unit, inputs, tool="semgrep", rule=_rule_id(str(res.get("check_id") or "")),
                   category=category if category in _CATEGORIES else "security",
                   severity=_SEVERITY.get(str(extra.get("severity") or "").lower(), "medium"),
@@ -70,7 +81,8 @@ def parse(data, units, inputs, errors: list[str]) -> list[dict]:
                   line=(res.get("start") or {}).get("line"),
                   end=(res.get("end") or {}).get("line"), message=message,
                   url=str(meta.get("references") or "") if isinstance(meta.get("references"),
-                                                                      str) else None)
+                                                                      str) else None,
+                  tool_fix=remedy.rstrip(".") or None)
         # A rule with several patterns reports one line once per pattern that matched it.
         key = ev and (ev["rule"], ev["file"], ev["line"])
         if ev is not None and key not in seen:
