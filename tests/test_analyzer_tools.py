@@ -17,8 +17,16 @@ from common.analyzers import AnalyzerInput, run_analyzers
 from common.analyzers.fragments import units_for
 from common.analyzers.inputs import kind_of, suffix_for
 from common.analyzers.runner import find_tool, with_key_formats
-from common.analyzers.tools import BY_NAME, TOOLS, code_readers
-from common.analyzers.tools import hadolint, oxlint, secrets, semgrep, shellcheck
+from common.analyzers.tools import (
+    BY_NAME,
+    TOOLS,
+    code_readers,
+    hadolint,
+    oxlint,
+    secrets,
+    semgrep,
+    shellcheck,
+)
 from common.secret_keys import scan_lines
 
 RULES = semgrep.RULES_DIR
@@ -344,7 +352,6 @@ def test_a_real_run_over_every_kind():
     rules = {(e["file"], e["rule"], e["line"]) for e in report.evidence}
     assert {("src/users.ts", "js-sql-injection", 2), ("web/show.js", "js-html-injection", 2),
             ("deploy.sh", "bash-eval-injection", 2), ("Dockerfile", "DL3006", 1)} <= rules
-    assert set(report.timings) == set(report.tools)
 
 
 def _fake(tmp_path: Path, name: str, body: str) -> str:
@@ -427,3 +434,20 @@ def test_semgrep_runs_offline_with_a_private_home(monkeypatch):
     assert home and Path(home).name == "semgrep"
     assert kwargs["env"]["XDG_CONFIG_HOME"].startswith(home)
     assert not Path(home).exists()  # the run's temporary directory is gone
+
+
+def test_suppression_comments_of_the_change_are_ignored():
+    """A suppression comment is part of the untrusted change: reviewers see what it hides."""
+    inputs = [
+        AnalyzerInput("a.js", "export function f(x) {\n  // eslint-disable-next-line no-debugger"
+                      "\n  debugger;\n  return eval(x); // nosemgrep\n}\n", kind="javascript"),
+        AnalyzerInput("b.sh", "#!/bin/bash\n# shellcheck disable=SC2086\nrm -rf $1\n",
+                      kind="shell"),
+        AnalyzerInput("Dockerfile", "# hadolint ignore=DL3006\nFROM ubuntu\n",
+                      kind="dockerfile"),
+    ]
+    report = run_analyzers(inputs)
+    assert report.errors == []
+    found = {(e["file"], e["rule"], e["line"]) for e in report.evidence}
+    assert {("a.js", "no-debugger", 3), ("a.js", "js-eval-injection", 4),
+            ("b.sh", "SC2086", 3), ("Dockerfile", "DL3006", 2)} <= found

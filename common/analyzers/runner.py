@@ -44,7 +44,6 @@ class AnalyzerReport:
     examined: dict[str, list[str]] = field(default_factory=dict)
     not_run: dict[str, list[str]] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)     # path -> kind (inputs.KINDS)
-    timings: dict[str, float] = field(default_factory=dict)  # tool -> its run's seconds
 
 
 def find_tool(name: str) -> str | None:
@@ -73,7 +72,6 @@ class _Run:
     error: str | None = None
     stdout: str = ""
     data: object = None
-    seconds: float = 0.0
     units: dict[str, Unit] | None = None  # the tool's own copies (``Tool.keep_line``)
 
 
@@ -144,7 +142,6 @@ def _finish(run: _Run, deadline: float, timeout: float) -> None:
         return
     result = run.child.wait(deadline - time.monotonic())
     run.child = None
-    run.seconds = result.seconds
     name = run.tool.name
     if result.timed_out:
         if run.version is not None:
@@ -233,8 +230,6 @@ def run_analyzers(inputs: list[AnalyzerInput], timeout: float = 60,
                         child.wait(0)
         for run in runs:
             _load_json(run, report.errors)
-            if run.started:
-                report.timings[run.tool.name] = run.seconds
     by_tool: dict[str, list[dict]] = {}
     for run in runs:
         if run.data is None:

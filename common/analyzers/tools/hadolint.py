@@ -36,7 +36,7 @@ RULES: dict[str, tuple[str, str]] = {
 
 
 def _cmd(exe: str, names: list[str], work: Path) -> list[str]:
-    return [exe, "-f", "json", "--no-color", *names]
+    return [exe, "-f", "json", "--no-color", "--disable-ignore-pragma", *names]
 
 
 def parse(data, units, inputs, errors: list[str]) -> list[dict]:
