@@ -178,3 +178,44 @@ def test_a_file_only_the_secrets_scanners_read_is_not_examined(tmp_path):
     assert entry["detail"].startswith("Not reviewed: checked for secrets only: no analyzer "
                                       "reads YAML")
     assert entry["analyzers"] == ["detect-secrets", "secrets"]
+
+
+def _start(user, text: str):
+    from agents_app import engine
+    from reviews_app import services
+
+    inp = services.from_text(text)
+    run = services.start_review(user, inp, services.prepare(inp), enqueue=False)
+    return engine.run_inline(run.pk)
+
+
+def test_the_page_lists_the_analyzers_and_reviewers_of_each_file(alice, bob):
+    from django.test import Client
+    from django.urls import reverse
+
+    alice_client, bob_client, anonymous = Client(), Client(), Client()
+    alice_client.force_login(alice)
+    bob_client.force_login(bob)
+
+    run = _start(alice, CLEAN["typescript"] + new_file("config/app.yaml", ["debug: false"]))
+    assert run.status == "awaiting_triage", run.error
+    review = Review.objects.get(run=run)
+    url = reverse("review_detail", args=[run.pk])
+    page = alice_client.get(url).content.decode()
+    assert "Analyzers: semgrep, oxlint, detect-secrets, secrets · Reviewers: none" in page
+    assert "Analyzers: detect-secrets, secrets · Reviewers: none" in page
+    assert "checked for secrets only: no analyzer reads YAML" in page
+    assert "Static analysis:" in page and "on 2 files in" in page
+    # a file a model that reads code answered for, with analyzers: listed as reviewed in full
+    review.coverage = [{**c, "reason": "examined", "reviewers": ["security"],
+                        "detail": "Checked by semgrep and oxlint; read by the security "
+                                  "reviewer."}
+                       if c["path"] == "src/users.ts" else c for c in review.coverage]
+    review.save(update_fields=["coverage"])
+    page = alice_client.get(url).content.decode()
+    assert "Reviewed in full (1)" in page and "Reviewers: security" in page
+    assert "Reviewed with limits" not in page
+    # the page's access rules stand: another user gets 404, anonymous is sent to sign in
+    assert bob_client.get(url).status_code == 404
+    anon = anonymous.get(url)
+    assert anon.status_code == 302 and reverse("login") in anon["Location"]
