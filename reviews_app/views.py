@@ -148,7 +148,9 @@ def review_context(review: Review, *, with_diff: bool = True, timeline: bool = T
         **_triage_context(review, kept),
         "verdict_labels": VERDICT_LABELS, "severities": SEVERITIES,
         "skipped": [c for c in review.coverage if not c.get("reviewed")],
-        "partial": [c for c in review.coverage if c.get("reviewed")],
+        "partial": [c for c in review.coverage if c.get("reviewed")
+                    and c.get("reason") != coverage.EXAMINED],
+        "examined": [c for c in review.coverage if c.get("reason") == coverage.EXAMINED],
         "unexamined": coverage.unexamined(review.coverage),
         "memory": memories.page_context(review, findings),
         **extra,

@@ -34,6 +34,20 @@ index 1111111..2222222 100644
  export { a, b };
 """
 
+# A language no analyzer of ours reads: offline, nothing examines it (the secrets scanners
+# look for keys only).
+RUBY = """diff --git a/app/users.rb b/app/users.rb
+index 1111111..2222222 100644
+--- a/app/users.rb
++++ b/app/users.rb
+@@ -1,3 +1,4 @@
+ class Users
+-  LIMIT = 2
++  LIMIT = 3
++  def find(id) = DB.query("select * from users where id = #{id}")
+ end
+"""
+
 TRUNCATED = """diff --git a/lib/broken.py b/lib/broken.py
 index 1111111..2222222 100644
 --- a/lib/broken.py
@@ -110,7 +124,7 @@ CASES = [
      ("review", {"not_utf8"})),
     ("../ and html file names", EVIL_NAMES.encode(), ("review", {"unreadable"})),
     ("thousands of files", many_files(5000).encode(), ("review", {"over_file_limit"})),
-    ("javascript only", JS.encode(), ("review", {"model_only"})),
+    ("ruby only", RUBY.encode(), ("review", {"model_only"})),
 ]
 
 

@@ -1,4 +1,5 @@
-"""ruff and bandit on a change's Python files, with real tool runs (both are installed)."""
+"""ruff and bandit on a change's Python files, with real tool runs (both are installed;
+detect-secrets runs next to them on every file, see tests/test_analyzer_tools.py)."""
 
 import ast
 import os
@@ -64,7 +65,7 @@ def bad_report():
 # --- whole files ---------------------------------------------------------------------------------
 def test_full_file_reports_the_expected_rules(bad_report):
     assert bad_report.errors == []
-    assert set(bad_report.tools) == {"ruff", "bandit"}
+    assert set(bad_report.tools) == {"ruff", "bandit", "detect-secrets"}
     assert all(re.match(r"\d+\.\d+", v) for v in bad_report.tools.values())
     ev = by_rule(bad_report.evidence)
     for e in bad_report.evidence:
@@ -158,7 +159,10 @@ def test_full_file_keeps_undefined_names():
 
 # --- diff files ----------------------------------------------------------------------------------
 def test_input_from_file_variants():
-    assert input_from_file({"path": "README.md", "is_python": False, "content": "x",
+    readme = input_from_file({"path": "README.md", "is_python": False, "content": "x",
+                              "hunks": []})
+    assert (readme.kind, readme.text) == ("other", "x")  # read by the secrets scanners
+    assert input_from_file({"path": "README.md", "is_python": False, "content": " \n",
                             "hunks": []}) is None
     deleted = {"path": "gone.py", "is_python": True, "content": None,
                "hunks": [hunk(1, [("del", "x = 1"), ("del", "y = 2")])]}
@@ -251,12 +255,17 @@ def test_hostile_paths_never_reach_the_disk(monkeypatch):
     hostile = ["../../x.py", "<script>.py", "/etc/passwd", "a b;rm -rf ~.py"]
     inputs = [AnalyzerInput(path=p, text="y = eval(input())\n") for p in hostile]
     report = run_analyzers(inputs)
-    assert len(seen) == 2  # one ruff and one bandit process
+    assert len(seen) == 3  # one ruff, one bandit and one detect-secrets process
     for cmd, listing, env in seen:
         assert listing == ["f0.py", "f1.py", "f2.py", "f3.py"]
         assert not any(p in arg for arg in cmd for p in hostile)
         assert "shell" not in cmd
-        assert env == proc.child_env()  # common.proc's scrubbed environment: no keys of ours
+        # common.proc's scrubbed environment (detect-secrets: with a private HOME and XDG
+        # directories): no keys of ours
+        private = {k: v for k, v in env.items() if k in ("HOME", "TMPDIR") or
+                   k.startswith("XDG_")}
+        assert {k: v for k, v in env.items() if k not in private} == \
+            {k: v for k, v in proc.child_env().items() if k not in ("HOME", "TMPDIR")}
         assert "OPENAI_API_KEY" not in env
     assert {e["file"] for e in report.evidence if e["rule"] == "B307"} == set(hostile)
     assert not Path("x.py").exists()
@@ -267,9 +276,12 @@ def test_missing_analyzers_are_errors_not_exceptions(monkeypatch):
     monkeypatch.setattr(analyzers.runner, "find_tool", lambda name: f"/nonexistent/bin/{name}")
     report = run_analyzers([AnalyzerInput(path="a.py", text=BAD)])
     assert report.evidence == [] and report.tools == {}
-    assert len(report.errors) == 2
+    assert len(report.errors) == 3
     assert any("ruff could not be started" in e for e in report.errors)
     assert any("bandit could not be started" in e for e in report.errors)
+    assert any("detect-secrets could not be started" in e for e in report.errors)
+    assert report.examined == {}
+    assert len(report.not_run["a.py"]) == 3
 
 
 def test_one_missing_analyzer_leaves_the_other(monkeypatch):
@@ -277,9 +289,11 @@ def test_one_missing_analyzer_leaves_the_other(monkeypatch):
     monkeypatch.setattr(analyzers.runner, "find_tool",
                         lambda name: None if name == "bandit" else real(name))
     report = run_analyzers([AnalyzerInput(path="a.py", text=BAD)])
-    assert set(report.tools) == {"ruff"}
+    assert set(report.tools) == {"ruff", "detect-secrets"}
     assert report.errors and "bandit is not installed" in report.errors[0]
-    assert {e["tool"] for e in report.evidence} == {"ruff"}
+    assert {e["tool"] for e in report.evidence} == {"ruff", "detect-secrets"}
+    assert report.examined == {"a.py": ["ruff", "detect-secrets"]}
+    assert report.not_run["a.py"][0].startswith("bandit is not installed")
     assert "S602" in {e["rule"] for e in report.evidence}
 
 
@@ -290,10 +304,15 @@ def test_timeout_stops_the_tool(monkeypatch, tmp_path):
     real = analyzers.runner.find_tool
     monkeypatch.setattr(analyzers.runner, "find_tool",
                         lambda name: str(slow) if name == "ruff" else real(name))
-    report = run_analyzers([AnalyzerInput(path="a.py", text=BAD)], timeout=2)
-    assert any("ruff timed out after 2 s" in e for e in report.errors)
+    report = run_analyzers([AnalyzerInput(path="a.py", text=BAD)], timeout=4,
+                           disabled={"detect-secrets"})
+    assert any("ruff timed out after 4 s" in e for e in report.errors)
     assert "ruff" not in report.tools
     assert {e["tool"] for e in report.evidence} == {"bandit"}
+    assert sorted(report.not_run["a.py"]) == [
+        "detect-secrets is turned off (QUORUM_DISABLE_ANALYZERS)",
+        "ruff timed out after 4 s and was stopped; its results are missing"]
+    assert report.examined == {"a.py": ["bandit"]}
 
 
 def test_no_inputs_runs_nothing():

@@ -466,6 +466,14 @@ def ts_file(path="src/users.ts"):
     return f
 
 
+def rb_file(path="src/users.rb"):
+    """A file of a language no analyzer of ours reads."""
+    f = file_dict(path, ["def find(db, id)", "  db.query(\"select * from users where id = #{id}\")",
+                         "end"])
+    f.update(language="Ruby", lexer="ruby", is_python=False)
+    return f
+
+
 def model_only(path):
     return {"path": path, "reason": "model_only", "reviewed": True, "detail": "(from the parser)"}
 
@@ -476,19 +484,24 @@ def approving():
 
 
 def test_a_file_no_analyzer_reads_and_only_the_offline_model_saw_is_not_reviewed():
-    state = new_state([ts_file()], offline_roles=["security", "architecture", "style"])
-    state["coverage"] = [model_only("src/users.ts")]
+    state = new_state([rb_file()], offline_roles=["security", "architecture", "style"])
+    state["coverage"] = [model_only("src/users.rb")]
+    state["analysis"] = {"evidence": [], "errors": [], "tools": {"detect-secrets": "1.5.0"},
+                         "files": 1, "examined": [], "kinds": {"src/users.rb": "other"},
+                         "examined_by": {"src/users.rb": ["detect-secrets", "secrets"]}}
     model = approving()
     result, _ = run_to_gate(model, state)
     rec = result.records[0]
     assert rec.verdict == "needs_discussion" and rec.rule_verdict == "needs_discussion"
     [entry] = rec.coverage
-    assert (entry["path"], entry["reason"], entry["reviewed"]) == ("src/users.ts",
+    assert (entry["path"], entry["reason"], entry["reviewed"]) == ("src/users.rb",
                                                                    "not_examined", False)
-    assert "no analyzer reads TypeScript" in entry["detail"]
+    assert "checked for secrets only: no analyzer reads Ruby" in entry["detail"]
     assert "offline model, which reads no code" in entry["detail"]
+    assert (entry["analyzers"], entry["reviewers"]) == (["detect-secrets", "secrets"], [])
     assert rec.summary.startswith("Incomplete review: 1 file not examined by any analyzer "
-                                  "or model — src/users.ts: no analyzer reads TypeScript")
+                                  "or model — src/users.rb: checked for secrets only: no "
+                                  "analyzer reads Ruby")
     assert any(n.startswith("Incomplete review: 1 file not examined") for n in rec.notes)
     assert result.state["coverage"] == rec.coverage
     # the synthesizer is told the rules do not allow approve
@@ -503,8 +516,9 @@ def test_a_file_a_model_read_is_reviewed_and_may_be_approved():
     rec = result.records[0]
     assert rec.verdict == "approve"
     assert rec.coverage == [{"path": "src/users.ts", "reason": "model_only", "reviewed": True,
-                             "detail": "Not Python: read by the security, architecture, style "
-                                       "reviewers only, without static analysis."}]
+                             "analyzers": [], "reviewers": ["security", "architecture", "style"],
+                             "detail": "Read by the security, architecture, style reviewers "
+                                       "only, without static analysis: no analyzer ran on it."}]
     assert not rec.summary.startswith("Incomplete")
 
 

@@ -26,12 +26,23 @@ import os
 import re
 from dataclasses import dataclass
 
-from .inputs import AnalyzerInput
+from .inputs import AnalyzerInput, suffix_for
 
-_NAME_RE = re.compile(r"^f(\d+)(?:_(\d+))?\.py$")
+_NAME_RE = re.compile(r"^f(\d+)(?:_(\d+))?\.[A-Za-z0-9]{1,10}$")
 _MAX_BLANKED = 6          # lines blanked in total at a segment's ends to make it parse
 _MAX_REPAIRS = 12         # lines blanked inside a segment to make it parse
 _MAX_TRIES_CHARS = 400_000  # above this, a segment gets one parse attempt only
+# Suppression comments of the change are untrusted (see the package notes): oxlint's and
+# shellcheck's have no command-line switch to ignore them, so they are made plain comments
+# in the files written for the tools (lines and columns do not move). semgrep and hadolint
+# are told to ignore theirs (--disable-nosem, --disable-ignore-pragma).
+_DIRECTIVES = re.compile(
+    r"\b(eslint|oxlint)-(disable|enable)|(#\s*)shellcheck(\s+(?:disable|enable|source))")
+
+
+def neutralize_directives(text: str) -> str:
+    return _DIRECTIVES.sub(lambda m: f"{m.group(1)}-ignored-{m.group(2)}" if m.group(1)
+                           else f"{m.group(3)}(shellcheck){m.group(4)}", text)
 
 
 @dataclass
@@ -123,6 +134,13 @@ def _segment_lines(lines: list[str]) -> tuple[list[str], int, bool]:
 
 
 def units_for(index: int, inp: AnalyzerInput) -> list[Unit]:
+    if inp.kind != "python":
+        # The other languages' tools parse with error recovery (tree-sitter, oxc, shellcheck's
+        # parser): a fragment is written as it is, its hunks one after the other, and the
+        # parse errors of a cut fragment are dropped where its results are read.
+        text = neutralize_directives(inp.text.replace("\r\n", "\n").replace("\r", " "))
+        return [Unit(index, f"f{index}.{suffix_for(inp.kind, inp.path)}", text, inp.line_map,
+                     not inp.full)]
     if inp.full:
         return [Unit(index, f"f{index}.py", inp.text, inp.line_map, False)]
     raw = inp.text.split("\n")

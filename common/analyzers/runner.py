@@ -1,7 +1,11 @@
-"""Running ruff and bandit: one process of each, started together and collected against one
-deadline, through :mod:`common.proc` (argument lists, no shell, a scrubbed environment, the
-process group killed at the deadline). A missing, failing or slow tool is an error in the
-report, never an exception."""
+"""Running the analyzers (``tools.TOOLS``): one process of each tool that has files to read,
+all started together and collected against one deadline, through :mod:`common.proc` (argument
+lists, no shell, a scrubbed environment, the process group killed at the deadline). A missing,
+failing, slow or turned-off tool is an error in the report and a reason in each of its files'
+``not_run``, never an exception.
+
+A tool is turned off with ``QUORUM_DISABLE_ANALYZERS`` (names, comma-separated), or with the
+``disabled`` argument."""
 
 from __future__ import annotations
 
@@ -17,21 +21,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import proc
-from .evidence import from_bandit, from_ruff, merge
+from .evidence import merge
 from .fragments import Unit, file_order, units_for
 from .inputs import AnalyzerInput
-from .rules import IGNORE_SUPPRESSIONS, RUFF_IGNORE, RUFF_SELECT, RUFF_TARGET
+from .tools import TOOLS, Tool
+from .tools import secrets as secrets_tool
+from .tools import semgrep as semgrep_tool
 
 # A tool's JSON report is read into memory; past this it is cut and its results are missing.
 OUTPUT_LIMIT = 50_000_000
+DISABLE_ENV = "QUORUM_DISABLE_ANALYZERS"
 
 
 @dataclass
 class AnalyzerReport:
     evidence: list[dict] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    tools: dict[str, str] = field(default_factory=dict)
+    tools: dict[str, str] = field(default_factory=dict)     # tool -> version, tools that ran
     seconds: float = 0.0
+    # path -> tools that ran on it (secrets scanners included); path -> why a tool that reads
+    # its kind did not run on it
+    examined: dict[str, list[str]] = field(default_factory=dict)
+    not_run: dict[str, list[str]] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)     # path -> kind (inputs.KINDS)
 
 
 def find_tool(name: str) -> str | None:
@@ -42,58 +54,83 @@ def find_tool(name: str) -> str | None:
     return shutil.which(name)
 
 
+def disabled_tools() -> set[str]:
+    return {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
+
+
 _VERSIONS: dict[str, str] = {}
-
-
-def _ruff_cmd(exe: str, names: list[str]) -> list[str]:
-    cmd = [exe, "check", "--no-cache", "--isolated", "--output-format", "json",
-           "--select", RUFF_SELECT, "--ignore", RUFF_IGNORE, "--target-version", RUFF_TARGET,
-           "--exit-zero"]
-    if IGNORE_SUPPRESSIONS:
-        cmd.append("--ignore-noqa")
-    return [*cmd, "--", *names]
-
-
-def _bandit_cmd(exe: str, names: list[str]) -> list[str]:
-    cmd = [exe, "-f", "json", "-q"]
-    if IGNORE_SUPPRESSIONS:
-        cmd.append("--ignore-nosec")
-    return [*cmd, *names]
 
 
 @dataclass
 class _Run:
-    tool: str
+    tool: Tool
+    names: list[str]
     child: proc.Child | None = None    # until it is collected
     version: proc.Child | None = None  # ``--version``, when the package metadata cannot say
     started: bool = False
     exe: str = ""
     error: str | None = None
     stdout: str = ""
+    data: object = None
+    units: dict[str, Unit] | None = None  # the tool's own copies (``Tool.keep_line``)
 
 
-def _start(tool: str, cmd_for, names: list[str], src: Path) -> _Run:
-    run = _Run(tool)
-    exe = find_tool(tool)
+def _own_copy(tool: Tool, names: list[str], mine: Path, units: dict[str, Unit],
+              inputs: list[AnalyzerInput]) -> tuple[Path, dict[str, Unit]]:
+    """The files as ``tool.keep_line`` wants them: only the added lines it keeps, one after
+    the other, with each unit's line map to the new file."""
+    own = mine / "src"
+    own.mkdir()
+    copies: dict[str, Unit] = {}
+    for name in names:
+        unit = units[name]
+        changed = inputs[unit.index].changed_lines
+        kept: list[str] = []
+        line_map: dict[int, int] = {}
+        for n, line in enumerate(unit.text.split("\n"), start=1):
+            new = n if unit.line_map is None else unit.line_map.get(n)
+            if (new is not None and (changed is None or new in changed)
+                    and tool.keep_line(line)):
+                kept.append(line)
+                line_map[len(kept)] = new
+        text = "\n".join(kept) + "\n" if kept else ""
+        copies[name] = Unit(unit.index, name, text, line_map, unit.fragment)
+        (own / name).write_text(text, encoding="utf-8", errors="replace", newline="")
+    return own, copies
+
+
+def _start(tool: Tool, names: list[str], src: Path, work: Path, units: dict[str, Unit],
+           inputs: list[AnalyzerInput]) -> _Run:
+    run = _Run(tool, names)
+    exe = find_tool(tool.name)
     if not exe:
-        run.error = f"{tool} is not installed (not next to {sys.executable} nor on PATH); " \
-                    f"its checks were skipped."
+        run.error = f"{tool.name} is not installed (not next to {sys.executable} nor on " \
+                    f"PATH); its checks were skipped."
         return run
     run.exe = exe
+    mine = work / tool.name
+    env, home = dict(tool.env), None
     try:
+        mine.mkdir()
+        if tool.keep_line is not None:
+            src, run.units = _own_copy(tool, names, mine, units, inputs)
+        if tool.private_home:
+            home = str(mine)
+            env.update(XDG_CONFIG_HOME=str(mine / ".config"), XDG_CACHE_HOME=str(mine / ".cache"),
+                       XDG_DATA_HOME=str(mine / ".local"))
         # Fixed argument list, no shell; the only variable parts are generated names.
-        run.child = proc.start(cmd_for(exe, names), cwd=src, limit=OUTPUT_LIMIT,
-                               stop_when_full=True)
+        run.child = proc.start(tool.command(exe, names, mine), cwd=src, env=env or None,
+                               home=home, limit=OUTPUT_LIMIT, stop_when_full=True)
     except OSError as exc:
-        run.error = f"{tool} could not be started ({exe}): {exc.strerror or exc}; " \
+        run.error = f"{tool.name} could not be started ({exe}): {exc.strerror or exc}; " \
                     f"its checks were skipped."
         return run
     run.started = True
     if exe not in _VERSIONS and Path(exe).parent == Path(sys.executable).parent:
         # The tool of this environment: its package metadata names the version, which is
-        # much cheaper than starting bandit a second time.
+        # much cheaper than starting it a second time.
         with contextlib.suppress(Exception):
-            _VERSIONS[exe] = importlib.metadata.version(tool)
+            _VERSIONS[exe] = importlib.metadata.version(tool.package)
     if exe not in _VERSIONS:
         with contextlib.suppress(OSError):
             run.version = proc.start([exe, "--version"], cwd=src, limit=4096)
@@ -105,24 +142,24 @@ def _finish(run: _Run, deadline: float, timeout: float) -> None:
         return
     result = run.child.wait(deadline - time.monotonic())
     run.child = None
+    name = run.tool.name
     if result.timed_out:
         if run.version is not None:
             run.version.wait(0)  # stops it
             run.version = None
-        run.error = f"{run.tool} timed out after {timeout:g} s and was stopped; " \
-                    f"its results are missing."
+        run.error = f"{name} timed out after {timeout:g} s and was stopped; its results are " \
+                    f"missing."
         return
     if result.truncated:
-        run.error = f"{run.tool} printed more than {OUTPUT_LIMIT // 1_000_000} MB and was " \
+        run.error = f"{name} printed more than {OUTPUT_LIMIT // 1_000_000} MB and was " \
                     f"stopped; its results are missing."
     else:
         run.stdout = result.text()
         stderr = result.text("stderr").strip()
         code = result.returncode
-        bad_exit = code not in (0, 1)  # bandit exits 1 when it found something
-        if bad_exit or not run.stdout.strip():
+        if code not in run.tool.ok_codes or not run.stdout.strip():
             detail = stderr.splitlines()[-1] if stderr else "no output"
-            run.error = f"{run.tool} failed (exit code {code}): {detail[:300]}"
+            run.error = f"{name} failed (exit code {code}): {detail[:300]}"
     if run.version is not None:
         answer = run.version.wait(max(1.0, deadline - time.monotonic()))
         run.version = None
@@ -131,41 +168,59 @@ def _finish(run: _Run, deadline: float, timeout: float) -> None:
             _VERSIONS[run.exe] = first[0].split()[-1]
 
 
-def _load_json(run: _Run, errors: list[str]):
+def _load_json(run: _Run, errors: list[str]) -> None:
     if run.error:
         errors.append(run.error)
     if not run.started or not run.stdout.strip():
-        return None
+        return
     try:
-        return json.loads(run.stdout)
+        run.data = json.loads(run.stdout)
     except ValueError:
+        run.data = None
         if not run.error:
-            errors.append(f"{run.tool} printed output that is not JSON; its results are "
-                          f"missing.")
-        return None
+            run.error = f"{run.tool.name} printed output that is not JSON; its results are " \
+                        f"missing."
+            errors.append(run.error)
 
 
-def run_analyzers(inputs: list[AnalyzerInput], timeout: float = 60) -> AnalyzerReport:
-    """Run one ruff and one bandit process, concurrently, over all inputs; never raises for
-    a missing, failing or slow tool (see ``errors``)."""
+def _write_units(inputs: list[AnalyzerInput], src: Path) -> dict[str, Unit]:
+    units: dict[str, Unit] = {}
+    for i, inp in enumerate(inputs):
+        for unit in units_for(i, inp):
+            units[unit.name] = unit
+            (src / unit.name).write_text(unit.text, encoding="utf-8", errors="replace",
+                                         newline="")
+    return units
+
+
+def run_analyzers(inputs: list[AnalyzerInput], timeout: float = 60,
+                  disabled: set[str] | None = None) -> AnalyzerReport:
+    """Run each analyzer that has files to read, concurrently, over all inputs; never raises
+    for a missing, failing or slow tool (see ``errors`` and ``not_run``)."""
     started = time.monotonic()
     report = AnalyzerReport()
     if not inputs:
         return report
+    off = disabled_tools() if disabled is None else set(disabled)
+    report.kinds = {inp.path: inp.kind for inp in inputs}
+    runs: list[_Run] = []
     with tempfile.TemporaryDirectory(prefix="review-analyzers-") as tmp:
-        src = Path(tmp) / "src"
+        src, work = Path(tmp) / "src", Path(tmp) / "work"
         src.mkdir()
-        units: dict[str, Unit] = {}
-        for i, inp in enumerate(inputs):
-            for unit in units_for(i, inp):
-                units[unit.name] = unit
-                (src / unit.name).write_text(unit.text, encoding="utf-8", errors="replace",
-                                             newline="")
-        names = sorted(units, key=file_order)
+        work.mkdir()
+        units = _write_units(inputs, src)
+        ordered = sorted(units, key=file_order)
         deadline = time.monotonic() + timeout
-        runs = [_start("ruff", _ruff_cmd, names, src),
-                _start("bandit", _bandit_cmd, names, src)]
+        skipped: list[tuple[Tool, list[str], str]] = []
         try:
+            for tool in TOOLS:
+                names = [n for n in ordered if inputs[units[n].index].kind in tool.kinds]
+                if not names:
+                    continue
+                if tool.name in off:
+                    skipped.append((tool, names, f"{tool.name} is turned off ({DISABLE_ENV})"))
+                    continue
+                runs.append(_start(tool, names, src, work, units, inputs))
             for run in runs:
                 _finish(run, deadline, timeout)
         finally:
@@ -173,17 +228,48 @@ def run_analyzers(inputs: list[AnalyzerInput], timeout: float = 60) -> AnalyzerR
                 for child in (run.child, run.version):
                     if child is not None:  # not collected: an exception on the way
                         child.wait(0)
-        ruff_data = _load_json(runs[0], report.errors)
-        bandit_data = _load_json(runs[1], report.errors)
-    ruff_ev = from_ruff(ruff_data, units, inputs) if ruff_data is not None else []
-    bandit_ev = (from_bandit(bandit_data, units, inputs, report.errors)
-                 if bandit_data is not None else [])
-    for run, data in zip(runs, (ruff_data, bandit_data), strict=True):
-        if data is not None and run.tool not in report.tools:
-            report.tools[run.tool] = _VERSIONS.get(run.exe, "unknown")
+        for run in runs:
+            _load_json(run, report.errors)
+    by_tool: dict[str, list[dict]] = {}
+    for run in runs:
+        if run.data is None:
+            skipped.append((run.tool, run.names, (run.error or "").rstrip(".")
+                            or f"{run.tool.name} gave no report"))
+            continue
+        by_tool[run.tool.name] = run.tool.parse(run.data, run.units or units, inputs,
+                                                report.errors)
+        report.tools[run.tool.name] = _VERSIONS.get(run.exe, "unknown")
+        seen = semgrep_tool.scanned(run.data) if run.tool is semgrep_tool.SEMGREP else None
+        for n in run.names:
+            path = inputs[units[n].index].path
+            if seen is not None and n not in seen:
+                report.not_run.setdefault(path, []).append(
+                    f"semgrep skipped it (too large or not parseable as {report.kinds[path]})")
+                continue
+            tools = report.examined.setdefault(path, [])
+            if run.tool.name not in tools:
+                tools.append(run.tool.name)
+    for _tool, names, why in skipped:
+        for path in dict.fromkeys(inputs[units[n].index].path for n in names):
+            report.not_run.setdefault(path, []).append(why)
+    evidence = merge(by_tool.pop("ruff", []), by_tool.pop("bandit", []))
+    for name in sorted(by_tool):
+        evidence += by_tool[name]
     order = {inp.path: i for i, inp in reversed(list(enumerate(inputs)))}
-    report.evidence = sorted(merge(ruff_ev, bandit_ev),
-                             key=lambda e: (order.get(e["file"], 0), e["line"] or 0,
-                                            e["rule"], e["tool"]))
+    report.evidence = sorted(evidence, key=lambda e: (order.get(e["file"], 0), e["line"] or 0,
+                                                      e["rule"], e["tool"]))
     report.seconds = time.monotonic() - started
     return report
+
+
+def with_key_formats(found: list[dict], evidence: list[dict]) -> list[dict]:
+    """The analyzers' evidence joined with the key formats' (``secret_keys.scan_files``): one
+    item per secret on a line (see ``secret_keys.combine`` and ``tools.secrets.dedupe``)."""
+    from ..secret_keys import combine
+
+    theirs = [e for e in evidence if e["tool"] == secrets_tool.NAME]
+    rest = combine(found, [e for e in evidence if e["tool"] != secrets_tool.NAME])
+    ours = [e for e in rest if e.get("category") == "security"
+            and (e["tool"] == "secrets" or e.get("rule") in
+                 ("B105", "B106", "B107", "S105", "S106", "S107"))]
+    return rest + secrets_tool.dedupe(ours, theirs)

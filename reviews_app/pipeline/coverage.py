@@ -2,10 +2,13 @@
 
 The diff parser can only say what it handed on (``model_only``: "left to the models"). Once
 the analyzers and the reviewers have run, this module replaces that promise with the truth:
-a file counts as reviewed only when an analyzer ran on it or a model that reads code answered
-for it. The built-in offline model reads no code (it restates analyzer results), and a
-reviewer that failed or timed out read nothing, so neither counts. A file nobody examined is
-listed as ``not_examined`` (``reviewed: False``).
+a file counts as reviewed only when an analyzer that reads its code ran on it or a model that
+reads code answered for it (a secrets scanner alone does not count: it looks for keys, not at
+the code). Every reviewed file gets an entry naming the ``analyzers`` and the ``reviewers``
+that examined it (``examined``, ``analyzers_only``, ``model_only`` or ``imported``). The
+built-in offline model reads no code (it restates analyzer results), and a reviewer that
+failed or timed out read nothing, so neither counts. A file nobody examined is listed as
+``not_examined`` (``reviewed: False``).
 
 A review is *incomplete* when some part of the change was left unexamined: a file nobody
 examined, files cut by the limits, unreadable parts, clipped lines. An incomplete review
@@ -15,12 +18,19 @@ or mode-only) do not make it incomplete.
 
 from __future__ import annotations
 
+from common.analyzers.inputs import KIND_LABELS, kind_of
+from common.analyzers.tools import BY_NAME, code_readers
+
 NOT_EXAMINED = "not_examined"
+EXAMINED = "examined"  # an analyzer that reads its code ran on it and a code-reading model
 # Coverage reasons that leave part of the change unexamined.
 INCOMPLETE_REASONS = frozenset({NOT_EXAMINED, "over_file_limit", "over_byte_limit",
                                 "unreadable", "clipped"})
 # Entries this module writes per file (it replaces them, so running it twice is harmless).
-_PER_FILE = frozenset({"model_only", "analyzers_only", "imported", NOT_EXAMINED})
+_PER_FILE = frozenset({"model_only", "analyzers_only", "imported", EXAMINED, NOT_EXAMINED})
+# Tools that look for secrets only: running them does not examine a file's code.
+_SECRETS_ONLY = frozenset({"secrets"} | {n for n, t in BY_NAME.items() if not t.reads_code})
+_ALL_KINDS = ("Python, JavaScript, TypeScript, Go, Java, shell and Dockerfiles")
 
 
 def unexamined(coverage: list[dict]) -> list[dict]:
@@ -29,14 +39,33 @@ def unexamined(coverage: list[dict]) -> list[dict]:
             and c.get("reason") in INCOMPLETE_REASONS]
 
 
+def _names(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _why_no_analyzer(file: dict, analysis: dict) -> str:
-    if not file.get("is_python"):
-        return (f"no analyzer reads {file.get('language') or 'this file type'} (ruff and "
-                "bandit read Python only)")
+    """Why no analyzer that reads code examined the file, in words: its language has none,
+    or the ones that read it were missing, failed, timed out or were turned off."""
+    path = file.get("path")
+    kind = (analysis.get("kinds") or {}).get(path) or (
+        "python" if file.get("is_python") else kind_of(str(path or "")))
+    secrets_only = "secrets" in ((analysis.get("examined_by") or {}).get(path) or ())
+    prefix = "checked for secrets only: " if secrets_only else ""
+    readers = [t.name for t in code_readers(kind)]
+    if not readers:
+        language = file.get("language") or KIND_LABELS.get(kind) or "this file type"
+        if kind == "other":
+            language = file.get("language") or "this file type"
+        return f"{prefix}no analyzer reads {language} (they read {_ALL_KINDS})"
+    why = (analysis.get("not_run") or {}).get(path)
+    if why:
+        return f"{prefix}{_names(readers)} did not run on it ({'; '.join(why)})"
+    if not analysis:
+        return "no analyzer ran on it"
     errors = analysis.get("errors") or []
     if errors:
-        return f"ruff and bandit did not run ({errors[0]})"
-    return "ruff and bandit had no new code to read in it"
+        return f"{prefix}{_names(readers)} did not run ({errors[0]})"
+    return f"{prefix}{_names(readers)} had no new code to read in it"
 
 
 def _why_no_model(path: str, reviewers: list[str], offline: set[str],
@@ -58,41 +87,50 @@ def _nothing_new(file: dict) -> bool:
 def examined(files: list[dict], coverage: list[dict], analysis: dict,
              model_readers: dict[str, list[str]], reviewers: list[str], offline: set[str],
              status: dict[str, dict]) -> list[dict]:
-    """The coverage list with every reviewed file's entry made true.
+    """The coverage list with an entry for every reviewed file, made true.
 
-    ``analysis["examined"]`` lists the paths an analyzer ran on; ``model_readers`` maps a path
-    to the reviewers (on a model that reads code) that answered for it.
+    ``analysis["examined"]`` lists the paths an analyzer that reads code ran on, and
+    ``analysis["examined_by"]`` every analyzer that ran on each path (secrets scanners
+    included); ``model_readers`` maps a path to the reviewers (on a model that reads code)
+    that answered for it. Each entry names them: ``analyzers`` and ``reviewers``.
     """
     by_analyzer = set(analysis.get("examined") or ())
+    examined_by = analysis.get("examined_by") or {}
     # An imported SARIF proves only that its tool ran on the files it reported on.
     by_import = {p: list(t) for p, t in (analysis.get("imported_tools") or {}).items()}
-    tools = " and ".join(sorted(analysis.get("tools") or {})) or "the analyzers"
+    every_tool = sorted(analysis.get("tools") or {})
     paths = {f["path"] for f in files}
     out = [c for c in coverage if not (c.get("reason") in _PER_FILE and c.get("path") in paths)]
     for f in files:
         path = f["path"]
         if _nothing_new(f):
             continue  # an empty new file, blank lines added: there is nothing to examine
-        readers = model_readers.get(path) or []
+        readers = list(model_readers.get(path) or [])
+        ran = list(examined_by.get(path) or (every_tool if path in by_analyzer else []))
+        code_tools = [t for t in ran if t not in _SECRETS_ONLY]
+        who = {"analyzers": ran, "reviewers": readers}
+        checked = _names(code_tools) if code_tools else "the analyzers"
         if by_import.get(path):
-            out.append(_imported_entry(path, by_import[path], readers,
-                                       tools if path in by_analyzer else ""))
-            continue
-        if path in by_analyzer or readers:
-            if not f.get("is_python"):
-                out.append({"path": path, "reason": "model_only", "reviewed": True,
-                            "detail": f"Not Python: read by the {', '.join(readers)} "
-                                      f"reviewer{'s' if len(readers) > 1 else ''} only, "
-                                      "without static analysis."})
-            elif path in by_analyzer and not readers:
-                out.append({"path": path, "reason": "analyzers_only", "reviewed": True,
-                            "detail": f"Checked by {tools} only: no model that reads code "
-                                      "answered for it."})
-            continue
-        why = (f"{_why_no_analyzer(f, analysis)}, and "
-               f"{_why_no_model(path, reviewers, offline, status)}")
-        out.append({"path": path, "reason": NOT_EXAMINED, "reviewed": False,
-                    "detail": f"Not reviewed: {why}."})
+            out.append({**_imported_entry(path, by_import[path], readers,
+                                          checked if path in by_analyzer else ""), **who})
+        elif path in by_analyzer and readers:
+            out.append({"path": path, "reason": EXAMINED, "reviewed": True, **who,
+                        "detail": f"Checked by {checked}; read by the {', '.join(readers)} "
+                                  f"reviewer{'s' if len(readers) > 1 else ''}."})
+        elif path in by_analyzer:
+            out.append({"path": path, "reason": "analyzers_only", "reviewed": True, **who,
+                        "detail": f"Checked by {checked} only: no model that reads code "
+                                  "answered for it."})
+        elif readers:
+            out.append({"path": path, "reason": "model_only", "reviewed": True, **who,
+                        "detail": f"Read by the {', '.join(readers)} reviewer"
+                                  f"{'s' if len(readers) > 1 else ''} only, without static "
+                                  f"analysis: {_why_no_analyzer(f, analysis)}."})
+        else:
+            why = (f"{_why_no_analyzer(f, analysis)}, and "
+                   f"{_why_no_model(path, reviewers, offline, status)}")
+            out.append({"path": path, "reason": NOT_EXAMINED, "reviewed": False, **who,
+                        "detail": f"Not reviewed: {why}."})
     return out
 
 

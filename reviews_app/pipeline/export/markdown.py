@@ -139,7 +139,8 @@ def _md_coverage(coverage: list[dict]) -> list[str]:
     if not coverage:
         return out + ["Every file in the change was reviewed in full.", ""]
     for item in coverage:
-        state = "reviewed in part" if item.get("reviewed") else "not reviewed"
+        state = ("reviewed" if item.get("reason") == "examined" else
+                 "reviewed in part" if item.get("reviewed") else "not reviewed")
         line = f"- {md_code(item.get('path'), at_start=True) or '(unnamed file)'}: {state}"
         if item.get("reason"):
             line += f", {md_inline(item['reason'])}"

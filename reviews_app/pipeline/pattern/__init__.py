@@ -1,7 +1,8 @@
 """Multi-agent code review as a pattern of the run engine.
 
 Stages (each name is also the journal key of its model calls):
-  ``analyze``     ruff and bandit on the changed Python files; no model call
+  ``analyze``     every analyzer that reads each changed file, secrets scanners on all
+                  (``analyze.py``); no model call
   ``review``      security, architecture and style reviewers, concurrently, beside the
                   change-level checks (``checks``: cross-file analysis, review rules)
   ``reflect``     each reviewer reads its colleagues' findings and amends, concurrently
@@ -18,7 +19,8 @@ fails only when no reviewer succeeded. Synthesis records what really examined ea
 does not propose approve. The critical path is three model latencies:
 reviewers overlap, reflections overlap, and synthesis is one call.
 
-Modules: ``stages`` (the ``CodeReview`` pattern), ``checks``, ``verify``, ``helpers`` (prompt batches, code lookup,
+Modules: ``stages`` (the ``CodeReview`` pattern), ``analyze`` (its first stage), ``checks``,
+``verify``, ``helpers`` (prompt batches, code lookup,
 coverage, fallback summary), ``records`` (what the Django side persists), ``constants``.
 """
 

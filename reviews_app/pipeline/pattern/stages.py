@@ -19,9 +19,9 @@ from agents_app.patterns.base import (
 from agents_app.patterns.parallel import run_parallel
 from common import analyzers, secret_keys
 
-from .. import coverage, fingerprint, imported, memories, prompts, rounds, synthesis
+from .. import coverage, fingerprint, memories, prompts, rounds, synthesis
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
-from . import checks, verify
+from . import analyze, checks, verify
 from .constants import DEFAULTS, TRIAGE_GATE, VERDICT_LABELS
 from .helpers import batches, code_lookup, fallback_summary, true_coverage
 from .records import ReviewersFinished, ReviewSynthesized, VerdictDecided
@@ -61,7 +61,7 @@ class CodeReview(Pattern):
                 "close": "synthesizing"}.get(stage or "", "queued")
 
     def describe_stage(self, stage: str) -> str | None:
-        return {"analyze": "Running ruff and bandit on the changed Python files.",
+        return {"analyze": analyze.describe(),
                 "review": "The security, architecture and style reviewers are reading the "
                           "change.",
                 "reflect": "Each reviewer is reading its colleagues' findings.",
@@ -82,54 +82,9 @@ class CodeReview(Pattern):
                    "close": self._close}[stage]
         return handler(dict(state), client)
 
-    # --- 1. static analysis ----------------------------------------------------------------------
+    # --- 1. static analysis (analyze.py) ------------------------------------------------------
     def _analyze(self, state: dict, client: ModelClient) -> StageResult:
-        inputs = [i for i in (analyzers.input_from_file(f) for f in state["files"]) if i]
-        # Secrets are looked for in every file type, not only in Python.
-        found = secret_keys.scan_files(state["files"])
-        ours, outside = imported.join(state["files"], state["options"].get("imported") or [])
-        for e in ours:
-            e["fix"] = analyzers.suggestion_for(e)
-        if not inputs:
-            state["analysis"] = {"evidence": found + ours, "errors": [], "tools": {},
-                                 "seconds": 0.0, "files": 0, "examined": [],
-                                 "imported_tools": imported.tools_by_file(ours)}
-            msg = (f"No Python files among the {len(state['files'])} reviewed: the models "
-                   "review them without ruff and bandit evidence.")
-            if found:
-                msg += f" The secrets check found {len(found)} result(s)."
-            events = [Event("analysis_done", msg + self._imported_text(ours, outside, state),
-                            {"evidence": len([e for e in ours if e["on_changed_line"]])})]
-            return StageResult(state=state, next_stage="review", events=events)
-        report = analyzers.run_analyzers(inputs)
-        report.evidence = secret_keys.combine(found, report.evidence)
-        for e in report.evidence:
-            e["fix"] = analyzers.suggestion_for(e)
-        state["analysis"] = {"evidence": report.evidence + ours, "errors": report.errors,
-                             "tools": report.tools, "seconds": round(report.seconds, 3),
-                             "files": len(inputs),
-                             # one run covers every input; no tool answering covers none
-                             "examined": [i.path for i in inputs] if report.tools else [],
-                             "imported_tools": imported.tools_by_file(ours)}
-        on_changed = [e for e in report.evidence + ours if e.get("on_changed_line", True)]
-        tools = " and ".join(sorted(report.tools)) or "no analyzer"
-        msg = (f"{tools} checked {len(inputs)} Python file(s) in {report.seconds:.1f} s: "
-               f"{len(on_changed)} result(s) on changed lines.")
-        events = [Event("analysis_done", msg + self._imported_text(ours, outside, state),
-                        {"evidence": len(on_changed)})]
-        events += [Event("analysis_warning", e) for e in report.errors[:20]]
-        return StageResult(state=state, next_stage="review", events=events)
-
-    @staticmethod
-    def _imported_text(ours: list[dict], outside: int, state: dict) -> str:
-        notes = " ".join(str(n) for n in state["options"].get("imported_notes") or ())
-        if not ours and not outside:
-            return f" {notes}" if notes else ""
-        tools = sorted({e["tool"] for e in ours})
-        text = (f" Imported results: {len(ours)} on files of the change"
-                + (f" (from {', '.join(tools)})" if tools else ""))
-        text += f", {outside} on other files left out." if outside else "."
-        return text + (f" {notes}" if notes else "")
+        return analyze.analyze(state)
 
     # --- 2. reviewers in parallel ----------------------------------------------------------------
     def _review(self, state: dict, client: ModelClient) -> StageResult:
