@@ -307,3 +307,55 @@ def test_a_broken_case_folder_is_refused_in_one_line(tmp_path, capsys):
     write_case(tmp_path / "x", {"language": "go", "expected": [{"file": "a", "line": -1}]})
     assert bench.main(["--cases", str(tmp_path)]) == 2
     assert "case x, expected[0]" in capsys.readouterr().err
+
+
+# --- the printed report, from made-up review outcomes ---------------------------------------
+def test_report_prints_languages_stages_and_kinds(capsys):
+    flagged = case([exp(10), exp(20, kind="xss")], language="typescript")
+    clean = case(verdict_not=None, clean=True, language="go")
+    outcomes = [
+        {"findings": [rep(10), rep(20, status="dropped", drop_reason="safeguard: unsure",
+                                    quality=[{"stage": "safeguard", "action": "discard"}])],
+         "verdict": "request_changes", "error": "", "unexamined": 0, "seconds": 1.0,
+         "cost_usd": 0.0},
+        {"findings": [], "verdict": None, "error": "the review ended as failed: boom",
+         "unexamined": 1, "seconds": 0.5, "cost_usd": 0.0},
+    ]
+    res = bench.evaluate([flagged, clean], outcomes)
+    assert res["kinds"] == {"sql_injection": (1, 1), "xss": (0, 1)}
+    assert res["stages"]["safeguard"]["wrong"] == 1
+    assert res["stages"]["safeguard"]["without"]["recall"] == 1.0
+    bench.print_run("model", {"security": "gpt-x"}, res, details=True)
+    out = capsys.readouterr().out
+    assert "| typescript | 1 | 1 | 0 | 1 | 1.00 | 0.50 | 0.67 | 0.83 | 1/1 | 1/1 | n/a |" in out
+    assert "| go | 1 | 0 | 0 | 0 | n/a | n/a | n/a | n/a | 0/1 | n/a | 0/1 |" in out
+    assert "| safeguard | 1 | 0 | 1 | 0 | 0 | 1.00 | 1.00 | 1.00 | 1.00 |" in out
+    assert "none (the review ended as failed: boom)" in out
+    assert "missed xss at a.py:20" in out
+    assert "sql_injection 1/1, xss 0/1" in out
+
+
+# --- one case through the real pipeline (the offline model) -----------------------------------
+@pytest.mark.django_db(transaction=True)
+def test_review_case_runs_the_pipeline_to_the_triage_gate(alice):
+    from reviews_app import services
+
+    folder = bench.DEFAULT_CASES / "python_sql_shell"
+    one = rq.load_case(folder)
+    offline = dict.fromkeys(services.ROLES, "offline/default")
+    outcome = bench.review_case(alice, one, offline)
+    assert outcome["error"] == ""
+    assert outcome["verdict"] in rq.VERDICTS
+    assert "ruff" in outcome["tools"]
+    assert all(f["file"] == "app/reports.py" for f in outcome["findings"])
+    score = rq.score_case(one, outcome["findings"], outcome["verdict"])
+    assert score["tp"] + score["fn"] == len(one.expected)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_review_case_reports_a_refused_input(alice):
+    broken = rq.Case(name="broken", language="python", description="x",
+                     diff_text="not a diff at all\n", expected=[])
+    outcome = bench.review_case(alice, broken, {})
+    assert outcome["verdict"] is None and outcome["findings"] == []
+    assert outcome["error"]

@@ -157,6 +157,7 @@ def evaluate(cases: list[rq.Case], outcomes: list[dict]) -> dict:
         s.update(error=o["error"], unexamined=o["unexamined"], seconds=round(o["seconds"], 2))
     return {"cases": scores, "languages": rq.by_language(scores),
             "overall": rq.summarise(scores), "stages": rq.sum_stages(effects, scores),
+            "kinds": rq.by_kind(scores),
             "seconds": round(sum(o["seconds"] for o in outcomes), 2),
             "cost_usd": round(sum(o["cost_usd"] for o in outcomes), 4)}
 
@@ -187,6 +188,8 @@ def print_run(label: str, models: dict[str, str], res: dict, details: bool) -> N
     print(f"\nMatched findings with at least the expected severity: {o['severity_ok']} of "
           f"{o['tp']}; counted findings on documented negatives (example keys, "
           f"parameterised queries, ...): {o['on_negatives']}.")
+    print("Expected findings found, by kind: " + ", ".join(
+        f"{kind} {found}/{total}" for kind, (found, total) in res["kinds"].items()) + ".")
     by_coverage = [s["case"] for s in res["cases"] if s["expects"] == "not_approve"
                    and s["verdict_ok"] and not s["blocking"] and s["unexamined"]]
     if by_coverage:

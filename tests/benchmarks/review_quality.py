@@ -265,6 +265,17 @@ def summarise(scores: list[dict]) -> dict:
             "verdict_accuracy": ratio(sum(judged), len(judged))}
 
 
+def by_kind(scores: list[dict]) -> dict[str, tuple[int, int]]:
+    """Expected findings found and expected, per kind, over the given case scores."""
+    out: dict[str, list[int]] = {}
+    for s in scores:
+        for kind in s["found_kinds"]:
+            out.setdefault(kind, [0, 0])[0] += 1
+        for kind in s["found_kinds"] + [m["kind"] for m in s["missed"]]:
+            out.setdefault(kind, [0, 0])[1] += 1
+    return {k: (v[0], v[1]) for k, v in sorted(out.items())}
+
+
 def by_language(scores: list[dict]) -> dict[str, dict]:
     langs = sorted({s["language"] for s in scores})
     return {lang: summarise([s for s in scores if s["language"] == lang]) for lang in langs}
