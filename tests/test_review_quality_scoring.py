@@ -359,3 +359,13 @@ def test_review_case_reports_a_refused_input(alice):
     outcome = bench.review_case(alice, broken, {})
     assert outcome["verdict"] is None and outcome["findings"] == []
     assert outcome["error"]
+
+
+def test_dropped_findings_kept_apart_by_a_stage_are_read_too():
+    state = {"findings": [rep(1, key="SEC-1"), "junk"],
+             "dropped": [rep(2, key="SEC-1", status="dropped"),   # already listed
+                         {"key": "SEC-2", "file": "a.py", "line": 3, "severity": "high"},
+                         None]}
+    got = bench._all_findings(state)
+    assert [(f["key"], f["status"]) for f in got] == [("SEC-1", "kept"), ("SEC-2", "dropped")]
+    assert bench._all_findings({}) == []

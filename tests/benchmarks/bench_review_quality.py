@@ -142,11 +142,22 @@ def review_case(owner, case: rq.Case, models: dict[str, str]) -> dict:
     result = state.get("result") or {}
     error = "" if run.status == "awaiting_triage" else _oneline(
         f"the review ended as {run.status}: {run.error or 'no verdict'}")
-    return {"error": error, "findings": list(state.get("findings") or []),
+    return {"error": error, "findings": _all_findings(state),
             "verdict": result.get("verdict"),
             "tools": dict((state.get("analysis") or {}).get("tools") or {}),
             "unexamined": len(coverage.unexamined(state.get("coverage") or [])),
             "seconds": time.perf_counter() - start, "cost_usd": float(run.cost_usd or 0)}
+
+
+def _all_findings(state: dict) -> list[dict]:
+    """The run's findings, kept and dropped; dropped ones a stage keeps in a list of its own
+    (``state["dropped"]``) are added when not already there."""
+    findings = [f for f in state.get("findings") or [] if isinstance(f, dict)]
+    keys = {f.get("key") for f in findings if f.get("key")}
+    for f in state.get("dropped") or []:
+        if isinstance(f, dict) and (not f.get("key") or f["key"] not in keys):
+            findings.append({**f, "status": f.get("status") or "dropped"})
+    return findings
 
 
 def evaluate(cases: list[rq.Case], outcomes: list[dict]) -> dict:
