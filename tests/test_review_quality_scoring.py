@@ -286,6 +286,7 @@ def test_load_cases_filters_and_refuses_empty_folders(tmp_path):
     ["--json", ""],
     ["--model", ""],
     ["--model", "gpt\x00x"],
+    ["--model", "gpt-4o", "--offline-only"],
 ])
 def test_bad_options_exit_2_with_one_line(argv, capsys):
     assert bench.main(argv) == 2

@@ -92,6 +92,8 @@ def check_args(args) -> tuple[list[rq.Case], Path | None]:
             raise BadInput(f"--json: the folder {_oneline(out.parent)} does not exist.")
         if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
             raise BadInput(f"--json: {_oneline(out)} is not writable.")
+    if args.model and args.offline_only:
+        raise BadInput("--offline-only and --model contradict each other: give one.")
     for spec in args.model:
         if not spec.strip() or not spec.isprintable() or len(spec) > 200:
             raise BadInput("--model takes NAME or ROLE=NAME (printable, at most 200 "
