@@ -158,8 +158,8 @@ def suggest(owner, connection=None, *, user=None, client: ModelClient | None = N
     if not rulegen.filter_items(items):
         return out
     try:
-        generated = rulegen.generate(items, existing(owner),
-                                     client or generation_client(model))
+        generated = rulegen.candidates(items, existing(owner),
+                                       client or generation_client(model))
     except ModelError as exc:
         out.error = mask(str(exc))[:500]
         log.warning("rule suggestions for user %s failed: %s", owner.pk, out.error)

@@ -58,7 +58,8 @@ _STOP = frozenset("a an the and or of to in on for is are be it this that with a
 _DIRECTIVE = re.compile(r"\b(always|never|must|should|avoid|prefer|don'?t|do not|use \S+ "
                         r"instead|instead of|make sure|ensure|required?)\b", re.IGNORECASE)
 # A group with an unbounded quantifier inside, itself repeated: (a+)+, (.*)*, (x|y+){2,}.
-_NESTED = re.compile(r"\((?:[^()\\]|\\.)*(?:[*+]|\{\d*,\})\)(?:[*+]|\{\d*,\d*\})")
+_NESTED = re.compile(r"\((?:[^()\\]|\\.)*?(?:[*+]|\{\d*,\})(?:[^()\\]|\\.)*\)"
+                     r"(?:[*+]|\{\d*,\d*\})")
 
 
 # --- schemas -----------------------------------------------------------------------------------
@@ -110,12 +111,18 @@ def severity_of(value: Any) -> str:
     return value if value in RULE_SEVERITIES else ("low" if value == "info" else "medium")
 
 
+def _stem(token: str) -> str:
+    return token[:-1] if len(token) > 3 and token.endswith("s") and not token.endswith("ss") \
+        else token
+
+
 def _tokens(text: str) -> frozenset[str]:
-    return frozenset(t for t in _TOKEN.findall(str(text or "").lower()) if t not in _STOP)
+    return frozenset(_stem(t) for t in _TOKEN.findall(str(text or "").lower()) if t not in _STOP)
 
 
 def normal_title(title: str) -> str:
-    return " ".join(_TOKEN.findall(str(title or "").lower()))
+    """Lower case, words only, plural "s" dropped: "Argument lists." == "argument list"."""
+    return " ".join(_stem(t) for t in _TOKEN.findall(str(title or "").lower()))
 
 
 def similar(a: dict, b: dict) -> bool:
@@ -239,19 +246,24 @@ def dedupe(candidates: list[dict], existing: list[dict]) -> tuple[list[dict], li
     return kept, dropped
 
 
-def generate(items: list[dict], existing_rules: list[dict], client: ModelClient, *,
-             role: str = ROLE) -> list[dict]:
-    """Filter → generate → dedupe: the new rules to suggest (dicts with title, text,
-    path_glob, severity, pattern, source_findings, source_text, origin), none when the
-    material is empty. A model error propagates (``ModelError``)."""
+def candidates(items: list[dict], existing_rules: list[dict], client: ModelClient, *,
+               role: str = ROLE) -> list[dict]:
+    """Filter → generate: the model's rules, validated (dicts with title, text, path_glob,
+    severity, pattern, source_findings, source_text, origin), none without material (and then
+    no call). A model error propagates (``ModelError``)."""
     usable = filter_items(items)
     if not usable:
         return []
     reply = client.complete(role, messages(usable, existing_rules), schema=RuleSuggestions,
                             key="rulegen")
     data = reply.data if isinstance(reply.data, RuleSuggestions) else RuleSuggestions()
-    cleaned = [c for r in data.rules[:MAX_RULES] if (c := _clean_rule(r, usable))]
-    return dedupe(cleaned, existing_rules)[0]
+    return [c for r in data.rules[:MAX_RULES] if (c := _clean_rule(r, usable))]
+
+
+def generate(items: list[dict], existing_rules: list[dict], client: ModelClient, *,
+             role: str = ROLE) -> list[dict]:
+    """Filter → generate → dedupe against existing: the new rules to suggest."""
+    return dedupe(candidates(items, existing_rules, client, role=role), existing_rules)[0]
 
 
 # --- the offline stand-in ------------------------------------------------------------------------------
