@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from . import rules
 from .models import Connection, ReviewRule
@@ -147,7 +148,8 @@ def rule_new(request):
         matcher={"pattern": d["pattern"]} if d["pattern"] else {}, status=Status.ACTIVE,
         origin=ReviewRule.Origin.MANUAL, created_by=request.user, decided_by=request.user,
         decided_at=now)
-    return redirect(reverse("review_rules") + f"#rule-{rule.pk}")
+    url = reverse("review_rules") + f"#rule-{rule.pk}"
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _change(request, pk: int, allowed: tuple[str, ...], to: str, done: str):
