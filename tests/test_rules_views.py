@@ -240,7 +240,7 @@ def test_suggest_with_the_offline_model_says_so(transactional_db, alice_client, 
     triage.decide_finding(review, f.key, alice, "accepted", "Never shell out with a string.")
     r = alice_client.post(reverse("rule_suggest"), {"scope": ""})
     html = r.content.decode()
-    assert r.status_code == 200 and "1 rule suggested from 1 triage comment" in html
+    assert r.status_code == 200 and "1 rule suggested after reading 1 triage note (comments" in html
     assert "offline model, which understands no text" in html
     [rule] = ReviewRule.objects.all()
     assert rule.status == PENDING and rulegen.OFFLINE_NOTE in rule.text
