@@ -3,7 +3,7 @@ from django.contrib import admin
 from agents_app.admin import MaskedRecordAdmin
 
 from .connections import admin as _connections_admin  # noqa: F401 - registers its models
-from .models import Finding, Review, TriageDecision
+from .models import Finding, Review, ReviewRule, TriageDecision
 
 
 class FindingInline(admin.TabularInline):
@@ -52,3 +52,14 @@ class FindingAdmin(MaskedRecordAdmin):
     list_filter = ("severity", "category", "kept", "decision")
     search_fields = ("title", "file")
     readonly_fields = ("review", "decided_by")
+
+
+@admin.register(ReviewRule)
+class ReviewRuleAdmin(MaskedRecordAdmin):
+    """Viewed and deleted here; written, approved and retired on the rules page."""
+
+    list_display = ("pk", "title", "owner", "connection", "path_glob", "severity", "status",
+                    "origin", "times_applied", "created_at")
+    list_filter = ("status", "origin", "severity")
+    search_fields = ("title", "text", "path_glob")
+    readonly_fields = ("owner", "connection", "created_by", "decided_by")

@@ -9,6 +9,7 @@ from agents_app.records import persister
 from common.secret_keys import mask, mask_deep, mask_finding
 
 from . import memories
+from . import rules as review_rules
 from .models import Finding, Review
 from .pipeline.pattern.records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 from .pipeline.synthesis import severity_counts
@@ -50,6 +51,7 @@ def _synthesized(run: Run, rec: ReviewSynthesized, user) -> None:
         proposed_verdict=rec.verdict, rule_verdict=rec.rule_verdict, summary=mask(rec.summary),
         notes=mask_deep(rec.notes), counts=severity_counts(rec.kept), **extra)
     memories.count_applied(review, rec.kept + rec.dropped)
+    review_rules.count_applied(review, rec.kept)
     publishing.after_synthesis(review)  # the automatic policy publishes now
 
 

@@ -23,6 +23,7 @@ from agents_app.models import ModelCall, Run
 from common.analyzers import sarif_import
 
 from . import memories, sources
+from . import rules as review_rules
 from .models import Finding, Review
 from .pipeline import diffs
 from .pipeline.pattern import CodeReview
@@ -241,7 +242,8 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
     """Create the run and its review together, or nothing (a daily cap reached, or an error).
     ``options`` may set other pattern options (``pipeline.pattern.DEFAULTS``). The owner's
     active memories that apply to the files (for ``connection``'s repository and for every
-    review) go in ``options["memories"]``."""
+    review) go in ``options["memories"]``, the active review rules in ``options["review_rules"]``
+    (unless ``options`` sets ``review_rules`` already, e.g. ``[]`` for none)."""
     models = {**default_models(), **(models or {})}
     files_for_page = [{k: v for k, v in f.items() if k != "content"} for f in prepared.files]
     options = {
@@ -256,6 +258,10 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
     }
     if remembered := memories.for_review(user, connection, [f["path"] for f in prepared.files]):
         options["memories"] = remembered
+    if "review_rules" not in options:
+        paths = [f["path"] for f in prepared.files]
+        if checked := review_rules.for_review(user, connection, paths):
+            options["review_rules"] = checked
     with transaction.atomic():
         check_daily_limits(models)
         run = engine.create_run(

@@ -35,3 +35,11 @@ def handle_delivery(self, delivery_pk: int) -> str:
     if outcome.status == "retry":
         raise self.retry(countdown=outcome.retry_in)
     return outcome.status
+
+
+@shared_task(name="reviews_app.tasks.suggest_rules", ignore_result=True)
+def suggest_rules(owner_id: int, connection_id: int | None, user_id: int | None) -> str:
+    """Suggest review rules from triage comments with a priced model (reviews_app/rules.py)."""
+    from .rules import run_task
+
+    return run_task(owner_id, connection_id, user_id)

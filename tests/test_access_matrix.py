@@ -12,7 +12,7 @@ from agents_app.models import Run
 from agents_app.patterns import PATTERNS
 from agents_app.patterns.plan_execute_review.service import start_change
 from reviews_app import services
-from reviews_app.models import Connection, Memory
+from reviews_app.models import Connection, Memory, ReviewRule
 from tests.review_corpus import GOOD
 
 from .test_change_views import OFFLINE, repo  # noqa: F401 - the repository fixture
@@ -50,6 +50,14 @@ CASES = {
     "memory_approve": ("memory", (), "POST"),
     "memory_retire": ("memory", (), "POST"),
     "memory_restore": ("memory", (), "POST"),
+    "review_rules": (None, (), "GET"),
+    "rule_new": (None, (), "POST"),
+    "rule_suggest": (None, (), "POST"),
+    "rule_edit": ("rule", (), "POST"),
+    "rule_approve": ("rule", (), "POST"),
+    "rule_retire": ("rule", (), "POST"),
+    "rule_restore": ("rule", (), "POST"),
+    "rule_delete": ("pending_rule", (), "POST"),
     "publish_review": ("review", (), "POST"),
     "connection_list": (None, (), "GET"),
     "connection_new": (None, (), "POST"),
@@ -105,6 +113,9 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
     # not in the dict other tests iterate).
     Memory.objects.create(owner=alice, path_glob="tests/**", text="Asserts are fine.")
     make_conn(alice)  # Alice's connection (not a run: ``target`` finds it)
+    # The rules page's URLs act on these (the second one, a suggestion, is deleted).
+    for title in ("Log errors", "No eval"):
+        ReviewRule.objects.create(owner=alice, title=title, text=f"{title}.", path_glob="**")
     return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review}
 
 
@@ -115,6 +126,11 @@ def target(kind, runs):
             or Connection(pk=2**62)
     if kind == "memory":
         return Memory.objects.filter(owner=runs["review"].owner).earliest("pk")
+    if kind == "rule":
+        return ReviewRule.objects.filter(owner=runs["review"].owner).earliest("pk")
+    if kind == "pending_rule":  # once deleted: an id no row has (404)
+        return ReviewRule.objects.filter(owner=runs["review"].owner, status="pending") \
+            .order_by("pk").last() or ReviewRule(pk=2**62)
     return runs[kind]
 
 

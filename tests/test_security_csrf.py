@@ -85,6 +85,10 @@ def payload(name: str, runs) -> dict:  # noqa: F811
                        "task": TASK},
         "memory_edit": {"text": "Asserts are fine in tests.", "path_glob": "tests/**",
                         "effect": "drop"},
+        "rule_new": {"title": "Quote shell args", "text": "Pass argument lists.",
+                     "path_glob": "**", "severity": "high", "pattern": "", "scope": ""},
+        "rule_edit": {"title": "Log errors", "text": "Log, then return 500.",
+                      "path_glob": "api/**", "severity": "medium", "pattern": "", "scope": ""},
         "connection_new": CONNECTION | {"repository": "octo/csrf", "token": "t" * 20},
         "connection_edit": CONNECTION | {"publish_policy": "never"},
         "connection_delete": {},
@@ -101,6 +105,8 @@ ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision", "p
          "reopen_triage",
          "plan_decision", "tool_decision", "vote_decision", "change_decision", "cancel_run",
          "memory_edit", "memory_approve", "memory_retire", "memory_restore",
+         "rule_new", "rule_edit", "rule_approve", "rule_retire", "rule_restore", "rule_delete",
+         "rule_suggest",
          "start_run", "start_review", "change_new", "connection_new", "connection_edit",
          "connection_delete"]
 
@@ -172,6 +178,9 @@ def test_posts_with_the_htmx_token_are_carried_out(alice, runs, monkeypatch):  #
             engine.run_inline(runs["review"].pk)
         if name == "publish_review":  # the verdict is final now
             as_pull_request(runs["review"], monkeypatch)
+        if name == "rule_suggest":  # something to suggest from: a comment left in triage
+            Finding.objects.filter(review__run=runs["review"], key="SEC-1").update(
+                decision="accepted", comment="Always pass argument lists to subprocess.")
         before = fingerprint()
         response = client.post(url, payload(name, runs), HTTP_X_CSRFTOKEN=token, **HTMX)
         assert response.status_code != 403, (name, response.content[:300])

@@ -47,6 +47,9 @@ class Command(CheckedCommand):
         parser.add_argument("--sarif", action="append", default=[], metavar="FILE",
                             help="Another analyzer's results (SARIF 2.1.0: CodeQL, ESLint, "
                                  "gitleaks, Semgrep...) to use as evidence. Repeatable.")
+        parser.add_argument("--no-rules", action="store_true",
+                            help="Check no review rule (by default the owner's active rules "
+                                 "are checked).")
         parser.add_argument("--user", default=None,
                             help="Owner of the review (default: first superuser, else 'cli').")
 
@@ -54,6 +57,8 @@ class Command(CheckedCommand):
         models = parse_models(opts["model"], services.ROLES, returncode=EXIT_ERROR)
         try:
             extra = self._imported(opts["sarif"])
+            if opts["no_rules"]:
+                extra = {**extra, "review_rules": []}
             inp = self._load(opts)
             prepared = services.prepare(inp)
             run = services.start_review(command_owner(opts["user"]), inp, prepared,
