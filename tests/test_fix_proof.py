@@ -228,3 +228,17 @@ def test_a_path_outside_the_worktree_is_never_written(tmp_path):
     assert fixtests._inside(root, "/etc/passwd") is None
     assert fixtests._inside(root, "link") is None
     assert fixtests._inside(root, "ok.py") == root / "ok.py"
+
+
+def test_two_fixes_of_one_file_apply_one_after_the_other():
+    first, _ = fixproof.make_patch(finding(key="A", line=5, end_line=5,
+                                           suggestion="```python\nx = 1\nreturn x\n```"),
+                                   ORIGINAL)
+    second, _ = fixproof.make_patch(finding(key="B"), ORIGINAL)
+    both = fixproof.apply_diff(fixproof.apply_diff(ORIGINAL, first.diff), second.diff)
+    assert "    x = 1\n    return x\n" in both and "return int(text)" in both
+    # the same lines changed by two fixes: the second does not apply
+    other, _ = fixproof.make_patch(finding(key="C", suggestion="```python\nreturn str(text)\n```"),
+                                   ORIGINAL)
+    with pytest.raises(fixproof.FixDoesNotApply):
+        fixproof.apply_diff(fixproof.apply_diff(ORIGINAL, second.diff), other.diff)

@@ -133,43 +133,58 @@ def make_patch(finding: dict, content: str | None) -> tuple[Patch | None, dict]:
 
 
 # --- applying a fix's diff again (when the accepted fixes are committed) ---------------------------
+def _hunks(diff: str) -> list[tuple[int, list[tuple[str, str]]]]:
+    """``(0-based old start, [(kind, text)])`` per hunk of a one-file unified diff."""
+    out: list[tuple[int, list[tuple[str, str]]]] = []
+    for row in diff.split("\n"):
+        m = _HUNK.match(row)
+        if m:
+            out.append((int(m.group(1)) - (0 if m.group(2) == "0" else 1), []))
+        elif out and row[:1] in (" ", "-", "+"):
+            out[-1][1].append((row[:1], row[1:]))
+    return out
+
+
+def _find(lines: list[str], old: list[str], start: int, lowest: int) -> int | None:
+    """Where ``old`` is in ``lines``: at ``start``, else the nearest place at or after
+    ``lowest`` within MAX_OFFSET lines (an earlier fix in the same file moved it)."""
+    def at(i: int) -> bool:
+        return 0 <= i and lines[i:i + len(old)] == old and i >= lowest
+
+    for delta in range(MAX_OFFSET + 1):
+        for i in (start + delta, start - delta):
+            if at(i):
+                return i
+    return None
+
+
+MAX_OFFSET = 300
+
+
 def apply_diff(text: str, diff: str) -> str:
     """``text`` with the unified diff ``diff`` (one file, as :func:`unified_diff` makes it)
-    applied; :class:`FixDoesNotApply` when a line it removes or keeps is not there as it
-    was (the file changed since the review)."""
+    applied; :class:`FixDoesNotApply` when the lines it removes or keeps are not there as
+    they were (the file changed since the review, or another fix changed the same lines). A
+    hunk whose lines moved (an earlier fix above it added or removed lines) still applies."""
     lines = text.split("\n")
-    out: list[str] = []
-    pos = 0  # 0-based index in ``lines`` of the next line not yet copied
-    hunks = 0
-    rows = diff.split("\n")
-    i = 0
-    while i < len(rows):
-        m = _HUNK.match(rows[i])
-        i += 1
-        if not m:
-            continue
-        hunks += 1
-        start = int(m.group(1)) - (0 if m.group(2) == "0" else 1)
-        if start < pos or start > len(lines):
-            raise FixDoesNotApply(f"the change at line {start + 1} is outside the file")
-        out += lines[pos:start]
-        pos = start
-        while i < len(rows) and rows[i][:1] in (" ", "-", "+", "\\"):
-            kind, body = rows[i][:1], rows[i][1:]
-            i += 1
-            if kind == "\\":
-                continue
-            if kind in (" ", "-"):
-                if pos >= len(lines) or lines[pos] != body:
-                    shown = lines[pos][:80] if pos < len(lines) else "(end of file)"
-                    raise FixDoesNotApply(f"line {pos + 1} reads {shown!r} where the fix "
-                                          f"expects {body[:80]!r}")
-                pos += 1
-                if kind == " ":
-                    out.append(body)
-            else:
-                out.append(body)
+    hunks = _hunks(diff)
     if not hunks:
         raise FixDoesNotApply("the fix has no change in it")
+    out: list[str] = []
+    pos = 0
+    for start, rows in hunks:
+        old = [t for k, t in rows if k in (" ", "-")]
+        found = _find(lines, old, start, pos)
+        if found is None:
+            i = next((j for j, want in enumerate(old)
+                      if start + j >= len(lines) or lines[start + j] != want), 0)
+            n = start + i
+            shown = lines[n][:80] if 0 <= n < len(lines) else "(end of file)"
+            want = old[i][:80] if old else ""
+            raise FixDoesNotApply(f"line {n + 1} reads {shown!r} where the fix expects "
+                                  f"{want!r} (the code changed since the review)")
+        out += lines[pos:found]
+        out += [t for k, t in rows if k in (" ", "+")]
+        pos = found + len(old)
     out += lines[pos:]
     return "\n".join(out)
