@@ -224,10 +224,10 @@ def test_a_path_outside_the_worktree_is_never_written(tmp_path):
     root.mkdir()
     (tmp_path / "secret.txt").write_text("x")
     (root / "link").symlink_to(tmp_path / "secret.txt")
-    assert fixtests._inside(root, "../secret.txt") is None
-    assert fixtests._inside(root, "/etc/passwd") is None
-    assert fixtests._inside(root, "link") is None
-    assert fixtests._inside(root, "ok.py") == root / "ok.py"
+    assert fixtests.inside(root, "../secret.txt") is None
+    assert fixtests.inside(root, "/etc/passwd") is None
+    assert fixtests.inside(root, "link") is None
+    assert fixtests.inside(root, "ok.py") == root / "ok.py"
 
 
 def test_two_fixes_of_one_file_apply_one_after_the_other():

@@ -39,19 +39,17 @@ def parse_command(value: object) -> tuple[list[str], str]:
     if value is None or value == "":
         return [], ""
     if not isinstance(value, str):
-        return [], "The test command should be a text, like \"pytest -q\"; tests are not run."
+        return [], "The test command should be a text, like \"pytest -q\"."
     if "\x00" in value or any(ord(c) < 32 and c not in " \t" for c in value):
-        return [], "The test command contains control characters (such as NUL bytes); tests " \
-                   "are not run."
+        return [], "The test command contains control characters (such as NUL bytes)."
     if len(value) > MAX_COMMAND_CHARS:
-        return [], f"The test command is longer than {MAX_COMMAND_CHARS} characters; tests " \
-                   "are not run."
+        return [], f"The test command is longer than {MAX_COMMAND_CHARS} characters."
     try:
         argv = shlex.split(value)
     except ValueError as exc:
-        return [], f"The test command could not be read ({exc}); tests are not run."
+        return [], f"The test command could not be read ({exc})."
     if not argv:
-        return [], "The test command is empty; tests are not run."
+        return [], "The test command is empty."
     return argv, ""
 
 
@@ -66,7 +64,7 @@ class TestSetup:
     outputs: list[str] = field(default_factory=list)
 
 
-def _inside(root: Path, path: str) -> Path | None:
+def inside(root: Path, path: str) -> Path | None:
     rel = PurePosixPath(path)
     if not path or rel.is_absolute() or ".." in rel.parts or "\x00" in path:
         return None
@@ -133,7 +131,7 @@ def run_tests(patches: list[Patch], setup: TestSetup) -> dict[str, dict]:
                 results[p.key] = check(name, None, f"Not run: the {setup.budget:g} s for this "
                                                    "review's test runs were spent.")
                 continue
-            target = _inside(wt, p.path)
+            target = inside(wt, p.path)
             if target is None or not target.is_file():
                 results[p.key] = check(name, False, "The file is not in the reviewed commit's "
                                                     "checkout, so the fix cannot be tested.")

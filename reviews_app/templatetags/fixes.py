@@ -33,3 +33,11 @@ def fix_diff_rows(diff: object) -> list[dict]:
     if len(lines) > MAX_ROWS:
         rows.append({"kind": "hunk", "sign": "", "text": f"… {len(lines) - MAX_ROWS} more lines"})
     return rows
+
+
+@register.simple_tag
+def fixes_offer(review) -> dict:
+    """What the review page offers for its accepted fixes (see ``fix_apply.offer``)."""
+    from ..fix_apply import offer
+
+    return offer(review)
