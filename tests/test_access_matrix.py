@@ -51,6 +51,7 @@ CASES = {
     "memory_retire": ("memory", (), "POST"),
     "memory_restore": ("memory", (), "POST"),
     "publish_review": ("review", (), "POST"),
+    "review_apply_fixes": ("review", (), "POST"),
     "connection_list": (None, (), "GET"),
     "connection_new": (None, (), "POST"),
     "connection_detail": ("connection", (), "GET"),

@@ -242,3 +242,27 @@ def test_two_fixes_of_one_file_apply_one_after_the_other():
                                    ORIGINAL)
     with pytest.raises(fixproof.FixDoesNotApply):
         fixproof.apply_diff(fixproof.apply_diff(ORIGINAL, second.diff), other.diff)
+
+
+# --- in the review's synthesis --------------------------------------------------------------------
+def test_the_synthesis_proves_a_reviewers_code_suggestion():
+    from agents_app.patterns.testing import FunctionModel
+    from tests.test_review_pipeline import APP, Script, file_dict, finding, run_to_gate
+
+    fixed = finding("security", "high", 4, "SQL injection", suggestion=(
+        "Bind the value:\n```python\nreturn db.execute(\"select * from users where id = ?\", "
+        "(uid,))\n```"))
+    prose = finding("architecture", "medium", 6, "Name it better", suggestion="Rename total.")
+    content = "\n".join(APP) + "\n"
+    state_files = [file_dict(content=content)]
+    from tests.test_review_pipeline import new_state
+    result, _ = run_to_gate(FunctionModel(Script(found={
+        "security": {"findings": [fixed]}, "architecture": {"findings": [prose]}})),
+        state=new_state(files=state_files))
+    record = result.records[0]
+    by_title = {f["title"]: f["fix"] for f in record.kept}
+    assert by_title["SQL injection"]["status"] == "proven", by_title["SQL injection"]
+    assert '+    return db.execute("select * from users where id = ?", (uid,))' in \
+        by_title["SQL injection"]["diff"]
+    assert by_title["Name it better"]["status"] == "none"
+    assert any(n.startswith("Fixes: 1 of 1 suggested code change(s) proven") for n in record.notes)

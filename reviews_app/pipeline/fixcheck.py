@@ -10,9 +10,9 @@ then
 2. **no new analyzer finding**: the analyzers (``common.analyzers`` public entry points:
    ``input_from_file``, ``run_analyzers``) and the secrets check read the file before and after
    the fix; a result (tool, rule) on the lines the fix wrote that was not on the lines it
-   replaced fails the proof. All the "before" files go in one analyzer run, and the "after"
-   files in as few runs as there are fixes in one file (each run holds each path once), all
-   runs at the same time: the cost is about one analyzer run whatever the number of fixes;
+   replaced fails the proof. One analyzer run reads every file as reviewed and every patched
+   file (each under its own display name, ``quorum-fix-N/<path>``, so two fixes of one file
+   are told apart): the cost is one analyzer run whatever the number of fixes;
 3. **tests pass**, when a test command is configured and the review has a real checkout (a
    local git range): ``run_tests`` (see :mod:`.fixtests`) runs it in a throwaway worktree.
 
@@ -25,7 +25,6 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from common import analyzers, secret_keys
 
@@ -43,18 +42,16 @@ def _file_for(f: dict, content: str) -> dict:
     return {**f, "content": content, "hunks": []}
 
 
-def _evidence_runs(groups: list[list[tuple[dict, str]]]) -> list[analyzers.AnalyzerReport | None]:
-    """One analyzer run per group of (file dict, text), concurrently; None for a group with
-    no file any analyzer reads."""
-    def one(group):
-        inputs = [i for i in (analyzers.input_from_file(_file_for(f, text)) for f, text in group)
-                  if i]
-        return analyzers.run_analyzers(inputs, timeout=ANALYZER_TIMEOUT) if inputs else None
+def _analyze(items: list[tuple[dict, str, str]]) -> analyzers.AnalyzerReport | None:
+    """One analyzer run over (file dict, text, display path) items; None when no analyzer
+    reads any of them."""
+    inputs = [i for i in (analyzers.input_from_file({**_file_for(f, text), "path": path})
+                          for f, text, path in items) if i]
+    return analyzers.run_analyzers(inputs, timeout=ANALYZER_TIMEOUT) if inputs else None
 
-    if not groups:
-        return []
-    with ThreadPoolExecutor(max_workers=min(4, len(groups))) as pool:
-        return list(pool.map(one, groups))
+
+def variant(n: int, path: str) -> str:
+    return f"quorum-fix-{n}/{path}"
 
 
 def _keys(evidence: list[dict], path: str, lo: int, hi: int) -> Counter:
@@ -69,9 +66,10 @@ def _secrets(path: str, text: str, lo: int, hi: int) -> list[dict]:
                                          if 0 < n <= len(lines)])
 
 
-def analyzer_check(patch: Patch, before: analyzers.AnalyzerReport | None,
-                   after: analyzers.AnalyzerReport | None, readable: bool) -> dict:
-    """Whether the fix brings a new analyzer result onto the lines it wrote."""
+def analyzer_check(patch: Patch, report: analyzers.AnalyzerReport | None, shown_as: str,
+                   readable: bool) -> dict:
+    """Whether the fix brings a new analyzer result onto the lines it wrote (``report`` read
+    the reviewed file under its path and the patched one as ``shown_as``)."""
     lo, hi = patch.start, max(patch.stop, patch.start)
     new_secrets = _secrets(patch.path, patch.after, lo, hi)
     if len(new_secrets) > len(_secrets(patch.path, patch.before, patch.line, patch.end_line)):
@@ -80,19 +78,19 @@ def analyzer_check(patch: Patch, before: analyzers.AnalyzerReport | None,
     if not readable:
         return check("no new analyzer finding", True, "No analyzer reads this file type; the "
                      "secrets check found nothing new.")
-    if after is None or before is None or not after.tools or not before.tools:
-        errors = "; ".join(((after.errors if after else []) + (before.errors if before else []))
-                           [:2])
+    if report is None or not report.tools:
+        errors = "; ".join((report.errors if report else [])[:2])
         return check("no new analyzer finding", False, "The analyzers did not run, so the fix "
                      f"could not be checked{': ' + errors if errors else ''}.")
+    before = after = report
     was = _keys(before.evidence, patch.path, patch.line, patch.end_line)
-    now = _keys(after.evidence, patch.path, lo, hi)
+    now = _keys(after.evidence, shown_as, lo, hi)
     added = now - was
     if added:
         shown = []
         for e in after.evidence:
             k = (str(e.get("tool")), str(e.get("rule")))
-            if e.get("file") == patch.path and added.get(k) and lo <= (e.get("line") or 0) <= hi:
+            if e.get("file") == shown_as and added.get(k) and lo <= (e.get("line") or 0) <= hi:
                 shown.append(f"{e['tool']} {e['rule']} on line {e['line']}: "
                              f"{str(e.get('message') or '')[:160]}")
         return check("no new analyzer finding", False, "The fix brings new analyzer results "
@@ -124,28 +122,19 @@ def prove(kept: list[dict], files: list[dict], *, run_tests: TestRunner | None =
             patches.append((f, patch))
     if not patches:
         return {"tried": 0, "proven": 0, "capped": capped, "seconds": 0.0}
-    # the analyzers: every touched file before, then each path at most once per run after
+    # the analyzers: one run reads every touched file as reviewed and every patched file
     paths = list(dict.fromkeys(p.path for _, p in patches))
-    rounds: list[list[tuple[dict, Patch]]] = []
-    for item in patches:
-        slot = next((r for r in rounds if all(q.path != item[1].path for _, q in r)), None)
-        if slot is None:
-            rounds.append([item])
-        else:
-            slot.append(item)
-    groups = [[(by_path[p], by_path[p]["content"]) for p in paths]]
-    groups += [[(by_path[p.path], p.after) for _, p in r] for r in rounds]
-    reports = _evidence_runs(groups)
-    before, afters = reports[0], reports[1:]
+    items = [(by_path[p], by_path[p]["content"], p) for p in paths]
+    items += [(by_path[p.path], p.after, variant(n, p.path)) for n, (_, p) in enumerate(patches)]
+    report = _analyze(items)
     readable = {p: analyzers.input_from_file(_file_for(by_path[p], by_path[p]["content"]))
                 is not None for p in paths}
     results: dict[str, list[dict]] = {}
-    for r, report in zip(rounds, afters, strict=True):
-        for _f, patch in r:
-            results[patch.key] = [
-                check("applies", True, f"Replaces lines {patch.line}-{patch.end_line} of the "
-                                       "reviewed file."),
-                analyzer_check(patch, before, report, readable[patch.path])]
+    for n, (_, patch) in enumerate(patches):
+        results[patch.key] = [
+            check("applies", True, f"Replaces lines {patch.line}-{patch.end_line} of the "
+                                   "reviewed file."),
+            analyzer_check(patch, report, variant(n, patch.path), readable[patch.path])]
     ready = [p for _, p in patches if results[p.key][1]["ok"]]
     test_checks = run_tests(ready) if (run_tests and ready) else {}
     proven = 0

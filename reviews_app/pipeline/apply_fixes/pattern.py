@@ -61,6 +61,7 @@ class ApplyFixesOptions(PlanExecuteReviewOptions):
 
 class ApplyFixes(PlanExecuteReview):
     name = "apply_fixes"
+    builds_on = ("plan_execute_review",)  # its merge gate, merge and close stages, its page
     label = "Apply accepted fixes (git)"
     summary = ("A code review's accepted, proven fixes as one commit on a new branch, opened as "
                "a merge request you merge or discard.")
