@@ -266,3 +266,20 @@ def test_the_synthesis_proves_a_reviewers_code_suggestion():
         by_title["SQL injection"]["diff"]
     assert by_title["Name it better"]["status"] == "none"
     assert any(n.startswith("Fixes: 1 of 1 suggested code change(s) proven") for n in record.notes)
+
+
+def test_a_stored_fix_with_a_masked_secret_still_applies_to_the_real_file():
+    from common.secret_keys import mask
+    key = "AKIA" + "Z" * 16
+    text = f'import os\n\nKEY = "{key}"\nprint(KEY)\n'
+    patch, _ = fixproof.make_patch({"key": "K", "file": "a.py", "line": 3, "end_line": 3,
+                                    "suggestion": '```python\nKEY = os.environ["KEY"]\n```'},
+                                   text)
+    stored = mask(patch.diff)
+    assert key not in stored
+    assert fixproof.apply_diff(text, stored) == patch.after
+    # a context line keeps the file's own text, not its masked copy
+    text2 = f'KEY = "{key}"\nx = eval("1")\n'
+    p2, _ = fixproof.make_patch({"key": "E", "file": "a.py", "line": 2, "end_line": 2,
+                                 "suggestion": "```python\nx = 1\n```"}, text2)
+    assert fixproof.apply_diff(text2, mask(p2.diff)) == f'KEY = "{key}"\nx = 1\n'

@@ -17,6 +17,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from common.secret_keys import mask
+
 from ..hosting.render import suggestion_code
 
 MAX_FIX_CHARS = 20_000       # a longer "fix" is not a fix of a few lines
@@ -145,11 +147,18 @@ def _hunks(diff: str) -> list[tuple[int, list[tuple[str, str]]]]:
     return out
 
 
+def same(actual: str, want: str) -> bool:
+    """A line of the file is the line the diff expects: equal, or equal once masked (a stored
+    fix has its secrets masked, like everything stored; the file still has them)."""
+    return actual == want or mask(actual) == want
+
+
 def _find(lines: list[str], old: list[str], start: int, lowest: int) -> int | None:
     """Where ``old`` is in ``lines``: at ``start``, else the nearest place at or after
     ``lowest`` within MAX_OFFSET lines (an earlier fix in the same file moved it)."""
     def at(i: int) -> bool:
-        return 0 <= i and lines[i:i + len(old)] == old and i >= lowest
+        return lowest <= i and i + len(old) <= len(lines) and \
+            all(same(lines[i + j], want) for j, want in enumerate(old))
 
     for delta in range(MAX_OFFSET + 1):
         for i in (start + delta, start - delta):
@@ -177,14 +186,21 @@ def apply_diff(text: str, diff: str) -> str:
         found = _find(lines, old, start, pos)
         if found is None:
             i = next((j for j, want in enumerate(old)
-                      if start + j >= len(lines) or lines[start + j] != want), 0)
+                      if start + j >= len(lines) or not same(lines[start + j], want)), 0)
             n = start + i
             shown = lines[n][:80] if 0 <= n < len(lines) else "(end of file)"
             want = old[i][:80] if old else ""
             raise FixDoesNotApply(f"line {n + 1} reads {shown!r} where the fix expects "
                                   f"{want!r} (the code changed since the review)")
         out += lines[pos:found]
-        out += [t for k, t in rows if k in (" ", "+")]
-        pos = found + len(old)
+        at = found
+        for kind, body in rows:
+            if kind == "+":
+                out.append(body)
+            else:
+                if kind == " ":
+                    out.append(lines[at])  # the file's own line, never the masked copy
+                at += 1
+        pos = at
     out += lines[pos:]
     return "\n".join(out)
