@@ -283,3 +283,13 @@ def test_a_stored_fix_with_a_masked_secret_still_applies_to_the_real_file():
     p2, _ = fixproof.make_patch({"key": "E", "file": "a.py", "line": 2, "end_line": 2,
                                  "suggestion": "```python\nx = 1\n```"}, text2)
     assert fixproof.apply_diff(text2, mask(p2.diff)) == f'KEY = "{key}"\nx = 1\n'
+
+
+def test_tests_not_run_for_lack_of_time_prove_nothing(repo, tmp_path):
+    kept = [finding(key="A"), finding(key="B", line=8, end_line=8,
+                                      suggestion="```python\ndef parse(text: str):\n```")]
+    opts = {**_opts(repo, tmp_path), "budget": 0.0}
+    fixcheck.prove_review(kept, {"options": {"fixes": opts}, "files": files()})
+    fixes = [f["fix"] for f in kept]
+    assert all(f["status"] == "not_proven" for f in fixes), fixes
+    assert all("were spent" in f["reason"] for f in fixes)

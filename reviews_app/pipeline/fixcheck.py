@@ -145,7 +145,9 @@ def prove(kept: list[dict], files: list[dict], *, run_tests: TestRunner | None =
         elif results[patch.key][1]["ok"]:
             checks.append(check("tests pass", None, tests_note or "Not run: no test command is "
                                 "configured for this review."))
-        failed = [c for c in checks if c["ok"] is False]
+        # a configured test command that did not run (time spent, no checkout) proves nothing
+        failed = [c for c in checks if c["ok"] is False
+                  or (c["ok"] is None and patch.key in test_checks)]
         if failed:
             f["fix"] = fix_info("not_proven", f"Not proven: {failed[0]['detail']}",
                                 diff=patch.diff, checks=checks)

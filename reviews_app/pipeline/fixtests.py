@@ -164,5 +164,5 @@ def runner_for(opts: dict | None):
     setup = TestSetup(repo=str(opts["repo"]), head=str(opts["head"]), argv=list(argv),
                       work_root=str(opts.get("work_root") or tempfile.gettempdir()),
                       timeout=float(opts.get("timeout") or 300.0),
-                      budget=float(opts.get("budget") or 600.0))
+                      budget=float(600.0 if opts.get("budget") is None else opts["budget"]))
     return (lambda patches: run_tests(patches, setup)), ""
