@@ -213,6 +213,12 @@ QUORUM_TEST_COMMANDS = [c.strip() for c in re.split(r"[;\n]", env.str("QUORUM_TE
 QUORUM_TEST_TIMEOUT = env.float("QUORUM_TEST_TIMEOUT", default=300.0)
 QUORUM_CHANGE_MAX_ROUNDS = env.int("QUORUM_CHANGE_MAX_ROUNDS", default=None)  # the pattern's: 2
 QUORUM_CHANGE_MAX_RUN_SECONDS = env.float("QUORUM_CHANGE_MAX_RUN_SECONDS", default=1800.0)
+# Code review fixes (issue 16): the test command that proves a fix of a local git review (one
+# command, split like a shell would but never run by one; empty: no tests), and the seconds
+# all of one review's test runs may take. A repository's .quorum.toml [fixes] test_command is
+# used only when it is this command or one of QUORUM_TEST_COMMANDS.
+QUORUM_FIX_TEST_COMMAND = env.str("QUORUM_FIX_TEST_COMMAND", default="")
+QUORUM_FIX_TEST_BUDGET = env.float("QUORUM_FIX_TEST_BUDGET", default=240.0)
 GITHUB_TOKEN = env.str("GITHUB_TOKEN", default="")
 QUORUM_GITHUB_API_URL = env.str("QUORUM_GITHUB_API_URL", default="https://api.github.com")
 QUORUM_REVIEW_MAX_UPLOAD_BYTES = env.int("QUORUM_REVIEW_MAX_UPLOAD_BYTES", default=10_000_000)

@@ -22,7 +22,7 @@ from agents_app.llm.gateway import is_offline
 from agents_app.models import ModelCall, Run
 from common.analyzers import sarif_import
 
-from . import memories, sources
+from . import fix_config, memories, sources
 from . import rules as review_rules
 from .models import Finding, Review
 from .pipeline import diffs
@@ -254,6 +254,7 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
         "reviewer_timeout": settings.QUORUM_REVIEW_TIMEOUT,
         # the offline model reads no code, so its answers examine no file (see coverage.py)
         "offline_roles": sorted(r for r, m in models.items() if r in ROLES and is_offline(m)),
+        "fixes": fix_config.options_for(inp.kind, inp.meta),  # issue 16: proving fixes
         **(options or {}),
     }
     if remembered := memories.for_review(user, connection, [f["path"] for f in prepared.files]):

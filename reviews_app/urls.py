@@ -2,7 +2,7 @@ from django.urls import path
 
 from agents_app import converters  # noqa: F401 - registers <id:...>
 
-from . import memory_views, rule_views, views
+from . import fix_views, memory_views, rule_views, views
 from .publishing import views as publishing_views
 
 urlpatterns = [
@@ -15,6 +15,7 @@ urlpatterns = [
     path("<id:pk>/verdict/", views.verdict_decision, name="verdict_decision"),
     path("<id:pk>/reopen/", views.reopen_triage, name="reopen_triage"),
     path("<id:pk>/publish/", publishing_views.publish_now, name="publish_review"),
+    path("<id:pk>/apply-fixes/", fix_views.apply_fixes, name="review_apply_fixes"),
     path("<id:pk>/export/", views.export_review, name="export_review"),
     path("<id:pk>/files/<id:index>/", views.review_file, name="review_file"),
     path("memories/", memory_views.memory_list, name="memory_list"),

@@ -59,6 +59,7 @@ CASES = {
     "rule_restore": ("rule", (), "POST"),
     "rule_delete": ("pending_rule", (), "POST"),
     "publish_review": ("review", (), "POST"),
+    "review_apply_fixes": ("review", (), "POST"),
     "connection_list": (None, (), "GET"),
     "connection_new": (None, (), "POST"),
     "connection_detail": ("connection", (), "GET"),

@@ -101,7 +101,8 @@ CONNECTION = {"provider": "github", "repository": "octo/widgets", "api_url": "",
 
 
 # Decisions first, cancel after them (it ends the plan run), starts last.
-ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision", "publish_review",
+ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision",
+         "review_apply_fixes", "publish_review",
          "reopen_triage",
          "plan_decision", "tool_decision", "vote_decision", "change_decision", "cancel_run",
          "memory_edit", "memory_approve", "memory_retire", "memory_restore",
@@ -154,6 +155,18 @@ def test_posts_without_a_token_are_refused_and_change_nothing(alice, runs):  # n
     assert fingerprint() == before
 
 
+def as_git_review_with_a_proven_fix(run, change) -> None:
+    """Applying fixes needs a review of a local git branch with an accepted, proven fix (the
+    run that applies it is only created here, not run)."""
+    from agents_app.repos import gitops
+
+    top = change.options["repo"]
+    Review.objects.filter(run=run).update(source_kind="git", source_meta={
+        "repo": top, "head": gitops.head_sha(top, "main"), "range": "main~1..main"})
+    Finding.objects.filter(review__run=run, key="SEC-1").update(decision="accepted", fix={
+        "status": "proven", "diff": "@@ -1 +1 @@\n-a\n+b\n", "reason": "", "checks": []})
+
+
 def as_pull_request(run, monkeypatch) -> None:
     """Publishing needs a review of a pull request (the task is not sent)."""
     from reviews_app.models import Connection, PullRequest
@@ -176,6 +189,8 @@ def test_posts_with_the_htmx_token_are_carried_out(alice, runs, monkeypatch):  #
         url = app_url(name, runs)
         if name == "reopen_triage":  # a verdict is reopened once the worker closed the review
             engine.run_inline(runs["review"].pk)
+        if name == "review_apply_fixes":  # the verdict is final now
+            as_git_review_with_a_proven_fix(runs["review"], runs["change"])
         if name == "publish_review":  # the verdict is final now
             as_pull_request(runs["review"], monkeypatch)
         if name == "rule_suggest":  # something to suggest from: a comment left in triage

@@ -28,6 +28,7 @@ PACKAGES: tuple[str, ...] = (
     "agents_app.patterns.react",
     "agents_app.patterns.vote",
     "reviews_app.pipeline.pattern",
+    "reviews_app.pipeline.apply_fixes",
 )
 
 _loaded: dict[str, Pattern] = {}

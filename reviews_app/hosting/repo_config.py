@@ -29,6 +29,9 @@ note in plain words. The notes are shown on the review.
     min_severity = "high"
     min_confidence = 0.8
 
+    [fixes]                       # local git reviews: the command that proves a fix; runs
+    test_command = "pytest -q"    # only if the server allows it (reviews_app/fix_config.py)
+
 Globs: ``*`` and ``?`` stay within one folder, ``**`` spans folders, ``[abc]`` is a class; a
 glob without ``/`` matches the file name in any folder (``*.lock``); one ending in ``/``
 matches everything under that folder (``docs/``).
@@ -84,11 +87,16 @@ class PublishSection(BaseModel):
     min_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
+class FixesSection(BaseModel):
+    test_command: str = ""  # split into an argument list by fix_config, never run by a shell
+
+
 class RepoConfig(BaseModel):
     review: ReviewSection = Field(default_factory=ReviewSection)
     models: dict[str, str] = Field(default_factory=dict)
     rules: list[Rule] = Field(default_factory=list)
     publish: PublishSection = Field(default_factory=PublishSection)
+    fixes: FixesSection = Field(default_factory=FixesSection)
 
     # --- what the flow asks ------------------------------------------------------------------
     def included(self, path: str) -> bool:
@@ -329,6 +337,24 @@ def _rules(raw: object, notes: list[str]) -> list[Rule]:
     return out
 
 
+def _fixes(raw: object, notes: list[str]) -> dict:
+    if not isinstance(raw, dict):
+        notes.append(f"[fixes] should be a table (a [fixes] section); it was ignored and "
+                     f"{DEFAULTS_APPLY}.")
+        return {}
+    out = {}
+    for key, value in raw.items():
+        if key != "test_command":
+            notes.append(f"[fixes] has an unknown key {_shown(key)} (known: test_command); it "
+                         "was ignored.")
+        elif not isinstance(value, str):
+            notes.append(f"[fixes] test_command = {_shown(value)} should be a text, like "
+                         '"pytest -q"; no test command applies.')
+        else:
+            out["test_command"] = value
+    return out
+
+
 def _parse(data: bytes) -> tuple[dict | None, str]:
     if len(data) > MAX_BYTES:
         return None, (f"{PATH} is {len(data):,} bytes, over the {MAX_BYTES:,}-byte limit; it "
@@ -369,9 +395,11 @@ def load(data: bytes | None, *, allowed_models: set[str] | None = None,
             parts["models"] = _models(value, allowed_models, roles, notes)
         elif key == "rules":
             parts["rules"] = _rules(value, notes)
+        elif key == "fixes":
+            parts["fixes"] = FixesSection(**_fixes(value, notes))
         else:
             notes.append(f"{PATH} has an unknown section {_shown(key)} (known: review, models, "
-                         "rules, publish); it was ignored.")
+                         "rules, publish, fixes); it was ignored.")
     if len(notes) > MAX_NOTES:
         notes = [*notes[:MAX_NOTES], f"… and {len(notes) - MAX_NOTES} more problems."]
     return RepoConfig(**parts), notes

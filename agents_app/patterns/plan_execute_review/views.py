@@ -11,6 +11,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from ...live import live_message
 from ...models import Run
+from ...patterns import PATTERNS
 from ...search import keyset_page
 from ...views import decide_and_show, owned_run, render_panel
 from ..base import Decision
@@ -91,7 +92,7 @@ def _typed(request, name: str) -> str | None:
 @require_POST
 def change_decision(request, pk: int):
     run = owned_run(request, pk)
-    if run.pattern != "plan_execute_review":
+    if not isinstance(PATTERNS.get(run.pattern), PlanExecuteReview):  # or a kind of it
         return redirect(run)
     form = ChangeDecisionForm(request.POST)
     typed = {"feedback": _typed(request, "feedback"),

@@ -19,7 +19,7 @@ from agents_app.patterns.base import (
 from agents_app.patterns.parallel import run_parallel
 from common import analyzers, secret_keys
 
-from .. import coverage, fingerprint, memories, prompts, rounds, synthesis
+from .. import coverage, fingerprint, fixcheck, memories, prompts, rounds, synthesis
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 from . import analyze, checks, verify
 from .constants import DEFAULTS, TRIAGE_GATE, VERDICT_LABELS
@@ -272,6 +272,7 @@ class CodeReview(Pattern):
         if missing:
             summary = (f"Incomplete review: the {', '.join(missing)} reviewer"
                        f"{'s' if len(missing) > 1 else ''} did not finish. " + summary)
+        notes += fixcheck.prove_review(kept, state)  # issue 16: fixes proven before offered
         state["result"] = {"verdict": verdict, "rule_verdict": rule,
                            "model_verdict": model_verdict, "summary": summary,
                            "synthesizer_error": synth_error, "notes": notes}
