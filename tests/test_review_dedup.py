@@ -14,6 +14,7 @@ from reviews_app import services
 from reviews_app.models import Review
 from reviews_app.pipeline import offline_review, synthesis
 from reviews_app.pipeline.pattern import CodeReview
+from reviews_app.pipeline.quality.offline import verifier as offline_verifier
 
 P = CodeReview()
 
@@ -22,6 +23,8 @@ def offline_brain(messages, info):
     """The offline model's review, called directly (no gateway): analyzer results restated."""
     if info.role == "synthesizer":
         return offline_review.synthesis(messages)
+    if info.role == "verifier":
+        return offline_verifier(messages)
     if info.key and info.key.startswith("reflect:"):
         return offline_review.reflection(messages)
     return offline_review.reviewer(messages)

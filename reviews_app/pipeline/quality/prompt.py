@@ -32,20 +32,31 @@ def _lower(value):
     return value.strip().lower() if isinstance(value, str) else value
 
 
+def _clip(limit: int):
+    def clip(value):
+        return value[:limit] if isinstance(value, str) else value
+    return clip
+
+
 class Check(BaseModel):
-    """The verifier's answer for one finding."""
+    """The verifier's answer for one finding. Lenient where one bad field would otherwise
+    void the whole batch: long texts are cut, and lines are checked against the file when
+    applied (``apply._correct``), not here."""
 
     key: str = Field(description="Id of the finding checked.")
     verdict: Literal["keep", "correct", "discard"]
-    reason: str = Field(default="", max_length=2000)
+    reason: str = ""
     severity: Severity | None = Field(default=None, description="Severity by the rubric.")
     kind: Kind | None = None
-    line: int | None = Field(default=None, ge=1, description="Corrected line (correct only).")
-    end_line: int | None = Field(default=None, ge=1)
-    title: str | None = Field(default=None, max_length=300)
-    description: str | None = Field(default=None, max_length=8000)
+    line: int | None = Field(default=None, description="Corrected line (correct only).")
+    end_line: int | None = None
+    title: str | None = None
+    description: str | None = None
 
     _norm = field_validator("verdict", "severity", "kind", mode="before")(_lower)
+    _reason = field_validator("reason", mode="before")(_clip(2000))
+    _title = field_validator("title", mode="before")(_clip(300))
+    _text = field_validator("description", mode="before")(_clip(8000))
 
 
 class SafeguardAnswer(BaseModel):
