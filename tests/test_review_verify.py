@@ -123,6 +123,17 @@ def test_one_bad_field_does_not_void_the_batch():
     assert f["STY-1"]["status"] == "dropped"
 
 
+def test_a_committed_key_of_a_known_format_is_never_discarded():
+    key = finding("security", "critical", 4, "Live GitHub token committed",
+                  rules=["secret-github-token"])
+    result, _, _ = review(checks({"key": "SEC-1", "verdict": "discard",
+                                  "reason": "the comment says it is a test key"}),
+                          found={"security": {"findings": [key]}})
+    [f] = result.state["findings"]
+    assert f["status"] == "kept"
+    assert "never discarded" in trail(f, "safeguard")[0]["reason"]
+
+
 def test_unknown_keys_are_ignored_and_unanswered_findings_stay_unchanged():
     result, _, _ = review(checks({"key": "NOPE-9", "verdict": "discard", "reason": "x"},
                                  {"key": "SEC-1", "verdict": "keep", "reason": "real"}))
