@@ -14,6 +14,7 @@ from reviews_app import services
 from reviews_app.models import Review
 from reviews_app.pipeline import offline_review, synthesis
 from reviews_app.pipeline.pattern import CodeReview
+from reviews_app.pipeline.quality.offline import verifier as offline_verifier
 
 P = CodeReview()
 
@@ -22,6 +23,8 @@ def offline_brain(messages, info):
     """The offline model's review, called directly (no gateway): analyzer results restated."""
     if info.role == "synthesizer":
         return offline_review.synthesis(messages)
+    if info.role == "verifier":
+        return offline_verifier(messages)
     if info.key and info.key.startswith("reflect:"):
         return offline_review.reflection(messages)
     return offline_review.reviewer(messages)
@@ -60,15 +63,20 @@ TABBED = "def f(x):\n\tif x:\n\t\ty = 1\n\t\treturn y\n\treturn 0\n"
 @pytest.mark.parametrize("whole", [True, False], ids=["whole-file", "diff-only"])
 def test_a_tab_indented_file_keeps_one_w191_finding_per_line(whole):
     """Each tab-indented line is its own W191 result; neighbouring lines 1 apart used to
-    chain (line 2 ~ 3 ~ 4 ~ 5) into a single finding."""
+    chain (line 2 ~ 3 ~ 4 ~ 5) into a single finding. Duplicate merging keeps them apart;
+    clustering then makes them one finding that lists every line as a location."""
     file = python_file("app/tabs.py", TABBED)
     if not whole:
         file.update(content=None, mode="light")
     rec, _ = offline_review_of([file])
     w191 = [f for f in rec.kept if "W191" in f["rules"]]
-    assert sorted(f["line"] for f in w191) == [2, 3, 4, 5]
-    assert not [f for f in rec.dropped if "W191" in f["rules"]]
-    for f in w191:
+    assert len(w191) == 1
+    [top] = w191
+    assert sorted(loc["line"] for loc in top["locations"]) == [2, 3, 4, 5]
+    clustered = [f for f in rec.dropped if "W191" in f["rules"]]
+    assert sorted(f["line"] for f in [top, *clustered]) == [2, 3, 4, 5]
+    assert all(f["drop_reason"] == f"Clustered into {top['key']}" for f in clustered)
+    for f in [top, *clustered]:
         assert (f["category"], f["severity"]) == ("style", "low")
         assert f"line {f['line']}" in f["suggestion"] and "tabs" in f["suggestion"]
     # Formatting nits alone do not make the change need a discussion.
@@ -162,8 +170,9 @@ def test_a_messy_file_drops_no_finding_as_a_duplicate_of_a_different_rule():
         if f["duplicate_of"]:
             keeper = kept[f["duplicate_of"]]
             assert set(f["rules"]) <= set(keeper["rules"]), (f, keeper)
-    lines = sorted(f["line"] for f in rec.kept if "W191" in f["rules"])
-    assert lines == [6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
+    # One W191 finding (clustering) that lists every tab-indented line.
+    [w191] = [f for f in rec.kept if "W191" in f["rules"]]
+    assert [loc["line"] for loc in w191["locations"]] == [6, 7, 8, 9, 10, 11, 12, 13, 14, 15]
 
 
 # --- the rule policy ---------------------------------------------------------------------------

@@ -69,12 +69,16 @@ class Script:
     """A function fake answering by role: reviewers from ``found``, reflections from
     ``amend``, the synthesizer from ``synth``. Anything callable is called with messages."""
 
-    def __init__(self, found=None, amend=None, synth=None):
+    def __init__(self, found=None, amend=None, synth=None, verify=None):
         self.found = found or {}
         self.amend = amend or {}
         self.synth = synth or {"duplicates": [], "verdict": "approve", "summary": "Fine."}
+        self.verify = verify  # the verifier's answer; none: every finding kept unchanged
 
     def __call__(self, messages, info):
+        if info.role == "verifier":
+            reply = self.verify or {"checks": []}
+            return reply(messages) if callable(reply) else reply
         if info.role == "synthesizer":
             return self.synth(messages) if callable(self.synth) else self.synth
         who = reviewer_of(messages)
@@ -105,7 +109,7 @@ def test_happy_path_reviewers_reflect_synthesize_and_wait_at_the_gate():
     # Reflection: security and style each see the other's finding; architecture found
     # nothing, but it also reads its colleagues (its own list is empty).
     assert sorted(roles[3:6]) == ["architecture", "security", "style"]
-    assert roles[6:] == ["synthesizer"]
+    assert roles[6:] == ["verifier", "synthesizer"]  # one safeguard call: one file
     [record] = result.records
     assert [f["key"] for f in record.kept] == ["SEC-1", "STY-1"]  # strongest first
     assert record.verdict == "request_changes" and record.rule_verdict == "request_changes"
@@ -209,7 +213,8 @@ def test_no_reviewer_succeeding_fails_the_review_with_every_reason():
 
 def test_reviewers_and_reflections_overlap_in_time():
     # Each phase's three calls meet at a barrier, which breaks unless they run at once:
-    # three latencies on the critical path (reviews, reflections, synthesis), not seven.
+    # four latencies on the critical path (reviews, reflections, the safeguard's one call
+    # for this one-file change, synthesis), not eight.
     phases = {"review": threading.Barrier(3, timeout=10),
               "reflect": threading.Barrier(3, timeout=10)}
     calls: list[str] = []
@@ -218,7 +223,7 @@ def test_reviewers_and_reflections_overlap_in_time():
                            "architecture": {"findings": [SQLI_ARCH]}})
 
     def meeting(messages, info):
-        if info.role != "synthesizer":
+        if info.role not in ("synthesizer", "verifier"):
             phases["reflect" if (info.key or "").startswith("reflect:") else "review"].wait()
         with lock:
             calls.append(f"{info.role}:{info.key}")
@@ -227,7 +232,8 @@ def test_reviewers_and_reflections_overlap_in_time():
     model = FunctionModel(meeting)
     result, _ = run_to_gate(model)
     assert result.gate is not None
-    assert len(calls) == 7  # 3 reviewers + 3 reflections + synthesis
+    assert len(calls) == 8  # 3 reviewers + 3 reflections + safeguard + synthesis
+    assert calls[-2:] == ["verifier:verify:0", "synthesizer:synthesis"]
     assert not any(b.broken for b in phases.values())
 
 

@@ -117,7 +117,10 @@ def implemented(messages) -> dict:
 def register() -> None:
     from agents_app.llm import offline
 
+    from .quality.offline import verifier
+
     offline.register("ReviewerFindings", reviewer)
     offline.register("ReflectionAnswer", reflection)
     offline.register("SynthesisAnswer", synthesis)
     offline.register("ImplementedCheck", implemented)
+    offline.register("SafeguardAnswer", verifier)

@@ -20,6 +20,7 @@ from agents_app.patterns.parallel import run_parallel
 from common import analyzers, secret_keys
 
 from .. import coverage, fingerprint, fixcheck, memories, prompts, rounds, synthesis
+from ..quality.cluster import cluster
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 from . import analyze, checks, verify
 from .constants import DEFAULTS, TRIAGE_GATE, VERDICT_LABELS
@@ -223,6 +224,7 @@ class CodeReview(Pattern):
         memories.apply(findings, opts.get("memories"))
         state["amendment_notes"] = [*(state.get("amendment_notes") or []),
                                     *rounds.apply(findings, state, code_at, client)]
+        cluster(findings)  # the same problem in many places becomes one finding (quality/)
         kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
         state["coverage"] = true_coverage(state)
         left = coverage.incomplete_text(coverage.unexamined(state["coverage"]))
