@@ -30,7 +30,7 @@ from .leases import (
     set_worker_identity,
     sweep,
 )
-from .stages import RETRY_AFTER_DB_ERROR, advance, run_inline
+from .stages import RETRY_AFTER_DB_ERROR, advance, advance_in_place, run_inline
 
 __all__ = [
     "DB_UNAVAILABLE",
@@ -39,6 +39,7 @@ __all__ = [
     "StageInterrupted",
     "StaleDecision",
     "advance",
+    "advance_in_place",
     "cancel",
     "create_run",
     "decide",

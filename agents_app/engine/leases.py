@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from ..models import RUNNABLE, Run
 from ..patterns.base import StageAbandoned
+from ..returning import instance_from, update_returning
 from . import scheduling
 
 log = logging.getLogger("quorum.engine")
@@ -57,12 +58,15 @@ class StageInterrupted(StageAbandoned):
     database is never mistaken for a failed reviewer or model."""
 
 
-def claim(run_id: int, token: str) -> bool:
+def claim(run_id: int, token: str) -> Run | None:
+    """Take the lease on a runnable run nobody holds; the run as claimed (one UPDATE …
+    RETURNING), or None."""
     now = timezone.now()
-    return Run.objects.filter(pk=run_id, status__in=RUNNABLE).filter(
-        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
-    ).update(lease_owner=token, lease_expires_at=lease_until(),
-             stage_attempt=F("stage_attempt") + 1) == 1
+    row = update_returning(Run.objects.filter(pk=run_id, status__in=RUNNABLE).filter(
+        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)),
+        {"lease_owner": token, "lease_expires_at": lease_until(),
+         "stage_attempt": F("stage_attempt") + 1})
+    return None if row is None else instance_from(Run, row)
 
 
 # --- recovery ----------------------------------------------------------------------------------
