@@ -58,9 +58,14 @@ class StageInterrupted(StageAbandoned):
     database is never mistaken for a failed reviewer or model."""
 
 
-def claim(run_id: int, token: str) -> Run | None:
+def claim(run_id: int, token: str) -> bool:
+    """Take the lease on a runnable run nobody holds."""
+    return claim_run(run_id, token) is not None
+
+
+def claim_run(run_id: int, token: str) -> Run | None:
     """Take the lease on a runnable run nobody holds; the run as claimed (one UPDATE …
-    RETURNING), or None."""
+    RETURNING: no second read), or None."""
     now = timezone.now()
     row = update_returning(Run.objects.filter(pk=run_id, status__in=RUNNABLE).filter(
         Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)),

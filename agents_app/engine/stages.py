@@ -25,7 +25,7 @@ from ..patterns.base import (
 from . import scheduling
 from .commit import Next, commit_result, stage_event, stop_run
 from .journal import DbJournal, gateway_config
-from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, claim, lease_token
+from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, claim_run, lease_token
 
 log = logging.getLogger("quorum.engine")
 
@@ -49,7 +49,7 @@ def step(run_id: int, *, enqueue: bool, claimed: Next | None = None,
         # and logs its start.
         try:
             with transaction.atomic():
-                run = claim(run_id, token)
+                run = claim_run(run_id, token)
                 if run is None:
                     return Next(False)
                 pattern = get_pattern(run.pattern)
