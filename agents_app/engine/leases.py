@@ -4,6 +4,7 @@ by the sweeper once it expires."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import socket
@@ -26,6 +27,11 @@ log = logging.getLogger("quorum.engine")
 _identity = {"node": f"{socket.gethostname()}-{os.getpid()}", "boot": uuid.uuid4().hex[:12]}
 
 
+# Claims this process made: with the process and thread, unique within a boot (whose id is
+# random, and shared by processes forked from one: hence the pid), with no entropy per claim.
+_claims = itertools.count(1)
+
+
 def set_worker_identity(node: str) -> None:
     """Called when a Celery worker starts: leases carry its node name and this boot's id."""
     _identity["node"] = node
@@ -34,8 +40,8 @@ def set_worker_identity(node: str) -> None:
 def lease_token() -> str:
     """Unique per claim: helper threads left over from an abandoned attempt of a stage find
     the lease not theirs, even when the same worker thread claims the run again."""
-    return f"{_identity['node']}|{_identity['boot']}|{threading.get_ident()}|" \
-           f"{uuid.uuid4().hex[:8]}"
+    return (f"{_identity['node']}|{_identity['boot']}|{os.getpid()}.{threading.get_ident()}|"
+            f"{next(_claims)}")
 
 
 def lease_until() -> datetime:
