@@ -62,13 +62,19 @@ _ASSIGNED = re.compile(
 _SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_PASSWORD)$")
 
 
-def redact(text: str) -> str:
-    """Blank anything that looks like a key or secret before it is stored, shown or logged."""
+def env_secrets() -> list[str]:
+    """This server's secret values (read now: the environment may change)."""
+    return [value for name, value in os.environ.items()
+            if len(value) >= 8 and _SECRET_ENV.search(name)]
+
+
+def redact(text: str, secrets: list[str] | None = None) -> str:
+    """Blank anything that looks like a key or secret before it is stored, shown or logged.
+    ``secrets``: ``env_secrets()`` read once by a caller redacting many texts."""
     if not text:  # every call's (usually empty) error passes through here
         return text
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_ENV.search(name):
-            text = text.replace(value, "[redacted]")
+    for value in env_secrets() if secrets is None else secrets:
+        text = text.replace(value, "[redacted]")
     text = _ASSIGNED.sub(r"\1[redacted]", text)
     # Keys of other known formats (payment, source hosting, private key blocks) are shortened
     # to a prefix and their length, as a review shows them.
@@ -77,7 +83,9 @@ def redact(text: str) -> str:
 
 def redact_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A copy of a call's messages with every text redacted: what the journal stores."""
-    return [{k: redact(v) if isinstance(v, str) else v for k, v in m.items()} for m in messages]
+    secrets = env_secrets()  # the environment read once for all of them
+    return [{k: redact(v, secrets) if isinstance(v, str) else v for k, v in m.items()}
+            for m in messages]
 
 
 def is_offline(model: str) -> bool:
