@@ -52,7 +52,9 @@ FRESH_SECONDS = 1.0
 class DbJournal:
     """A stage's journal. Parallel stages call from helper threads, each with its own Django
     connection: a helper thread keeps it for the whole stage (not one per call), and
-    ``finish`` closes them when the stage is over, so no finished thread leaves one behind."""
+    ``finish`` closes them when the stage is over, so no finished thread leaves one behind.
+    Its first call reads the run through that connection; later ones use the figures the
+    stage's own updates returned, like the stage thread's calls."""
 
     def __init__(self, run: Run, stage: str, token: str):
         self.run_id = run.pk
@@ -72,6 +74,7 @@ class DbJournal:
         self.snapshot = {name: getattr(run, name) for name in SNAPSHOT}
         self.synced_at = time.monotonic()
         self.helpers: dict[int, BaseDatabaseWrapper] = {}  # helper thread → idle connection
+        self.checked: set[int] = set()  # helper threads that have read the run themselves
         self.closed = False
 
     # --- helper threads' connections ----------------------------------------------------------
@@ -147,6 +150,11 @@ class DbJournal:
             if due:
                 self.extended_at = now
             stale = now - self.synced_at > FRESH_SECONDS
+            # A helper thread's first call reads the run through its own connection (opened
+            # for the stage): what it will write through must see the run as the claim left it.
+            ident = threading.get_ident()
+            if ident != self.thread and ident not in self.checked:
+                stale = True
         if due:
             row = update_returning(Run.objects.filter(pk=self.run_id, lease_owner=self.token),
                                    {"lease_expires_at": lease_until()}, SNAPSHOT)
@@ -155,6 +163,9 @@ class DbJournal:
             self._sync(row)
         elif stale:
             self._sync(Run.objects.filter(pk=self.run_id).values(*SNAPSHOT).get())
+        if ident != self.thread:
+            with self.lock:
+                self.checked.add(ident)
 
     def _check_and_extend(self, role: str) -> None:
         self._refresh()
