@@ -12,6 +12,7 @@ from django.db import connection, transaction
 
 from ..events import append_events
 from ..llm.gateway import Gateway, redact
+from ..llm.runtime import litellm as litellm_runtime
 from ..models import RUNNABLE, ModelCall, Run
 from ..patterns import get_pattern
 from ..patterns.base import (
@@ -44,6 +45,9 @@ def step(run_id: int, *, enqueue: bool, claimed: Next | None = None,
         run, token = claimed.run, claimed.claimed_by
         pattern = get_pattern(run.pattern)
     else:
+        # LiteLLM loads when first needed (seconds): before a lease is taken, never while one
+        # runs out (a worker's first stages would otherwise wait for the sweeper).
+        litellm_runtime()
         token = lease_token()
         # One write transaction claims the run (and reads it back), marks the stage running
         # and logs its start.
