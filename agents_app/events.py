@@ -15,9 +15,12 @@ from collections.abc import Iterable
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
+from django.db.models import F
+from django.db.models.expressions import CombinedExpression
 
 from .models import Event, Run
 from .patterns.base import Event as EventSpec
+from .returning import update_returning
 
 log = logging.getLogger("quorum.events")
 
@@ -34,16 +37,31 @@ def append_events(run_id: int, specs: Iterable[EventSpec], **run_updates) -> lis
         if run_updates:
             Run.objects.filter(pk=run_id).update(**run_updates)
         return []
-    # No savepoint: inside a stage's transaction a failure here fails that whole transaction
-    # anyway, and a savepoint would cost two more statements for every event written.
+    # One UPDATE … RETURNING numbers the events (the row's write lock orders writers), then
+    # one INSERT writes them. No savepoint: inside a stage's transaction a failure here fails
+    # that whole transaction anyway.
     with transaction.atomic(savepoint=False):
-        last = (Run.objects.select_for_update().filter(pk=run_id)
-                .values_list("last_event_seq", flat=True).get())
-        rows = [Event(run_id=run_id, seq=last + i, kind=s.kind, message=s.message[:4000],
-                      data=s.data) for i, s in enumerate(specs, 1)]
+        row = update_returning(Run.objects.filter(pk=run_id),
+                               {"last_event_seq": next_seqs(len(specs)), **run_updates},
+                               ["last_event_seq"])
+        if row is None:
+            raise Run.DoesNotExist(f"run {run_id} does not exist")
+        return write_events(run_id, row["last_event_seq"], specs)
+
+
+def next_seqs(n: int) -> CombinedExpression:
+    """The run row's update that reserves its next ``n`` event numbers."""
+    return F("last_event_seq") + n
+
+
+def write_events(run_id: int, newest: int, specs: list[EventSpec]) -> list[Event]:
+    """Insert ``specs`` as the events numbered up to ``newest`` (reserved by the caller's
+    update of the run row, in the current transaction); announced once it commits."""
+    first = newest - len(specs) + 1
+    rows = [Event(run_id=run_id, seq=first + i, kind=s.kind, message=s.message[:4000],
+                  data=s.data) for i, s in enumerate(specs)]
+    if rows:
         Event.objects.bulk_create(rows)
-        newest = last + len(rows)
-        Run.objects.filter(pk=run_id).update(last_event_seq=newest, **run_updates)
         transaction.on_commit(lambda: broadcast(run_id, newest))
     return rows
 

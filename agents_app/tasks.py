@@ -63,7 +63,8 @@ if kombu.__version__ in KOMBU_LOSES_CONNINFO:
 # A task keeps advancing its run in place, stage after stage, for up to this long, then
 # hands the run back to the queue: no queue hop per stage (tens of milliseconds each), while a
 # long run still leaves the queue regularly. Every stage is still claimed and committed on its
-# own, so a redelivered or duplicate task can never repeat one.
+# own (a stage's commit claims the next one), so a redelivered or duplicate task can never
+# repeat one.
 CONTINUE_IN_PLACE_SECONDS = 120.0
 
 
@@ -72,10 +73,8 @@ CONTINUE_IN_PLACE_SECONDS = 120.0
 def advance_run(run_id: int) -> None:
     deadline = time.monotonic() + CONTINUE_IN_PLACE_SECONDS
     try:
-        while engine.advance(run_id, enqueue=False):
-            if time.monotonic() > deadline:
-                scheduling.schedule(run_id)
-                return
+        if engine.advance_in_place(run_id, deadline=deadline):  # time is up: queue it again
+            scheduling.schedule(run_id)
     except (*engine.DB_UNAVAILABLE, engine.StageInterrupted) as exc:  # down for a minute
         log.warning("run %s: the database is unavailable (%s); trying again in %s s", run_id,
                     exc, engine.RETRY_AFTER_DB_ERROR)

@@ -8,6 +8,13 @@ leaves a lease that is recovered when a worker restarts (or expires for the swee
 stage then runs again, replaying the model calls it had already journaled, so no call is
 paid or recorded twice and no step is recorded twice (steps are written with the commit).
 
+A worker going on with the run in place (``advance_in_place``: the task, ``run_inline``)
+has each stage's commit claim the next stage for it in the same UPDATE, and carries the run
+that UPDATE returned instead of reading it again. Writes read back what they change
+(``UPDATE … RETURNING``): the claim returns the run, the event counter its new numbers, a
+model call's update of the counters the lease check (no row: the lease is lost), the cancel
+flag and the totals the next call is held to.
+
 A gate commits the run as ``awaiting_<gate>`` and ends the task; a decision is recorded
 by ``decide`` (under a row lock, checked against the ``stage_seq`` the person saw) and
 enqueues the continuation.
@@ -30,7 +37,7 @@ from .leases import (
     set_worker_identity,
     sweep,
 )
-from .stages import RETRY_AFTER_DB_ERROR, advance, run_inline
+from .stages import RETRY_AFTER_DB_ERROR, advance, advance_in_place, run_inline
 
 __all__ = [
     "DB_UNAVAILABLE",
@@ -39,6 +46,7 @@ __all__ = [
     "StageInterrupted",
     "StaleDecision",
     "advance",
+    "advance_in_place",
     "cancel",
     "create_run",
     "decide",

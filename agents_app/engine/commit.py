@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from .. import records
-from ..events import append_events
+from ..events import append_events, next_seqs, write_events
 from ..models import RUNNABLE, Run, Status, gate_status
 from ..patterns import get_pattern
-from ..patterns.base import Event, RunStopped, StageResult
+from ..patterns.base import Event, Pattern, RunStopped, StageResult
+from ..returning import instance_from, update_returning
+from .leases import lease_until
 from .scheduling import schedule_on_commit
 
 log = logging.getLogger("quorum.engine")
@@ -47,50 +52,88 @@ def locked_run(run_id: int, token: str, seq: int) -> Run | None:
                                                   stage_seq=seq).first()
 
 
-def commit_result(run_id: int, token: str, seq: int, result: StageResult, elapsed: float,
-                  enqueue: bool) -> bool:
+@dataclass
+class Next:
+    """What a stage's end left: whether the run has a stage ready, and, when the commit also
+    claimed that stage for this worker (``claimed_by``), the run as committed, carried on."""
+
+    runnable: bool
+    run: Run | None = None
+    claimed_by: str = ""
+
+    def __bool__(self) -> bool:
+        return self.runnable
+
+
+def stage_event(pattern: Pattern, stage: str, attempt: int) -> Event:
+    """The timeline's line for a stage a worker has just claimed."""
+    if attempt > 1:
+        return Event("stage_resumed", f"Resuming stage {stage} (attempt {attempt}) after an "
+                     "interruption.", {"stage": stage})
+    return Event("stage_started", pattern.describe_stage(stage) or describe_stage(stage),
+                 {"stage": stage})
+
+
+def describe_stage(stage: str) -> str:
+    """The timeline's line for a stage whose pattern has none of its own."""
+    return f"Stage {stage} started."
+
+
+def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: float,
+                  enqueue: bool, next_token: str = "") -> Next:
+    """Write the stage's result in one conditional UPDATE of the run (it matches only while
+    ``token`` holds the lease and the run is at stage ``seq``), its records and its events.
+    With ``next_token`` (the caller goes on in place) a next stage is claimed for it in the
+    same UPDATE, and started, unless a cancel was asked for (then the claim only stops it)."""
+    run_id = run.pk
+    pattern = get_pattern(run.pattern)
+    now = timezone.now()
+    values: dict[str, Any] = {"state": result.state, "stage_seq": F("stage_seq") + 1,
+                              "stage_attempt": 0, "lease_owner": "", "lease_expires_at": None,
+                              "active_seconds": F("active_seconds") + elapsed,
+                              "updated_at": now}
+    events = list(result.events)
+    status = ""
+    if result.outcome:
+        status = {"completed": Status.COMPLETED, "cancelled": Status.CANCELLED}.get(
+            result.outcome, Status.FAILED)
+        values.update(stage="", gate="", answer=result.answer or "", error=result.error,
+                      finished_at=now)
+        events.append(Event("run_finished", {
+            Status.COMPLETED: "Run completed.", Status.CANCELLED: "Run stopped."}.get(
+                status, f"Run failed: {result.error}"), {"status": status}))
+    elif result.gate:
+        status = gate_status(result.gate.kind)
+        values.update(gate=result.gate.kind, stage=result.next_stage or "")
+        events.append(Event("gate_opened", pattern.gate_message(result.gate.kind)
+                            or gate_message(result.gate.kind),
+                            {"gate": result.gate.kind, **result.gate.payload}))
+    else:
+        assert result.next_stage, "checked by stages.run_checked"
+        status = pattern.status_for(result.next_stage)
+        values.update(stage=result.next_stage, gate="")
+    runnable = status in RUNNABLE
+    fused = bool(next_token) and runnable
+    seqs = next_seqs(len(events))
+    if fused:
+        values.update(lease_owner=next_token, lease_expires_at=lease_until(), stage_attempt=1)
+        seqs = seqs + Case(When(cancel_requested=True, then=Value(0)), default=Value(1))
+    values.update(status=status, last_event_seq=seqs)
     with transaction.atomic():
-        run = locked_run(run_id, token, seq)
-        if run is None:
+        row = update_returning(Run.objects.filter(pk=run_id, lease_owner=token, stage_seq=seq),
+                               values)
+        if row is None:
             log.warning("run %s: stage result dropped, the run moved on", run_id)
-            return False
-        pattern = get_pattern(run.pattern)
-        records.persist(run, result.records)
-        run.state = result.state
-        run.stage_seq += 1
-        run.stage_attempt = 0
-        run.lease_owner, run.lease_expires_at = "", None
-        run.active_seconds += elapsed
-        events = list(result.events)
+            return Next(False)
+        committed = instance_from(Run, row)
+        records.persist(committed, result.records)
+        if fused and not committed.cancel_requested:
+            events.append(stage_event(pattern, committed.stage, 1))
+        write_events(run_id, committed.last_event_seq, events)
         if result.outcome:
-            run.status = {"completed": Status.COMPLETED, "cancelled": Status.CANCELLED}.get(
-                result.outcome, Status.FAILED)
-            run.stage, run.gate = "", ""
-            run.answer = result.answer or ""
-            run.error = result.error
-            run.finished_at = timezone.now()
             after_terminal(run_id, run.pattern)
-            events.append(Event("run_finished", {
-                Status.COMPLETED: "Run completed.", Status.CANCELLED: "Run stopped."}.get(
-                    run.status, f"Run failed: {result.error}"), {"status": run.status}))
-        elif result.gate:
-            run.status = gate_status(result.gate.kind)
-            run.gate = result.gate.kind
-            run.stage = result.next_stage or ""
-            events.append(Event("gate_opened", pattern.gate_message(result.gate.kind)
-                                or gate_message(result.gate.kind),
-                                {"gate": result.gate.kind, **result.gate.payload}))
-        else:
-            assert result.next_stage, "checked by stages.run_checked"
-            run.status = pattern.status_for(result.next_stage)
-            run.stage = result.next_stage
-        run.save(update_fields=["state", "stage_seq", "stage_attempt", "lease_owner",
-                                "lease_expires_at", "active_seconds", "status", "stage", "gate",
-                                "answer", "error", "finished_at", "updated_at"])
-        append_events(run_id, events)
-        runnable = run.status in RUNNABLE
         schedule_on_commit(run_id, enqueue and runnable)
-    return runnable
+    return Next(runnable, committed, next_token if fused else "")
 
 
 def gate_message(gate: str) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 
-from ..events import append_events
+from ..events import write_events
 from ..llm.gateway import is_offline
 from ..models import Run, Status
 from ..patterns import get_pattern
@@ -30,13 +30,14 @@ def create_run(owner: User, pattern_name: str, task: str, *, options: dict[str, 
             owner=owner, pattern=pattern.name, task=task, status=Status.QUEUED,
             stage=pattern.first_stage(state), state=state, options=state.get("options", options),
             models_used=models, offline=any(is_offline(m) for m in models.values()),
-            max_cost_usd=max_cost_usd, max_tokens=max_tokens)
+            max_cost_usd=max_cost_usd, max_tokens=max_tokens, last_event_seq=1)
         bound = pattern.bind_run(state, run.pk)
         if bound is not state:
             run.state, run.options = bound, bound.get("options", options)
             run.save(update_fields=["state", "options"])
         who = "offline model" if run.offline else ", ".join(sorted(set(models.values())))
-        append_events(run.pk, [Event("run_created", f"{owner} started a {pattern.label} run "
-                                     f"({who}).", {"models": models})])
+        # A new run's first event is number 1, reserved by the INSERT itself.
+        write_events(run.pk, 1, [Event("run_created", f"{owner} started a {pattern.label} run "
+                                       f"({who}).", {"models": models})])
         schedule_on_commit(run.pk, enqueue)
     return run

@@ -11,13 +11,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F
 
-from ..events import append_events
+from ..events import next_seqs, write_events
 from ..llm.gateway import CallOutcome, GatewayConfig, redact
 from ..models import ModelCall, Run
 from ..patterns.base import BudgetExceeded, Cancelled, Event, TimeLimitExceeded
+from ..returning import update_returning
 from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, lease_until
 
 
@@ -40,7 +42,20 @@ class _Limits:
     active_before: float
 
 
+# The run's fields a model call is checked against: read back by the claim and by every
+# call's own update of the run, so a call made right after another (or after the claim) needs
+# no read of its own; one made later (a tool ran in between) reads them again.
+SNAPSHOT = ("lease_owner", "cancel_requested", "cost_usd", "prompt_tokens", "completion_tokens")
+FRESH_SECONDS = 1.0
+
+
 class DbJournal:
+    """A stage's journal. Parallel stages call from helper threads, each with its own Django
+    connection: a helper thread keeps it for the whole stage (not one per call), and
+    ``finish`` closes them when the stage is over, so no finished thread leaves one behind.
+    Its first call reads the run through that connection; later ones use the figures the
+    stage's own updates returned, like the stage thread's calls."""
+
     def __init__(self, run: Run, stage: str, token: str):
         self.run_id = run.pk
         self.stage = stage
@@ -55,12 +70,53 @@ class DbJournal:
         self.thread = threading.get_ident()
         self.lock = threading.Lock()
         self.extended_at = time.monotonic()  # the claim has just set a fresh lease
+        # The run as its claim read it (the caller passes the run it has just claimed).
+        self.snapshot = {name: getattr(run, name) for name in SNAPSHOT}
+        self.synced_at = time.monotonic()
+        self.helpers: dict[int, BaseDatabaseWrapper] = {}  # helper thread → idle connection
+        self.checked: set[int] = set()  # helper threads that have read the run themselves
+        self.closed = False
+
+    # --- helper threads' connections ----------------------------------------------------------
+    def _busy(self) -> None:
+        if threading.get_ident() != self.thread:
+            with self.lock:
+                self.helpers.pop(threading.get_ident(), None)
 
     def _release(self) -> None:
-        """Parallel stages call from helper threads, each with its own Django connection:
-        close it after each use so a finished helper thread leaves no connection behind."""
-        if threading.get_ident() != self.thread:
-            connection.close()
+        """A helper thread is done with its connection for now: kept for its next call,
+        closed at once once the stage is over (an abandoned call returning late)."""
+        ident = threading.get_ident()
+        if ident == self.thread:
+            return
+        with self.lock:
+            if self.closed:
+                connection.close()
+            else:
+                self.helpers[ident] = connections[DEFAULT_DB_ALIAS]
+
+    def finish(self) -> None:
+        """The stage is over (called by the stage's own thread): close the connections its
+        helper threads kept. A helper still inside a call closes its own when it returns."""
+        with self.lock:
+            self.closed = True
+            idle, self.helpers = self.helpers, {}
+            for wrapper in idle.values():
+                wrapper.inc_thread_sharing()
+                try:
+                    wrapper.close()
+                finally:
+                    wrapper.dec_thread_sharing()
+
+    def _sync(self, row: dict) -> None:
+        with self.lock:
+            for name in SNAPSHOT:
+                if name in ("cost_usd", "prompt_tokens", "completion_tokens"):
+                    # parallel calls' updates may come back out of order: counters only grow
+                    self.snapshot[name] = max(self.snapshot[name], row[name])
+                else:
+                    self.snapshot[name] = row[name]
+            self.synced_at = time.monotonic()
 
     def replay(self, key: str) -> CallOutcome | None:
         c = self.existing.get(key)
@@ -72,6 +128,7 @@ class DbJournal:
                            attempts=c.attempts, error=c.error, retryable=c.retryable)
 
     def before_call(self, key: str, role: str, model: str) -> None:
+        self._busy()
         try:
             self._check_and_extend(role)
         except DB_UNAVAILABLE as exc:
@@ -81,12 +138,39 @@ class DbJournal:
         except BaseException:
             self._release()
             raise
-        # On success the helper thread keeps its connection for ``record``, which releases it.
+        # On success the helper thread keeps its connection busy until ``record``.
+
+    def _refresh(self) -> None:
+        """Read the run's lease, cancel flag and counters again, and extend the lease when a
+        tenth of it has passed (parallel calls share one extension: a write on the critical
+        path for each would queue them on the write lock)."""
+        now = time.monotonic()
+        with self.lock:
+            due = now - self.extended_at > settings.QUORUM_STAGE_LEASE_SECONDS / 10
+            if due:
+                self.extended_at = now
+            stale = now - self.synced_at > FRESH_SECONDS
+            # A helper thread's first call reads the run through its own connection (opened
+            # for the stage): what it will write through must see the run as the claim left it.
+            ident = threading.get_ident()
+            if ident != self.thread and ident not in self.checked:
+                stale = True
+        if due:
+            row = update_returning(Run.objects.filter(pk=self.run_id, lease_owner=self.token),
+                                   {"lease_expires_at": lease_until()}, SNAPSHOT)
+            if row is None:
+                raise LeaseLost()
+            self._sync(row)
+        elif stale:
+            self._sync(Run.objects.filter(pk=self.run_id).values(*SNAPSHOT).get())
+        if ident != self.thread:
+            with self.lock:
+                self.checked.add(ident)
 
     def _check_and_extend(self, role: str) -> None:
-        row = Run.objects.filter(pk=self.run_id).values(
-            "lease_owner", "cancel_requested", "cost_usd", "prompt_tokens",
-            "completion_tokens").get()
+        self._refresh()
+        with self.lock:
+            row = dict(self.snapshot)
         if row["lease_owner"] != self.token:
             raise LeaseLost()
         if row["cancel_requested"]:
@@ -104,16 +188,6 @@ class DbJournal:
         if elapsed > lim.max_seconds:
             raise TimeLimitExceeded(f"Time limit reached: {elapsed:.0f} s of work, the limit is "
                                     f"{lim.max_seconds:.0f} s. Stopped before the {role} call.")
-        # Extending the lease is a write; parallel calls share one extension per tenth of
-        # the lease instead of each taking the write lock on the critical path.
-        now = time.monotonic()
-        with self.lock:
-            due = now - self.extended_at > settings.QUORUM_STAGE_LEASE_SECONDS / 10
-            if due:
-                self.extended_at = now
-        if due:
-            Run.objects.filter(pk=self.run_id, lease_owner=self.token).update(
-                lease_expires_at=lease_until())
 
     def record(self, key: str, o: CallOutcome) -> None:
         try:
@@ -125,29 +199,33 @@ class DbJournal:
             self._release()
 
     def _record(self, key: str, o: CallOutcome) -> None:
+        tokens = o.prompt_tokens + o.completion_tokens
+        cost = Decimal(str(o.cost_usd))
         with transaction.atomic():
-            # A call that returns after its attempt was abandoned and the run claimed again
-            # is not this attempt's to record: the new attempt makes (and records) it.
-            if Run.objects.filter(pk=self.run_id).exclude(lease_owner="").exclude(
-                    lease_owner=self.token).exists():
+            # One UPDATE adds the call to the run's counters, numbers its event and checks the
+            # lease: a call that returns after its attempt was abandoned and the run claimed
+            # again matches no row (not this attempt's to record: the new attempt makes and
+            # records it). A lease released since (nobody's) still records it, for the replay.
+            row = update_returning(
+                Run.objects.filter(pk=self.run_id, lease_owner__in=(self.token, "")),
+                {"cost_usd": F("cost_usd") + cost,
+                 "prompt_tokens": F("prompt_tokens") + o.prompt_tokens,
+                 "completion_tokens": F("completion_tokens") + o.completion_tokens,
+                 "calls": F("calls") + 1, "last_event_seq": next_seqs(1)},
+                (*SNAPSHOT, "last_event_seq"))
+            if row is None:
                 raise LeaseLost()
             ModelCall.objects.create(
                 run_id=self.run_id, stage=self.stage, key=key, role=o.role, model=o.model,
                 messages=o.messages, response=o.response, prompt_tokens=o.prompt_tokens,
-                completion_tokens=o.completion_tokens, cost_usd=Decimal(str(o.cost_usd)),
+                completion_tokens=o.completion_tokens, cost_usd=cost,
                 latency_ms=o.latency_ms, attempts=o.attempts, error=redact(o.error),
                 retryable=o.retryable)
-            tokens = o.prompt_tokens + o.completion_tokens
             if o.error:
                 msg = f"{o.role} call to {o.model} failed after {o.attempts} attempt(s): {o.error}"
             else:
                 msg = (f"{o.role} · {o.model}: {tokens:,} tokens, ${o.cost_usd:.4f}, "
                        f"{o.latency_ms} ms")
-            append_events(self.run_id, [Event("model_call", msg, {
-                "role": o.role, "model": o.model, "tokens": tokens, "error": bool(o.error)})],
-                cost_usd=F("cost_usd") + Decimal(str(o.cost_usd)),
-                prompt_tokens=F("prompt_tokens") + o.prompt_tokens,
-                completion_tokens=F("completion_tokens") + o.completion_tokens,
-                calls=F("calls") + 1)
-
-
+            write_events(self.run_id, row["last_event_seq"], [Event("model_call", msg, {
+                "role": o.role, "model": o.model, "tokens": tokens, "error": bool(o.error)})])
+        self._sync(row)

@@ -4,6 +4,7 @@ by the sweeper once it expires."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import socket
@@ -18,11 +19,17 @@ from django.utils import timezone
 
 from ..models import RUNNABLE, Run
 from ..patterns.base import StageAbandoned
+from ..returning import instance_from, update_returning
 from . import scheduling
 
 log = logging.getLogger("quorum.engine")
 
 _identity = {"node": f"{socket.gethostname()}-{os.getpid()}", "boot": uuid.uuid4().hex[:12]}
+
+
+# Claims this process made: with the process and thread, unique within a boot (whose id is
+# random, and shared by processes forked from one: hence the pid), with no entropy per claim.
+_claims = itertools.count(1)
 
 
 def set_worker_identity(node: str) -> None:
@@ -33,8 +40,8 @@ def set_worker_identity(node: str) -> None:
 def lease_token() -> str:
     """Unique per claim: helper threads left over from an abandoned attempt of a stage find
     the lease not theirs, even when the same worker thread claims the run again."""
-    return f"{_identity['node']}|{_identity['boot']}|{threading.get_ident()}|" \
-           f"{uuid.uuid4().hex[:8]}"
+    return (f"{_identity['node']}|{_identity['boot']}|{os.getpid()}.{threading.get_ident()}|"
+            f"{next(_claims)}")
 
 
 def lease_until() -> datetime:
@@ -58,11 +65,19 @@ class StageInterrupted(StageAbandoned):
 
 
 def claim(run_id: int, token: str) -> bool:
+    """Take the lease on a runnable run nobody holds."""
+    return claim_run(run_id, token) is not None
+
+
+def claim_run(run_id: int, token: str) -> Run | None:
+    """Take the lease on a runnable run nobody holds; the run as claimed (one UPDATE …
+    RETURNING: no second read), or None."""
     now = timezone.now()
-    return Run.objects.filter(pk=run_id, status__in=RUNNABLE).filter(
-        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
-    ).update(lease_owner=token, lease_expires_at=lease_until(),
-             stage_attempt=F("stage_attempt") + 1) == 1
+    row = update_returning(Run.objects.filter(pk=run_id, status__in=RUNNABLE).filter(
+        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)),
+        {"lease_owner": token, "lease_expires_at": lease_until(),
+         "stage_attempt": F("stage_attempt") + 1})
+    return None if row is None else instance_from(Run, row)
 
 
 # --- recovery ----------------------------------------------------------------------------------

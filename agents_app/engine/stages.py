@@ -12,11 +12,11 @@ from django.db import connection, transaction
 
 from ..events import append_events
 from ..llm.gateway import Gateway, redact
+from ..llm.runtime import litellm as litellm_runtime
 from ..models import RUNNABLE, ModelCall, Run
 from ..patterns import get_pattern
 from ..patterns.base import (
     Cancelled,
-    Event,
     ModelClient,
     ModelError,
     Pattern,
@@ -24,59 +24,90 @@ from ..patterns.base import (
     StageResult,
 )
 from . import scheduling
-from .commit import commit_result, stop_run
+from .commit import Next, commit_result, stage_event, stop_run
 from .journal import DbJournal, gateway_config
-from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, claim, lease_token
+from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, claim_run, lease_token
 
 log = logging.getLogger("quorum.engine")
 
 
 def advance(run_id: int, *, enqueue: bool = True) -> bool:
     """Run the run's current stage if it can be claimed. True if another stage is ready."""
-    token = lease_token()
-    # One write transaction claims the run, marks the stage running and logs its start.
+    return bool(step(run_id, enqueue=enqueue))
+
+
+def step(run_id: int, *, enqueue: bool, claimed: Next | None = None,
+         fuse: bool = False) -> Next:
+    """Run one stage: the one ``claimed`` holds (claimed by the previous stage's commit),
+    else the run's current stage if it can be claimed. With ``fuse`` the commit also claims
+    the next stage for the caller, who then runs it at once (never drops it)."""
+    if claimed is not None and claimed.run is not None and claimed.claimed_by:
+        run, token = claimed.run, claimed.claimed_by
+        pattern = get_pattern(run.pattern)
+    else:
+        # LiteLLM loads when first needed (seconds): before a lease is taken, never while one
+        # runs out (a worker's first stages would otherwise wait for the sweeper).
+        litellm_runtime()
+        token = lease_token()
+        # One write transaction claims the run (and reads it back), marks the stage running
+        # and logs its start.
+        try:
+            with transaction.atomic():
+                run = claim_run(run_id, token)
+                if run is None:
+                    return Next(False)
+                pattern = get_pattern(run.pattern)
+                if not run.cancel_requested:
+                    # The status goes into the same UPDATE that numbers the event.
+                    run.status = pattern.status_for(run.stage)
+                    append_events(run_id, [stage_event(pattern, run.stage, run.stage_attempt)],
+                                  status=run.status)
+        except DB_UNAVAILABLE as exc:  # the claim (most likely) did not happen
+            return _interrupted(run_id, (token,), "", exc, enqueue)
+    next_token = lease_token() if fuse and not enqueue else ""
     try:
-        with transaction.atomic():
-            if not claim(run_id, token):
-                return False
-            run = Run.objects.get(pk=run_id)
-            pattern = get_pattern(run.pattern)
-            stage, seq = run.stage, run.stage_seq
-            if not run.cancel_requested:
-                if run.stage_attempt > 1:
-                    event = Event("stage_resumed", f"Resuming stage {stage} (attempt "
-                                  f"{run.stage_attempt}) after an interruption.", {"stage": stage})
-                else:
-                    event = Event("stage_started", pattern.describe_stage(stage)
-                                  or describe_stage(stage), {"stage": stage})
-                # The status goes into the same UPDATE that numbers the event.
-                append_events(run_id, [event], status=pattern.status_for(stage))
-    except DB_UNAVAILABLE as exc:  # the claim (most likely) did not happen
-        return _interrupted(run_id, token, "", exc, enqueue)
-    try:
-        return _run_stage(run, pattern, stage, seq, token, enqueue)
+        return _run_stage(run, pattern, token, enqueue, next_token)
     except DB_UNAVAILABLE as exc:  # the stage's commit (or its end) could not be written
-        return _interrupted(run_id, token, stage, exc, enqueue)
+        return _interrupted(run_id, (token, next_token), run.stage, exc, enqueue)
+
+
+def advance_in_place(run_id: int, *, deadline: float | None = None,
+                     max_stages: int = 1000) -> bool:
+    """Advance a run stage after stage in this thread, each stage's commit claiming the next
+    one, until it waits, ends, is claimed elsewhere, or ``deadline`` (``time.monotonic()``)
+    passes. True when a stage is still ready: the caller queues the run."""
+    return bool(_in_place(run_id, deadline, max_stages))
+
+
+def _in_place(run_id: int, deadline: float | None, max_stages: int) -> Next:
+    last = Next(False)
+    for n in range(max_stages):
+        fuse = n + 1 < max_stages and (deadline is None or time.monotonic() < deadline)
+        last = step(run_id, enqueue=False, claimed=last, fuse=fuse)
+        if not last or not fuse:
+            break
+    return last
 
 
 RETRY_AFTER_DB_ERROR = 5.0
 
 
-def _run_stage(run: Run, pattern: Pattern, stage: str, seq: int, token: str, enqueue: bool) -> bool:
-    run_id = run.pk
+def _run_stage(run: Run, pattern: Pattern, token: str, enqueue: bool, next_token: str) -> Next:
+    run_id, stage, seq = run.pk, run.stage, run.stage_seq
     if run.cancel_requested:
-        return stop_run(run_id, token, seq, Cancelled("Cancelled on request."))
+        return Next(stop_run(run_id, token, seq, Cancelled("Cancelled on request.")))
     started = time.monotonic()
+    journal = DbJournal(run, stage, token)
     try:
         result = run_checked(pattern, stage, run.state, Gateway(
-            gateway_config(run.models_used), DbJournal(run, stage, token)))
+            gateway_config(run.models_used), journal))
     except LeaseLost:
         log.warning("run %s: lease lost during stage %s; result dropped", run_id, stage)
-        return False
+        return Next(False)
     except StageInterrupted as exc:
-        return _interrupted(run_id, token, stage, exc, enqueue)
+        return _interrupted(run_id, (token,), stage, exc, enqueue)
     except RunStopped as stop:
-        return stop_run(run_id, token, seq, stop, elapsed=time.monotonic() - started)
+        return Next(stop_run(run_id, token, seq, stop, elapsed=time.monotonic() - started))
     except ModelError as exc:
         result = StageResult(state=run.state, outcome="failed",
                              error=model_failure(run_id, stage, exc))
@@ -84,7 +115,10 @@ def _run_stage(run: Run, pattern: Pattern, stage: str, seq: int, token: str, enq
         log.exception("run %s: stage %s crashed", run_id, stage)
         result = StageResult(state=run.state, outcome="failed",
                              error=f"Internal error in stage {stage}: {type(exc).__name__}: {exc}")
-    return commit_result(run_id, token, seq, result, time.monotonic() - started, enqueue)
+    finally:
+        journal.finish()
+    return commit_result(run, token, seq, result, time.monotonic() - started, enqueue,
+                         next_token)
 
 
 def run_checked(pattern: Pattern, stage: str, state: dict[str, Any],
@@ -96,22 +130,28 @@ def run_checked(pattern: Pattern, stage: str, state: dict[str, Any],
     return result
 
 
-def _interrupted(run_id: int, token: str, stage: str, exc: Exception, enqueue: bool,
-                 patience: float = 60.0) -> bool:
+def _interrupted(run_id: int, tokens: tuple[str, ...], stage: str, exc: Exception,
+                 enqueue: bool, patience: float = 60.0) -> Next:
     """The database failed the claim or the stage (``stage`` empty: the claim): drop the
     stage's result (its model calls stay journaled), give the run back as soon as the database
     takes a write, and go on: queued again, or at once by a caller advancing in place (True).
     A write whose answer was lost may still have reached the database (a server that crashed
-    after committing it), so a run found waiting for a worker goes on too. After ``patience``
-    seconds without the database: queued again for later, or the error raised to a caller
-    advancing in place (``advance_run`` queues the run again)."""
+    after committing it), so a run found waiting for a worker goes on too, and a commit found
+    to have claimed the next stage for this caller (``tokens[1]``) is carried on. After
+    ``patience`` seconds without the database: queued again for later, or the error raised to
+    a caller advancing in place (``advance_run`` queues the run again)."""
     what = f"stage {stage}" if stage else "the claim"
     log.warning("run %s: %s interrupted, the database is unavailable (%s); it runs again",
                 run_id, what, exc)
+    token, next_token = tokens[0], (tokens[1] if len(tokens) > 1 else "")
     deadline, pause = time.monotonic() + patience, 1.0
     while True:
         try:
             connection.close_if_unusable_or_obsolete()  # a server restarted: connect again
+            if next_token:
+                carried = Run.objects.filter(pk=run_id, lease_owner=next_token).first()
+                if carried is not None:  # the commit happened, and claimed the next stage
+                    return Next(True, carried, next_token)
             released = Run.objects.filter(pk=run_id, lease_owner=token).update(
                 lease_owner="", lease_expires_at=None)
             ready = bool(released) or Run.objects.filter(
@@ -124,13 +164,13 @@ def _interrupted(run_id: int, token: str, stage: str, exc: Exception, enqueue: b
             continue
         if ready and enqueue:
             scheduling.schedule(run_id, countdown=1.0)
-            return False
-        return ready
+            return Next(False)
+        return Next(ready)
     log.warning("run %s: the database is still unavailable after %.0f s", run_id, patience)
     if not enqueue:
         raise exc
     scheduling.schedule(run_id, countdown=RETRY_AFTER_DB_ERROR)
-    return False
+    return Next(False)
 
 
 def model_failure(run_id: int, stage: str, exc: ModelError) -> str:
@@ -144,14 +184,9 @@ def model_failure(run_id: int, stage: str, exc: ModelError) -> str:
             f"{call.attempts} attempt(s): {exc}")
 
 
-def describe_stage(stage: str) -> str:
-    """The timeline's line for a stage whose pattern has none of its own."""
-    return f"Stage {stage} started."
-
-
 def run_inline(run_id: int, max_stages: int = 1000) -> Run:
     """Advance a run in this process until it waits, ends, or is claimed elsewhere."""
-    for _ in range(max_stages):
-        if not advance(run_id, enqueue=False):
-            break
+    last = _in_place(run_id, None, max_stages)
+    if last.run is not None and not last:  # the run as its last commit left it
+        return last.run
     return Run.objects.get(pk=run_id)

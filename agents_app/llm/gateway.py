@@ -1,9 +1,10 @@
-"""The one module that talks to LiteLLM.
+"""The one module that calls models through LiteLLM (imported when first needed, by
+``runtime``; prices looked up once per model by ``pricing``).
 
 It owns role → model routing, structured output (JSON-schema response format where the
 model supports it, otherwise schema instructions in the prompt; then parse → repair → one
 retry that shows the model its error), timeouts, retries with backoff on 429/5xx, usage and
-cost, the built-in offline provider, and the single place every call is logged.
+cost, the built-in offline provider (``provider``), and the single place every call is logged.
 
 No Django here: the engine passes a ``Journal`` that persists calls, replays the calls of a
 stage that is executed again, and may stop the run between calls (cancel, budget, time).
@@ -22,34 +23,32 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, overload
 from urllib.parse import urlparse
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from pydantic import BaseModel
 
-import litellm  # noqa: E402
-from litellm import CustomLLM, ModelResponse  # noqa: E402
-from litellm.types.utils import Usage  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
+from common import secret_keys
 
-from common import secret_keys  # noqa: E402
-
-from ..patterns.base import ModelError, Reply, Schema, StructuredOutputError  # noqa: E402
-from ..patterns.structured import ParseError, parse_structured, schema_instructions  # noqa: E402
-from . import offline  # noqa: E402
+from ..patterns.base import ModelError, Reply, Schema, StructuredOutputError
+from ..patterns.structured import ParseError, parse_structured, schema_instructions
+from . import pricing
+from .runtime import (
+    OFFLINE_MODELS,
+    OFFLINE_PROVIDER,
+    set_offline_latency,  # noqa: F401 - the app's settings set it from here
+)
+from .runtime import litellm as _litellm
 
 log = logging.getLogger("quorum.llm")
-litellm.suppress_debug_info = True
-litellm.telemetry = False
 
-OFFLINE_PROVIDER = "offline"
-OFFLINE_MODELS = ("offline/default",)
 
-_RETRYABLE = (
-    litellm.RateLimitError,
-    litellm.InternalServerError,
-    litellm.ServiceUnavailableError,
-    litellm.BadGatewayError,
-    litellm.APIConnectionError,
-    litellm.Timeout,
-)
+@functools.cache
+def _retryable() -> tuple[type[Exception], ...]:
+    """Provider errors worth another attempt (LiteLLM's classes: loaded with it)."""
+    litellm = _litellm()
+    return (litellm.RateLimitError, litellm.InternalServerError,
+            litellm.ServiceUnavailableError, litellm.BadGatewayError,
+            litellm.APIConnectionError, litellm.Timeout)
+
+
 # Key shapes of the providers and services a prompt or an error is likely to quote.
 _SECRET = re.compile(
     r"(sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|(?i:bearer)\s+[A-Za-z0-9._-]{12,}"
@@ -63,13 +62,19 @@ _ASSIGNED = re.compile(
 _SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_PASSWORD)$")
 
 
-def redact(text: str) -> str:
-    """Blank anything that looks like a key or secret before it is stored, shown or logged."""
+def env_secrets() -> list[str]:
+    """This server's secret values (read now: the environment may change)."""
+    return [value for name, value in os.environ.items()
+            if len(value) >= 8 and _SECRET_ENV.search(name)]
+
+
+def redact(text: str, secrets: list[str] | None = None) -> str:
+    """Blank anything that looks like a key or secret before it is stored, shown or logged.
+    ``secrets``: ``env_secrets()`` read once by a caller redacting many texts."""
     if not text:  # every call's (usually empty) error passes through here
         return text
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_ENV.search(name):
-            text = text.replace(value, "[redacted]")
+    for value in env_secrets() if secrets is None else secrets:
+        text = text.replace(value, "[redacted]")
     text = _ASSIGNED.sub(r"\1[redacted]", text)
     # Keys of other known formats (payment, source hosting, private key blocks) are shortened
     # to a prefix and their length, as a review shows them.
@@ -78,48 +83,9 @@ def redact(text: str) -> str:
 
 def redact_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A copy of a call's messages with every text redacted: what the journal stores."""
-    return [{k: redact(v) if isinstance(v, str) else v for k, v in m.items()} for m in messages]
-
-
-# --- the offline provider ---------------------------------------------------------------------
-class _OfflineProvider(CustomLLM):
-    latency = 0.0
-
-    def completion(self, model: str, messages: list[dict[str, Any]], *args: Any,
-                   **kwargs: Any) -> ModelResponse:
-        params = kwargs.get("litellm_params") or {}
-        meta = params.get("metadata") or {}
-        if self.latency:
-            time.sleep(min(self.latency, float(kwargs.get("timeout") or self.latency)))
-        text = offline.reply(meta.get("quorum_role", ""), meta.get("quorum_schema"), messages)
-        prompt_tokens = sum(len(m.get("content", "")) for m in messages) // 4
-        completion_tokens = len(text) // 4
-        return ModelResponse(
-            model=f"{OFFLINE_PROVIDER}/{model}",
-            choices=[{"index": 0, "finish_reason": "stop",
-                      "message": {"role": "assistant", "content": text}}],
-            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                        total_tokens=prompt_tokens + completion_tokens),
-        )
-
-
-_offline_provider = _OfflineProvider()
-litellm.custom_provider_map = [
-    *[p for p in litellm.custom_provider_map if p.get("provider") != OFFLINE_PROVIDER],
-    {"provider": OFFLINE_PROVIDER, "custom_handler": _offline_provider},
-]
-litellm.register_model({
-    name: {"litellm_provider": OFFLINE_PROVIDER, "mode": "chat", "max_tokens": 32768,
-           "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
-           "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
-           "supports_response_schema": True}
-    for name in OFFLINE_MODELS
-})
-
-
-def set_offline_latency(seconds: float) -> None:
-    """A fixed delay per offline call, for benchmarks and worker tests."""
-    _offline_provider.latency = seconds
+    secrets = env_secrets()  # the environment read once for all of them
+    return [{k: redact(v, secrets) if isinstance(v, str) else v for k, v in m.items()}
+            for m in messages]
 
 
 def is_offline(model: str) -> bool:
@@ -130,7 +96,7 @@ def is_in_process(model: str) -> bool:
     """Custom LiteLLM providers (the offline model, a test's scripted model) run in this
     process: no network, so never blocked, and they are told the role and schema."""
     provider = model.split("/", 1)[0]
-    return any(p.get("provider") == provider for p in litellm.custom_provider_map)
+    return any(p.get("provider") == provider for p in _litellm().custom_provider_map)
 
 
 def check_model_name(model: str) -> str | None:
@@ -141,6 +107,7 @@ def check_model_name(model: str) -> str | None:
     if is_offline(model):
         return None if model in OFFLINE_MODELS else f"The offline provider has only {', '.join(OFFLINE_MODELS)}."
     provider = model.split("/", 1)[0] if "/" in model else ""
+    litellm = _litellm()
     routable = model in litellm.model_cost or (
         provider and provider in litellm.provider_list and model.split("/", 1)[1])
     if not routable:
@@ -156,6 +123,7 @@ def missing_credentials(model: str) -> str | None:
     if is_offline(model) or os.environ.get("QUORUM_API_BASE"):
         return None
     provider = model.split("/", 1)[0] if "/" in model else ""
+    litellm = _litellm()
     if provider and provider not in litellm.provider_list:
         return None  # a custom provider registered in-process
     try:
@@ -172,7 +140,7 @@ def missing_credentials(model: str) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _supports_schema(model: str) -> bool:  # a price-map lookup: once per model, not per call
     try:
-        return bool(litellm.supports_response_schema(model=model))
+        return bool(_litellm().supports_response_schema(model=model))
     except Exception:  # unknown to the price map: fall back to instructions in the prompt
         return False
 
@@ -337,12 +305,13 @@ class Gateway:
                                  f" is false): refusing to call {model}.")
                 outcome.attempts = 0
                 return outcome
+        completion, retryable = _litellm().completion, _retryable()
         started = time.monotonic()
         for attempt in range(1, cfg.max_retries + 2):
             outcome.attempts = attempt
             try:
-                response = litellm.completion(**kwargs)
-            except _RETRYABLE as exc:
+                response = completion(**kwargs)
+            except retryable as exc:
                 outcome.error, outcome.retryable = redact(_describe(exc)), True
                 if attempt > cfg.max_retries:
                     break
@@ -391,21 +360,8 @@ def _backoff(exc: Exception, attempt: int, base: float) -> float:
     return base * 2.0 ** (attempt - 1)
 
 
-_UNPRICED: set[str] = set()
-
-
 def _cost(response: Any, model: str) -> float:
     """The call's cost: LiteLLM's own figure for this response when it computed one, else the
-    price map; a model missing from the map counts as 0, with a warning once per model."""
-    if is_offline(model):
-        return 0.0
-    hidden = getattr(response, "_hidden_params", None) or {}
-    if hidden.get("response_cost"):
-        return float(hidden["response_cost"])
-    try:
-        return float(litellm.completion_cost(completion_response=response, model=model) or 0.0)
-    except Exception:
-        if model not in _UNPRICED:
-            _UNPRICED.add(model)
-            log.warning("no price known for %s; its cost is counted as 0", model)
-        return 0.0
+    model's price (looked up once per model, ``pricing``); a model missing from the price map
+    counts as 0, with a warning once per model."""
+    return pricing.cost(response, model)
