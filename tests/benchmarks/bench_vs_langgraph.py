@@ -239,6 +239,7 @@ def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, v
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     require_langgraph()
+    args.load_before = os.getloadavg()[0]
     from tests.fakeprovider import fake_models
     from tests.stack import free_port
 
@@ -314,6 +315,8 @@ def report(args, inline, statements, creating, conc, rss) -> None:
     print(f"# DEBUG=false; fake OpenAI-compatible provider over HTTP in its own process; "
           f"LiteLLM on both sides; rounds interleaved; medians of {3 * args.runs} in-process "
           f"rounds and {args.runs} concurrent rounds{' (--quick smoke test)' if args.quick else ''}")
+    print(f"# load average (1 min) {args.load_before:.1f} before, {os.getloadavg()[0]:.1f} "
+          f"after, on {os.cpu_count()} cores: other work on the machine shows as overhead")
     print(f"# Quorum: SQLite, embedded Redis, {mode}. LangGraph "
           f"{_version('langgraph')}, SqliteSaver in process, AsyncSqliteSaver + asyncio.gather "
           f"of ainvoke in a process of its own")
