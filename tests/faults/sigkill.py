@@ -166,8 +166,8 @@ def main() -> int:
         stack.close()
 
     print(f"\n# SIGKILL of the worker — {time.strftime('%Y-%m-%d %H:%M')}, {common.machine()}")
-    print(f"# SQLite (WAL); offline model {args.latency} s/call, worker threads "
-          f"x{args.concurrency}, kill every "
+    print(f"# SQLite (WAL); offline model {args.latency} s/call, {args.workers} worker "
+          f"process(es) × {args.concurrency} threads (each kill takes one), kill every "
           f"{args.kill_min}-{args.kill_max} s (seed {args.seed}), runs in {args.waves} waves, "
           f"sweeper every {args.sweep_every} s after {args.sweep_idle} s idle\n")
     print(common.table(
