@@ -80,6 +80,9 @@ def main() -> None:
                                 w.stop()
                         rows[(processes, threads)].append((makespan / one, 1000 * cpu / args.n,
                                                            rss))
+                        print(f"# {processes} × {threads}: {makespan:.1f} s, one run {one:.1f} s "
+                              f"({makespan / one:.2f}×), {1000 * cpu / args.n:.0f} ms CPU per "
+                              f"run, {rss:.0f} MB; load {os.getloadavg()[0]:.1f}", flush=True)
             finally:
                 redis.stop()
         finally:
