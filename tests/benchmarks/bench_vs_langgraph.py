@@ -63,7 +63,7 @@ def positive(kind, low, high):
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    cores = os.cpu_count() or 1
+    cores = max(1, min(os.cpu_count() or 1, 4))  # devstack's default: one per core, at most 4
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=positive(int, 1, 50), default=3,
                         help="concurrent rounds (the in-process part makes 3× as many)")
@@ -75,7 +75,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--small", type=positive(int, 1, 1000), default=50)
     parser.add_argument("--workers", type=positive(int, 1, 64),
                         default=int(os.environ.get("QUORUM_WORKER_PROCESSES") or cores),
-                        help="Celery worker processes (default: QUORUM_WORKER_PROCESSES or cores)")
+                        help="Celery worker processes (default: QUORUM_WORKER_PROCESSES or one per "
+                             "core, at most four, as make dev)")
     parser.add_argument("--concurrency", type=positive(int, 1, 1000), default=None,
                         help="threads per worker (default: QUORUM_WORKER_CONCURRENCY or "
                              "enough for the large batch)")
