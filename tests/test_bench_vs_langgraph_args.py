@@ -1,0 +1,56 @@
+"""bench_vs_langgraph's command line: bad flags are one line and exit 2, --quick is a smoke
+test, and without LangGraph it says how to install it (exit 2) instead of a traceback."""
+
+import pytest
+
+from tests.benchmarks import bench_vs_langgraph as bench
+
+
+@pytest.mark.parametrize("argv", [
+    ["--runs", "0"], ["--runs", "x"], ["--runs", "51"], ["--latency", "-1"],
+    ["--latency", "nan"], ["--latency", "inf"], ["--large", "0"], ["--workers", "0"],
+    ["--concurrency", "100000"], ["--no-such-flag"], ["--latency", "1\x00"],
+])
+def test_bad_flags_are_one_line_and_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.parse_args(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bench_vs_langgraph: ") and err.count("\n") == 1
+
+
+def test_defaults_fill_the_large_batch_across_the_workers(monkeypatch):
+    monkeypatch.delenv("QUORUM_WORKER_CONCURRENCY", raising=False)
+    args = bench.parse_args(["--workers", "2"])
+    assert (args.runs, args.latency, args.large_latency) == (3, 0.5, 1.0)
+    assert (args.large, args.small, args.concurrency) == (200, 50, 100)
+    assert bench.parse_args(["--workers", "3"]).concurrency == 67
+
+
+def test_quick_is_a_small_smoke_test():
+    args = bench.parse_args(["--quick", "--runs", "9"])
+    assert (args.runs, args.large, args.small) == (1, 20, 10)
+    assert args.latency < 0.5 and args.large_latency < 1.0
+
+
+def test_without_langgraph_it_says_make_bench_installs_it(monkeypatch, capsys):
+    monkeypatch.setattr(bench, "_installed", lambda module: module != "langgraph")
+    with pytest.raises(SystemExit) as exit_:
+        bench.require_langgraph()
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "make bench installs it" in err and err.count("\n") == 1
+
+
+def test_langgraph_stays_out_of_the_app():
+    """Only the benchmark imports LangGraph: no module of the app names it."""
+    import re
+    from pathlib import Path
+
+    imports = re.compile(r"^\s*(import|from)\s+langgraph\b", re.MULTILINE)
+    root = Path(__file__).resolve().parents[1]
+    offenders = [str(p.relative_to(root)) for d in ("agents_app", "reviews_app", "common",
+                                                    "config")
+                 for p in (root / d).rglob("*.py") if imports.search(p.read_text())]
+    assert offenders == []
+    assert imports.search((root / "tests/benchmarks/langgraph_side.py").read_text())

@@ -1,0 +1,53 @@
+"""devstack's worker processes: one thread-pool Celery process per core, distinct node names,
+beat in exactly one of them, and bad settings refused in one line."""
+
+import shlex
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from agents_app.management.commands import devstack
+
+
+def test_one_process_per_core_at_most_four(monkeypatch):
+    for cores, expected in ((1, 1), (2, 2), (4, 4), (16, 4), (None, 1)):
+        monkeypatch.setattr(devstack.os, "cpu_count", lambda c=cores: c)
+        assert devstack.default_worker_processes() == expected
+
+
+def test_worker_commands_have_distinct_nodes_and_a_single_beat():
+    commands = [shlex.split(c) for c in devstack.worker_commands(
+        Path("/venv/bin"), Path("/var/q"), processes=3, concurrency=70)]
+    assert len(commands) == 3
+    nodes = [c[c.index("-n") + 1] for c in commands]
+    assert nodes == ["worker1@%h", "worker2@%h", "worker3@%h"]
+    assert [c.count("--beat") for c in commands] == [1, 0, 0]
+    assert commands[0][commands[0].index("--schedule") + 1] == "/var/q/celerybeat-schedule"
+    for c in commands:
+        assert c[:4] == ["/venv/bin/celery", "-A", "config", "worker"]
+        assert c[c.index("--pool") + 1] == "threads"
+        assert c[c.index("--concurrency") + 1] == "70"
+
+
+def test_a_single_process_still_runs_beat():
+    (only,) = devstack.worker_commands(Path("/b"), Path("/v"), processes=1, concurrency=5)
+    assert "--beat" in shlex.split(only)
+
+
+@pytest.mark.parametrize("value", ["0", "65", "two", "1.5", "-1"])
+def test_bad_process_counts_are_refused(monkeypatch, value):
+    monkeypatch.setenv("QUORUM_WORKER_PROCESSES", value)
+    with pytest.raises(CommandError) as err:
+        call_command("devstack")
+    assert "--processes" in str(err.value)
+    monkeypatch.delenv("QUORUM_WORKER_PROCESSES")
+    with pytest.raises(CommandError):
+        call_command("devstack", "--processes", value)
+
+
+def test_processes_and_concurrency_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("QUORUM_WORKER_PROCESSES", "3")
+    monkeypatch.setenv("QUORUM_WORKER_CONCURRENCY", "40")
+    opts = devstack.Command().create_parser("manage.py", "devstack").parse_args([])
+    assert (opts.processes, opts.concurrency) == (3, 40)
