@@ -16,6 +16,7 @@ from reviews_app.pipeline.diffs import (
     numbered_patch,
     prepare,
 )
+from reviews_app.pipeline.diffs.limits import MODEL_ONLY_DETAIL
 
 FILE_KEYS = {"path", "old_path", "status", "language", "lexer", "is_python", "hunks", "added",
              "removed", "content", "mode", "clipped", "no_newline_at_end"}
@@ -322,8 +323,8 @@ def test_multi_file_git_diff_statuses_lines_and_counts():
     assert reasons(result) == {"old/legacy.py": "deleted"}
     model_only = [c for c in result.coverage if c["reason"] == "model_only"]
     assert model_only == [{"path": "web/app.js", "reason": "model_only", "reviewed": True,
-                           "detail": "Not Python: left to the models, without static "
-                                     "analysis."}]
+                           "detail": MODEL_ONLY_DETAIL}]
+    assert "analyzers that read its language" in MODEL_ONLY_DETAIL
 
 
 def test_numbered_patch_shows_new_line_numbers_and_marks():

@@ -1,10 +1,11 @@
 """The offline model's code review: analyzer results restated as findings.
 
-With no provider key, each reviewer turns the ruff and bandit results of its category into
+With no provider key, each reviewer turns the analyzer results of its category (ruff and bandit
+for Python; semgrep with our rules, oxlint, shellcheck, hadolint; the secrets scanners) into
 findings (severity, lines and a concrete fix from the analyzers), reflection upgrades a
 finding when a colleague rates the same lines higher, and synthesis follows the verdict
 rules. It reads nothing but the prompt's analyzer results, so it is a real, repeatable
-review of Python code that examines no file itself (its run lists ``offline_roles``, and the
+review of the languages the analyzers read, that examines no file itself (its run lists ``offline_roles``, and the
 coverage counts only what the analyzers read), and it says plainly that no language model
 read the change.
 """
@@ -92,12 +93,15 @@ def synthesis(messages) -> dict:
         counts[f["severity"]] = counts.get(f["severity"], 0) + 1
     found = ", ".join(f"{counts[s]} {s}" for s in SEVERITY_RANK if s in counts) or "nothing"
     files = len({f["file"] for f in findings})
-    summary = (f"Offline, analyzer-based review: ruff and bandit results on the changed Python "
-               f"lines, restated by the built-in offline model (no language model read the "
-               f"change). Kept: {found}" + (f" across {files} file(s)" if files else "") +
+    summary = (f"Offline, analyzer-based review: the analyzers' results on the changed lines "
+               f"(ruff and bandit for Python; semgrep with Quorum's rules, oxlint, shellcheck "
+               f"and hadolint for JavaScript, TypeScript, Go, Java, shell and Dockerfiles; "
+               f"secrets scanners on every file), restated by the built-in offline model (no "
+               f"language model read the change). Kept: {found}"
+               + (f" across {files} file(s)" if files else "") +
                f". The verdict follows the severity rules: {verdict.replace('_', ' ')}. "
-               "Files in other languages were not reviewed: no analyzer reads them and this "
-               "model reads no code; set a provider key for a model review.")
+               "Files no analyzer reads were not reviewed (see the coverage): this model "
+               "reads no code; set a provider key for a model review.")
     return {"duplicates": [], "verdict": verdict, "summary": summary}
 
 

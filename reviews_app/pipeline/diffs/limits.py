@@ -35,7 +35,8 @@ NO_HEADERS_MESSAGE = ("This diff has hunks (`@@ … @@`) but no file headers (`-
 
 # The parser only hands the file on; once the reviewers have run, the pattern replaces this
 # entry with what really examined the file (pipeline/coverage.py).
-MODEL_ONLY_DETAIL = "Not Python: left to the models, without static analysis."
+MODEL_ONLY_DETAIL = ("Not Python: left to the analyzers that read its language and to the "
+                     "models; the coverage says which examined it once they have run.")
 BINARY_DETAIL = "Binary file: there is no text to review."
 DELETED_DETAIL = "File deleted: nothing new to review."
 GENERATED_NAME_DETAIL = ("Generated or vendored file (lock file, minified file, source map, or "
