@@ -117,7 +117,11 @@ def implemented(messages) -> dict:
 def register() -> None:
     from agents_app.llm import offline
 
+    from . import crossfile, guardian
+
     offline.register("ReviewerFindings", reviewer)
     offline.register("ReflectionAnswer", reflection)
     offline.register("SynthesisAnswer", synthesis)
     offline.register("ImplementedCheck", implemented)
+    crossfile.register()  # the change-level checks (pattern/checks.py)
+    guardian.register()
