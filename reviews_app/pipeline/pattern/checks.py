@@ -156,7 +156,10 @@ def _guardian(state: dict, outcome, notes: list[str]) -> tuple[list[dict], list[
                          "the time limit, so it read only part of the change.")
         mine = {(p, n) for rid, p, n in taken if rid == rule["id"]}
         found += guardian.pattern_findings(rule, hits, mine, rule["pattern"])
+    reasons = [f.pop("drop_reason", "") for f in found]  # numbering resets drop_reason
     numbered = synthesis.number_findings("rules", found)
+    for f, reason in zip(numbered, reasons, strict=True):
+        f["drop_reason"] = reason
     _drop_outside(numbered, {f["path"] for f in state["files"]})
     unchecked = []
     for rule, _ in rules:
