@@ -99,12 +99,10 @@ def label(rule: dict) -> str:
 
 # --- patterns ----------------------------------------------------------------------------------
 def _parser():
-    try:
-        from re import _constants as c  # type: ignore[attr-defined]
-        from re import _parser as p  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover - before Python 3.11
-        import sre_constants as c  # type: ignore[no-redef]
-        import sre_parse as p  # type: ignore[no-redef]
+    """The standard library's own regex parser (Python 3.11+), to read a pattern's shape."""
+    from re import _constants as c
+    from re import _parser as p
+
     return p, c
 
 
