@@ -41,9 +41,11 @@ def test_a_risky_diff_is_not_approved_and_prints_sarif(tmp_path):
     assert "Verdict: request_changes" in err
     run = Run.objects.get()
     assert run.status == "completed" and run.review.final_verdict == "request_changes"
-    # Three reviewers, their reflections, one synthesis: each call recorded once.
+    # Three reviewers and the cross-file check, their reflections, one synthesis: each call
+    # recorded once.
     stages = sorted(ModelCall.objects.values_list("stage", flat=True))
-    assert stages.count("review") == 3 and stages.count("synthesize") == 1
+    assert stages.count("review") == 4 and stages.count("synthesize") == 1
+    assert ModelCall.objects.filter(stage="review", role="checker").count() == 1
 
 
 def test_a_clean_change_is_approved_with_exit_status_zero(tmp_path):

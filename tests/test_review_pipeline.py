@@ -69,11 +69,12 @@ class Script:
     """A function fake answering by role: reviewers from ``found``, reflections from
     ``amend``, the synthesizer from ``synth``. Anything callable is called with messages."""
 
-    def __init__(self, found=None, amend=None, synth=None, verify=None):
+    def __init__(self, found=None, amend=None, synth=None, verify=None, check=None):
         self.found = found or {}
         self.amend = amend or {}
         self.synth = synth or {"duplicates": [], "verdict": "approve", "summary": "Fine."}
         self.verify = verify  # the verifier's answer; none: every finding kept unchanged
+        self.check = check or {}  # the checker's answers by call key: crossfile, guardian
 
     def __call__(self, messages, info):
         if info.role == "verifier":
@@ -81,6 +82,9 @@ class Script:
             return reply(messages) if callable(reply) else reply
         if info.role == "synthesizer":
             return self.synth(messages) if callable(self.synth) else self.synth
+        if info.role == "checker":  # change-level checks: no findings unless scripted
+            reply = self.check.get(info.key, {"findings": []})
+            return reply(messages) if callable(reply) else reply
         who = reviewer_of(messages)
         if info.key and info.key.startswith("reflect:"):
             reply = self.amend.get(who, {"amendments": []})
@@ -105,11 +109,12 @@ def test_happy_path_reviewers_reflect_synthesize_and_wait_at_the_gate():
     assert result.gate is not None and result.gate.kind == TRIAGE_GATE
     assert result.next_stage == "close"
     roles = model.roles()
-    assert sorted(roles[:3]) == ["architecture", "security", "style"]
+    # The cross-file checker runs in the reviewers' batch (no rules: no guardian call).
+    assert sorted(roles[:4]) == ["architecture", "checker", "security", "style"]
     # Reflection: security and style each see the other's finding; architecture found
     # nothing, but it also reads its colleagues (its own list is empty).
-    assert sorted(roles[3:6]) == ["architecture", "security", "style"]
-    assert roles[6:] == ["verifier", "synthesizer"]  # one safeguard call: one file
+    assert sorted(roles[4:7]) == ["architecture", "security", "style"]
+    assert roles[7:] == ["verifier", "synthesizer"]  # one safeguard call: one file
     [record] = result.records
     assert [f["key"] for f in record.kept] == ["SEC-1", "STY-1"]  # strongest first
     assert record.verdict == "request_changes" and record.rule_verdict == "request_changes"
@@ -212,10 +217,10 @@ def test_no_reviewer_succeeding_fails_the_review_with_every_reason():
 
 
 def test_reviewers_and_reflections_overlap_in_time():
-    # Each phase's three calls meet at a barrier, which breaks unless they run at once:
-    # four latencies on the critical path (reviews, reflections, the safeguard's one call
-    # for this one-file change, synthesis), not eight.
-    phases = {"review": threading.Barrier(3, timeout=10),
+    # Each phase's calls meet at a barrier, which breaks unless they run at once: four
+    # latencies on the critical path (reviews with the cross-file check, reflections, the
+    # safeguard's one call for this one-file change, synthesis), not nine.
+    phases = {"review": threading.Barrier(4, timeout=10),
               "reflect": threading.Barrier(3, timeout=10)}
     calls: list[str] = []
     lock = threading.Lock()
@@ -232,7 +237,8 @@ def test_reviewers_and_reflections_overlap_in_time():
     model = FunctionModel(meeting)
     result, _ = run_to_gate(model)
     assert result.gate is not None
-    assert len(calls) == 8  # 3 reviewers + 3 reflections + safeguard + synthesis
+    assert len(calls) == 9  # 3 reviewers + cross-file check + 3 reflections + safeguard + synthesis
+    assert "checker:crossfile" in calls[:4]
     assert calls[-2:] == ["verifier:verify:0", "synthesizer:synthesis"]
     assert not any(b.broken for b in phases.values())
 
@@ -293,7 +299,7 @@ def test_reflection_is_skipped_with_a_note_when_there_is_nothing_to_read():
     assert refl["architecture"]["status"] == "ok"  # it reads security's finding
     skipped = [e for e in result.events if e.kind == "reflection_skipped"]
     assert len(skipped) == 1 and "no colleague findings" in skipped[0].message
-    assert sorted(c.role for c in model.history[3:]) == ["architecture", "style"]
+    assert sorted(c.role for c in model.history[4:]) == ["architecture", "style"]
 
 
 def test_duplicates_across_reviewers_merge_keeping_the_strongest():
@@ -382,13 +388,15 @@ def test_a_failing_synthesizer_falls_back_to_the_rules_and_a_generated_summary()
 
 
 def test_queue_model_sees_each_stage_in_order():
-    """With a queue fake the calls are strictly scripted: one batch, no findings anywhere,
-    so reflection is skipped for everyone and the synthesizer is the last call."""
-    model = QueueModel({"findings": []}, {"findings": []}, {"findings": []},
+    """With a queue fake the calls are strictly scripted: one batch (three reviewers and the
+    cross-file check; ``{"findings": []}`` fits both answers), no findings anywhere, so
+    reflection is skipped for everyone and the synthesizer is the last call."""
+    model = QueueModel({"findings": []}, {"findings": []}, {"findings": []}, {"findings": []},
                        {"duplicates": [], "verdict": "approve", "summary": "Clean change."})
     result, events = run_to_gate(model)
     assert result.records[0].summary == "Clean change."
-    assert model.roles()[-1] == "synthesizer" and len(model.history) == 4
+    assert model.roles()[-1] == "synthesizer" and len(model.history) == 5
+    assert sorted(model.roles()[:4]) == ["architecture", "checker", "security", "style"]
     assert sum(e.kind == "reflection_skipped" for e in events) == 3
 
 
@@ -398,7 +406,9 @@ def test_large_changes_are_split_into_prompt_batches_per_reviewer():
     assert 1 < len(parts) <= 6 and sum(len(p) for p in parts) == 6
     model = FunctionModel(Script())
     P.run_stage("review", new_state(files, max_prompt_chars=1200), model)
-    assert len(model.history) == 3 * len(parts)
+    # one cross-file call over the whole change, whatever the number of reviewer batches
+    assert len(model.history) == 3 * len(parts) + 1
+    assert [c.key for c in model.history if c.role == "checker"] == ["crossfile"]
     keys = {c.key for c in model.history}
     assert f"security:{len(parts) - 1}" in keys
 

@@ -121,6 +121,7 @@ def implemented(messages) -> dict:
 def register() -> None:
     from agents_app.llm import offline
 
+    from . import crossfile, guardian
     from .quality.offline import verifier
 
     offline.register("ReviewerFindings", reviewer)
@@ -128,3 +129,5 @@ def register() -> None:
     offline.register("SynthesisAnswer", synthesis)
     offline.register("ImplementedCheck", implemented)
     offline.register("SafeguardAnswer", verifier)
+    crossfile.register()  # the change-level checks (pattern/checks.py)
+    guardian.register()

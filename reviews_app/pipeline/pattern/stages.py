@@ -231,7 +231,7 @@ class CodeReview(Pattern):
         rule = synthesis.rule_verdict(kept)
         if left and rule == "approve":
             rule = "needs_discussion"  # what the synthesizer is told the rules allow
-        notes = list(state.get("amendment_notes") or [])
+        notes = [*(state.get("check_notes") or []), *(state.get("amendment_notes") or [])]
         model_verdict, summary = "", ""
         coverage_notes = [f"{c['path']}: {c['reason']}" for c in state["coverage"]][:50]
         try:
