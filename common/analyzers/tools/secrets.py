@@ -49,7 +49,9 @@ with default_settings() as settings:
     settings.disable_plugins(*PLUGINS)
     settings.disable_filters(*FILTERS)
     for name in sys.argv[1:]:
-        found = [{"type": s.type, "line_number": s.line_number} for s in scan_file(name)]
+        # Documentation's sample keys (AWS's AKIAIOSFODNN7EXAMPLE) are not secrets.
+        found = [{"type": s.type, "line_number": s.line_number} for s in scan_file(name)
+                 if "example" not in (s.secret_value or "").lower()]
         if found:
             out[name] = found
 print(json.dumps({"results": out}))
@@ -101,8 +103,10 @@ def parse(data, units, inputs, errors: list[str]) -> list[dict]:
             ev = item(unit, inputs, tool=NAME, rule=_slug(kind), category="security",
                       severity=severity, confidence=confidence, line=s.get("line_number"),
                       end=s.get("line_number"),
-                      message=f"detect-secrets reports a possible secret ({kind}) written "
-                              f"into {path}; the value is not repeated here.",
+                      # Not "rule: word…": a masker would take the word after the
+                      # rule id for an assigned secret.
+                      message=f"A possible secret ({kind}) is written into {path}, says "
+                              "detect-secrets; the value is not repeated here.",
                       tool_fix="If it is a real secret, take it out of the file, read it from "
                                "the environment or a secrets manager, and rotate it (it stays "
                                "in the git history)")
