@@ -109,6 +109,9 @@ def _groups(user) -> dict:
             "severities": SEVERITY_CHOICES, "model": rules.generation_model()}
 
 
+SUGGESTED_KEY = "quorum_rules_suggested"
+
+
 def _page(request, *, status: int = 200, **extra):
     return render(request, PAGE, {**_groups(request.user), **extra}, status=status)
 
@@ -130,6 +133,15 @@ def _answer(request, rule: ReviewRule, *, status: int = 200, notice: str = "", e
 @login_required
 @require_GET
 def rule_list(request):
+    # The outcome of "Suggest rules", carried over its redirect (post/redirect/get): a reload
+    # then shows the page, not the form sent again.
+    last = request.session.pop(SUGGESTED_KEY, None)
+    if isinstance(last, dict):
+        created = list(ReviewRule.objects.filter(owner=request.user,
+                                                 pk__in=last.pop("created", [])))
+        scope = Connection.objects.filter(owner=request.user, pk=last.pop("scope", 0) or 0)
+        return _page(request, suggested=rules.Suggested(created=created, **last),
+                     suggest_scope=scope.first())
     return _page(request)
 
 
@@ -239,4 +251,11 @@ def rule_suggest(request):
             return _page(request, status=400, suggest_error=(
                 "Choose all your reviews or one of your connections."))
     out = rules.start_suggest(request.user, connection, user=request.user)
-    return _page(request, suggested=out, suggest_scope=connection)
+    if request.htmx:
+        return _page(request, suggested=out, suggest_scope=connection)
+    request.session[SUGGESTED_KEY] = {
+        "created": [r.pk for r in out.created], "duplicates": out.duplicates,
+        "material": out.material, "model": out.model, "offline": out.offline,
+        "queued": out.queued, "error": out.error,
+        "scope": connection.pk if connection else None}
+    return redirect(reverse("review_rules") + "#suggested")

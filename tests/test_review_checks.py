@@ -208,7 +208,7 @@ def test_with_a_model_a_pattern_rule_is_also_checked_by_its_pattern_deduped_by_l
     result, _ = run_to_gate(model, new_state([file_dict(lines=lines)], review_rules=[rule]))
     found = sorted(kept_of(result, "rules"), key=lambda f: f["line"])
     assert [(f["line"], f["rule"]["how"]) for f in found] == [(4, "model"), (5, "pattern")]
-    assert found[1]["locations"] == [] and "match the rule's pattern" in found[1]["description"]
+    assert found[1]["locations"] == [] and "matches the rule's pattern" in found[1]["description"]
 
 
 # --- the guardian, offline ------------------------------------------------------------------------

@@ -202,8 +202,9 @@ def test_the_page_lists_the_analyzers_and_reviewers_of_each_file(alice, bob):
     review = Review.objects.get(run=run)
     url = reverse("review_detail", args=[run.pk])
     page = alice_client.get(url).content.decode()
-    assert "Analyzers: semgrep, oxlint, detect-secrets, secrets · Reviewers: none" in page
-    assert "Analyzers: detect-secrets, secrets · Reviewers: none" in page
+    offline = "Read by a model: none (the offline model restates analyzer results; it reads no code)"
+    assert f"Analyzers: semgrep, oxlint, detect-secrets, secrets · {offline}" in page
+    assert f"Analyzers: detect-secrets, secrets · {offline}" in page
     assert "checked for secrets only: no analyzer reads YAML" in page
     assert "Static analysis:" in page and "on 2 files in" in page
     # a file a model that reads code answered for, with analyzers: listed as reviewed in full
@@ -213,7 +214,7 @@ def test_the_page_lists_the_analyzers_and_reviewers_of_each_file(alice, bob):
                        if c["path"] == "src/users.ts" else c for c in review.coverage]
     review.save(update_fields=["coverage"])
     page = alice_client.get(url).content.decode()
-    assert "Reviewed in full (1)" in page and "Reviewers: security" in page
+    assert "Reviewed in full (1)" in page and "Read by a model: security" in page
     assert "Reviewed with limits" not in page
     # the page's access rules stand: another user gets 404, anonymous is sent to sign in
     assert bob_client.get(url).status_code == 404

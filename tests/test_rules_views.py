@@ -233,12 +233,16 @@ def offline_synth(settings):
 def test_suggest_with_the_offline_model_says_so(transactional_db, alice_client, alice,
                                                 offline_synth):
     r = alice_client.post(reverse("rule_suggest"))
+    assert r.status_code == 302 and r["Location"] == reverse("review_rules") + "#suggested"
+    r = alice_client.get(r["Location"])
     assert r.status_code == 200 and "Nothing new to learn from" in r.content.decode()
+    # post/redirect/get: loading the page again shows it without the outcome, sending nothing
+    assert "Nothing new to learn from" not in alice_client.get(reverse("review_rules")).content.decode()
     run = engine.run_inline(start(alice).pk)
     review = Review.objects.get(run=run)
     f = review.findings.filter(kept=True).first()
     triage.decide_finding(review, f.key, alice, "accepted", "Never shell out with a string.")
-    r = alice_client.post(reverse("rule_suggest"), {"scope": ""})
+    r = alice_client.post(reverse("rule_suggest"), {"scope": ""}, follow=True)
     html = r.content.decode()
     assert r.status_code == 200 and "1 rule suggested after reading 1 triage note (comments" in html
     assert "offline model, which understands no text" in html
@@ -246,7 +250,7 @@ def test_suggest_with_the_offline_model_says_so(transactional_db, alice_client, 
     assert rule.status == PENDING and rulegen.OFFLINE_NOTE in rule.text
     pending = html[html.index('id="rules-pending"'):html.index('id="rules-active"')]
     assert "Never shell out with a string" in pending
-    r = alice_client.post(reverse("rule_suggest"))  # again: nothing doubled
+    r = alice_client.post(reverse("rule_suggest"), follow=True)  # again: nothing doubled
     assert "Nothing new to learn from" in r.content.decode() and ReviewRule.objects.count() == 1
 
 
@@ -264,7 +268,7 @@ def test_suggest_refuses_another_users_connection(alice_client, bob, offline_syn
 
 def test_suggest_for_one_connection(alice_client, alice, offline_synth):
     conn = make_conn(alice)
-    r = alice_client.post(reverse("rule_suggest"), {"scope": str(conn.pk)})
+    r = alice_client.post(reverse("rule_suggest"), {"scope": str(conn.pk)}, follow=True)
     assert r.status_code == 200 and "Nothing new to learn from" in r.content.decode()
     assert f'<option value="{conn.pk}" selected>' in r.content.decode()
 

@@ -36,8 +36,10 @@ def create_run(owner: User, pattern_name: str, task: str, *, options: dict[str, 
             run.state, run.options = bound, bound.get("options", options)
             run.save(update_fields=["state", "options"])
         who = "offline model" if run.offline else ", ".join(sorted(set(models.values())))
+        label = pattern.label
+        article = "an" if label[:1].lower() in "aeiou" else "a"
         # A new run's first event is number 1, reserved by the INSERT itself.
-        write_events(run.pk, 1, [Event("run_created", f"{owner} started a {pattern.label} run "
-                                       f"({who}).", {"models": models})])
+        text = f"{owner} started {article} {label} run" + (f" ({who})." if who else ".")
+        write_events(run.pk, 1, [Event("run_created", text, {"models": models})])
         schedule_on_commit(run.pk, enqueue)
     return run

@@ -141,9 +141,9 @@ def pattern_findings(rule: dict, hits: dict[str, list[int]], taken: set[tuple[st
         f = _finding(
             rule, path, free[0], None, how="pattern",
             title=f"Breaks rule \u201c{rule['title']}\u201d",
-            description=(f"Line {free[0]}" + (f" and {len(free) - 1} more" if len(free) > 1
-                                              else "")
-                         + f" match the rule's pattern `{compiled_text}`. The rule: "
+            description=(f"Line {free[0]}" + (f" and {len(free) - 1} more match" if len(free) > 1
+                                              else " matches")
+                         + f" the rule's pattern `{compiled_text}`. The rule: "
                          f"{rule['text']}"),
             suggestion=f"Change the code so it follows the rule: {rule['text']}",
             confidence=0.9)

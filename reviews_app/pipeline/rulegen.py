@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 from agents_app.patterns.base import ModelClient
 
 from . import memories as globs
+from . import rulecheck
 from .schema import SEVERITIES
 
 MAX_ITEMS = 100
@@ -98,6 +99,11 @@ def pattern_error(pattern: str) -> str | None:
     if _NESTED.search(pattern):
         return ("The pattern repeats a group that itself repeats, like (a+)+: that can take "
                 "forever on some lines. Write it without the nested repetition.")
+    # The same check the guardian applies before it uses a pattern: a pattern saved here must
+    # be one a review will run.
+    compiled, why = rulecheck.compile_pattern(pattern)
+    if compiled is None:
+        return f"The pattern {why}: write it more simply."
     return None
 
 
