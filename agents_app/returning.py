@@ -10,7 +10,7 @@ go through each field's database converters, as a query's would."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import connections, transaction
 from django.db.models import Model, QuerySet
@@ -49,7 +49,10 @@ def update_returning(queryset: QuerySet, values: dict[str, Any],
     return out
 
 
-def instance_from(model: type[Model], row: dict[str, Any], using: str = "default") -> Model:
+M = TypeVar("M", bound=Model)
+
+
+def instance_from(model: type[M], row: dict[str, Any], using: str = "default") -> M:
     """A model instance from a full row ``update_returning`` gave, as if loaded by a query."""
     names = [f.attname for f in model._meta.concrete_fields]
     return model.from_db(using, names, [row[name] for name in names])

@@ -108,7 +108,7 @@ class DbJournal:
                 finally:
                     wrapper.dec_thread_sharing()
 
-    def _sync(self, row: dict) -> None:
+    def _sync(self, row: dict[str, object]) -> None:
         with self.lock:
             for name in SNAPSHOT:
                 if name in ("cost_usd", "prompt_tokens", "completion_tokens"):

@@ -53,9 +53,10 @@ def step(run_id: int, *, enqueue: bool, claimed: Next | None = None,
         # and logs its start.
         try:
             with transaction.atomic():
-                run = claim_run(run_id, token)
-                if run is None:
+                taken = claim_run(run_id, token)
+                if taken is None:
                     return Next(False)
+                run = taken
                 pattern = get_pattern(run.pattern)
                 if not run.cancel_requested:
                     # The status goes into the same UPDATE that numbers the event.

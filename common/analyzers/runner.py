@@ -90,7 +90,7 @@ def _own_copy(tool: Tool, names: list[str], mine: Path, units: dict[str, Unit],
         for n, line in enumerate(unit.text.split("\n"), start=1):
             new = n if unit.line_map is None else unit.line_map.get(n)
             if (new is not None and (changed is None or new in changed)
-                    and tool.keep_line(line)):
+                    and (tool.keep_line is None or tool.keep_line(line))):
                 kept.append(line)
                 line_map[len(kept)] = new
         text = "\n".join(kept) + "\n" if kept else ""

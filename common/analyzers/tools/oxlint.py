@@ -77,8 +77,8 @@ def parse(data, units, inputs, errors: list[str]) -> list[dict]:
                 continue
             syntax_seen.add(unit.name)
         labels = [lb for lb in d.get("labels") or [] if isinstance(lb, dict)]
-        spans = [lb.get("span") for lb in labels if isinstance(lb.get("span"), dict)]
-        lines = [s.get("line") for s in spans if isinstance(s.get("line"), int)]
+        spans: list[dict] = [lb["span"] for lb in labels if isinstance(lb.get("span"), dict)]
+        lines: list[int] = [s["line"] for s in spans if isinstance(s.get("line"), int)]
         category, severity = grade(rule, str(d.get("severity") or ""))
         message = str(d.get("message") or "")
         if rule == SYNTAX_RULE:

@@ -67,8 +67,8 @@ def parse(data, units, inputs, errors: list[str]) -> list[dict]:
         unit = unit_for(units, res.get("path"))
         if unit is None:
             continue
-        extra = res.get("extra") if isinstance(res.get("extra"), dict) else {}
-        meta = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
+        extra: dict = res["extra"] if isinstance(res.get("extra"), dict) else {}
+        meta: dict = extra["metadata"] if isinstance(extra.get("metadata"), dict) else {}
         category = str(meta.get("category") or "security")
         cwe = meta.get("cwe")
         message, remedy = split_message(str(extra.get("message") or ""))
@@ -84,8 +84,10 @@ def parse(data, units, inputs, errors: list[str]) -> list[dict]:
                                                                       str) else None,
                   tool_fix=remedy.rstrip(".") or None)
         # A rule with several patterns reports one line once per pattern that matched it.
-        key = ev and (ev["rule"], ev["file"], ev["line"])
-        if ev is not None and key not in seen:
+        if ev is None:
+            continue
+        key = (ev["rule"], ev["file"], ev["line"])
+        if key not in seen:
             seen.add(key)
             out.append(ev)
     return out

@@ -53,7 +53,7 @@ def parse(data, units, inputs, errors: list[str]) -> list[dict]:
         if unit is None:
             continue
         try:
-            number = int(c.get("code"))
+            number = int(str(c.get("code")))  # None, "x": ValueError
         except (TypeError, ValueError):
             continue
         rule, level = f"SC{number}", str(c.get("level") or "")
