@@ -13,11 +13,11 @@ from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from .models import Memory
 from .pipeline import memories as pure
+from .status_change import change_status
 
 PAGE = "reviews_app/memories.html"
 Status = Memory.Status
@@ -89,21 +89,13 @@ def memory_list(request):
 
 
 def _change(request, pk: int, allowed: tuple[str, ...], to: str, done: str):
-    memory = get_object_or_404(Memory, pk=pk, owner=request.user)
-    with transaction.atomic():
-        memory = Memory.objects.select_for_update().get(pk=memory.pk)
-        now = memory.get_status_display().lower()
-        if memory.status == to:
-            return _answer(request, memory, notice=f"Memory #{pk} is {now} already; nothing "
-                                                   "changed.")
-        if memory.status not in allowed:
-            return _answer(request, memory, status=409, error=(
-                f"Memory #{pk} is {now}, so it cannot be {done.split(':')[0]}. Reload the "
-                "page."))
-        memory.status = to
-        memory.decided_by = request.user
-        memory.decided_at = timezone.now()
-        memory.save(update_fields=["status", "decided_by", "decided_at"])
+    memory, outcome = change_status(Memory, pk, request.user, allowed, to)
+    now = memory.get_status_display().lower()
+    if outcome == "same":
+        return _answer(request, memory, notice=f"Memory #{pk} is {now} already; nothing changed.")
+    if outcome == "refused":
+        return _answer(request, memory, status=409, error=(
+            f"Memory #{pk} is {now}, so it cannot be {done.split(':')[0]}. Reload the page."))
     return _answer(request, memory, notice=f"Memory #{pk} {done}.", moved=True)
 
 

@@ -22,6 +22,7 @@ from . import rules
 from .models import Connection, ReviewRule
 from .pipeline import memories as globs
 from .pipeline import rulegen
+from .status_change import change_status
 
 PAGE = "reviews_app/rules.html"
 Status = ReviewRule.Status
@@ -165,20 +166,13 @@ def rule_new(request):
 
 
 def _change(request, pk: int, allowed: tuple[str, ...], to: str, done: str):
-    rule = get_object_or_404(ReviewRule, pk=pk, owner=request.user)
-    with transaction.atomic():
-        rule = ReviewRule.objects.select_for_update().get(pk=rule.pk)
-        now = rule.get_status_display().lower()
-        if rule.status == to:
-            return _answer(request, rule, notice=f"Rule #{pk} is {now} already; nothing "
-                                                 "changed.")
-        if rule.status not in allowed:
-            return _answer(request, rule, status=409, error=(
-                f"Rule #{pk} is {now}, so it cannot be {done.split(':')[0]}. Reload the page."))
-        rule.status = to
-        rule.decided_by = request.user
-        rule.decided_at = timezone.now()
-        rule.save(update_fields=["status", "decided_by", "decided_at"])
+    rule, outcome = change_status(ReviewRule, pk, request.user, allowed, to)
+    now = rule.get_status_display().lower()
+    if outcome == "same":
+        return _answer(request, rule, notice=f"Rule #{pk} is {now} already; nothing changed.")
+    if outcome == "refused":
+        return _answer(request, rule, status=409, error=(
+            f"Rule #{pk} is {now}, so it cannot be {done.split(':')[0]}. Reload the page."))
     return _answer(request, rule, notice=f"Rule #{pk} {done}.", moved=True)
 
 
