@@ -1,10 +1,13 @@
 """Worker process models side by side: N Plan-and-Execute runs at once (four calls each, the
 fake provider over HTTP at latency L) through Celery thread-pool workers in different shapes,
-e.g. one process of 200 threads against two of 100 (one per core). Models are interleaved
+e.g. one process of 200 threads against two of 100 (one per core), and two of 100 forked from
+one parent after every import (``2x100f``, tests/benchmarks/forked_workers.py: the imported
+modules shared copy-on-write). Memory is printed both as the summed peak RSS and as the summed
+PSS, which counts a page shared by two processes half in each. Models are interleaved
 round by round, each started fresh and warmed up, so load from elsewhere hits them alike.
 DEBUG=false.
 
-    .venv/bin/python tests/benchmarks/bench_worker_models.py [--models 1x200 2x100] [--runs 3]
+    .venv/bin/python tests/benchmarks/bench_worker_models.py [--models 1x200 2x100 2x100f] [--runs 3]
         [--n 200] [--latency 1.0]
 """
 
@@ -15,6 +18,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -29,19 +33,53 @@ from tests.benchmarks.bench_vs_langgraph import (  # noqa: E402
 from tests.benchmarks.common import machine, make_user, peak_rss_mb, setup_django  # noqa: E402
 
 
-def shape(text: str) -> tuple[int, int]:
+def shape(text: str) -> tuple[int, int, bool]:
+    """PROCESSESxTHREADS, with a trailing ``f``: forked from one parent after the imports."""
+    forked = text.lower().endswith("f")
     try:
-        processes, threads = (int(x) for x in text.lower().split("x"))
+        processes, threads = (int(x) for x in text.lower().removesuffix("f").split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not PROCESSESxTHREADS, e.g. 2x100") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not PROCESSESxTHREADS, e.g. 2x100 or "
+                                         "2x100f") from None
     if not (1 <= processes <= 16 and 1 <= threads <= 1000):
         raise argparse.ArgumentTypeError(f"{text}: 1–16 processes of 1–1000 threads")
-    return processes, threads
+    return processes, threads, forked
+
+
+def label(model: tuple[int, int, bool]) -> str:
+    processes, threads, forked = model
+    return f"{processes} × {threads}" + (" forked after imports" if forked else "")
+
+
+def pss_mb(pid: int) -> float:
+    """Proportional set size: pages shared with other processes counted by their share, so
+    the sum over processes is the memory they take together (RSS counts shared pages in
+    each)."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def start_forked(var: Path, processes: int, threads: int, env: dict):
+    """forked_workers.py: one parent, ``processes`` workers forked after the imports."""
+    from tests.stack import Proc, app_env, wait_until
+
+    pids = var / f"forked-{time.monotonic_ns()}"
+    proc = Proc("forked", [sys.executable, str(Path(__file__).with_name("forked_workers.py"))],
+                app_env(FORKED_WORKERS=processes, FORKED_THREADS=threads, FORKED_PIDS=pids,
+                        QUORUM_VAR_DIR=var, **env), var)
+    wait_until(lambda: proc.log().count(" ready.") >= processes or proc.popen.poll() is not None,
+               90, what="the forked workers to be ready")
+    if proc.popen.poll() is not None:
+        raise RuntimeError(f"forked workers exited:\n{proc.log()[-3000:]}")
+    return [proc], [int(Path(f"{pids}.{i}").read_text()) for i in range(processes)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", type=shape, nargs="+", default=[(1, 200), (2, 100)])
+    parser.add_argument("--models", type=shape, nargs="+",
+                        default=[(1, 200, False), (2, 100, False), (2, 100, True)])
     parser.add_argument("--runs", type=positive(int, 1, 20), default=3)
     parser.add_argument("--n", type=positive(int, 1, 1000), default=200)
     parser.add_argument("--latency", type=positive(float, 0.0, 10.0), default=1.0)
@@ -52,7 +90,8 @@ def main() -> None:
     from tests.fakeprovider import fake_models
     from tests.stack import free_port, start_redis, start_worker
 
-    rows: dict[tuple[int, int], list[tuple[float, float, float]]] = {m: [] for m in args.models}
+    rows: dict[tuple[int, int, bool], list[tuple[float, float, float, float]]] = {
+        m: [] for m in args.models}
     with tempfile.TemporaryDirectory(prefix="quorum-worker-models-") as tmp:
         var = Path(tmp)
         fake = FakeProcess(args.latency)
@@ -65,24 +104,30 @@ def main() -> None:
             redis = start_redis(var)
             try:
                 for _ in range(args.runs):
-                    for processes, threads in args.models:
-                        workers = [start_worker(var, node=f"w{processes}x{threads}-{i}",
-                                                concurrency=threads, QUORUM_VAR_DIR=var, **env)
-                                   for i in range(processes)]
-                        pids = [w.popen.pid for w in workers]
+                    for model in args.models:
+                        processes, threads, forked = model
+                        if forked:
+                            workers, pids = start_forked(var, processes, threads, env)
+                        else:
+                            workers = [start_worker(var, node=f"w{processes}x{threads}-{i}",
+                                                    concurrency=threads, QUORUM_VAR_DIR=var,
+                                                    **env)
+                                       for i in range(processes)]
+                            pids = [w.popen.pid for w in workers]
                         try:
                             quorum_batch(owner, models, 2 * processes, pids)  # warm-up
                             one, _ = quorum_batch(owner, models, 1, pids)
                             makespan, cpu = quorum_batch(owner, models, args.n, pids)
                             rss = sum(peak_rss_mb(pid) for pid in pids)
+                            pss = sum(pss_mb(pid) for pid in pids)
                         finally:
                             for w in workers:
                                 w.stop()
-                        rows[(processes, threads)].append((makespan / one, 1000 * cpu / args.n,
-                                                           rss))
-                        print(f"# {processes} × {threads}: {makespan:.1f} s, one run {one:.1f} s "
+                        rows[model].append((makespan / one, 1000 * cpu / args.n, rss, pss))
+                        print(f"# {label(model)}: {makespan:.1f} s, one run {one:.1f} s "
                               f"({makespan / one:.2f}×), {1000 * cpu / args.n:.0f} ms CPU per "
-                              f"run, {rss:.0f} MB; load {os.getloadavg()[0]:.1f}", flush=True)
+                              f"run, peak RSS {rss:.0f} MB, PSS {pss:.0f} MB; load "
+                              f"{os.getloadavg()[0]:.1f}", flush=True)
             finally:
                 redis.stop()
         finally:
@@ -93,12 +138,16 @@ def main() -> None:
     print(f"# DEBUG=false; {args.n} four-call Plan-and-Execute runs at once, fake provider over "
           f"HTTP at L = {args.latency:g} s; SQLite, embedded Redis; medians of {args.runs} "
           f"interleaved rounds; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
-    print("| processes × threads | makespan ÷ one run | worker CPU per run | peak RSS (all) |")
-    print("|---|---:|---:|---:|")
-    for (processes, threads), got in rows.items():
-        print(f"| {processes} × {threads} | {med(r for r, _, _ in got):.2f}× "
-              f"({min(r for r, _, _ in got):.2f}–{max(r for r, _, _ in got):.2f}) | "
-              f"{med(c for _, c, _ in got):.0f} ms | {max(m for _, _, m in got):.0f} MB |")
+    print("# peak RSS: each process's peak, summed (shared pages counted in each); PSS: the "
+          "memory they take together, after the batch")
+    print("| processes × threads | makespan ÷ one run | worker CPU per run | peak RSS (sum) | "
+          "PSS (sum) |")
+    print("|---|---:|---:|---:|---:|")
+    for model, got in rows.items():
+        ratios = [g[0] for g in got]
+        print(f"| {label(model)} | {med(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f}) | "
+              f"{med(g[1] for g in got):.0f} ms | {max(g[2] for g in got):.0f} MB | "
+              f"{max(g[3] for g in got):.0f} MB |")
 
 
 if __name__ == "__main__":
