@@ -30,7 +30,13 @@ from tests.benchmarks.bench_vs_langgraph import (  # noqa: E402
     positive,
     quorum_batch,
 )
-from tests.benchmarks.common import machine, make_user, peak_rss_mb, setup_django  # noqa: E402
+from tests.benchmarks.common import (  # noqa: E402
+    machine,
+    make_user,
+    peak_rss_mb,
+    pss_mb,
+    setup_django,
+)
 
 
 def shape(text: str) -> tuple[int, int, bool]:
@@ -49,16 +55,6 @@ def shape(text: str) -> tuple[int, int, bool]:
 def label(model: tuple[int, int, bool]) -> str:
     processes, threads, forked = model
     return f"{processes} × {threads}" + (" forked after imports" if forked else "")
-
-
-def pss_mb(pid: int) -> float:
-    """Proportional set size: pages shared with other processes counted by their share, so
-    the sum over processes is the memory they take together (RSS counts shared pages in
-    each)."""
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-        if line.startswith("Pss:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def start_forked(var: Path, processes: int, threads: int, env: dict):

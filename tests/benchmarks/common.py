@@ -66,6 +66,16 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def pss_mb(pid: int) -> float:
+    """Proportional set size: pages shared with other processes counted by their share, so
+    the sum over processes is the memory they take together (RSS counts shared pages in
+    each)."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def make_user(username: str = "bench"):
     from django.contrib.auth import get_user_model
 
