@@ -3,6 +3,7 @@ its time waiting on a model provider, so one process holds hundreds of runs in f
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 
@@ -12,6 +13,7 @@ from celery.signals import worker_ready
 
 from . import engine
 from .engine import scheduling
+from .llm.runtime import litellm as litellm_runtime
 
 log = logging.getLogger("quorum.tasks")
 
@@ -93,3 +95,16 @@ def _recover(sender=None, **kwargs) -> None:
         engine.set_worker_identity(node)
         engine.recover_after_restart(node)
     engine.sweep()
+
+
+@worker_ready.connect
+def _settle(sender=None, **kwargs) -> None:
+    """A worker makes model calls, so it loads LiteLLM now rather than at its first stage,
+    then moves everything loaded so far (Django, Celery, LiteLLM: ~475,000 objects) out of
+    the garbage collector's sight (``gc.freeze``): they live as long as the process, and
+    every full collection would otherwise walk them all while holding the GIL, stalling every
+    run in the process (measured: 2.7 → 1.4 ms of collection per four-call run in process,
+    and no full collections over the start-up objects)."""
+    litellm_runtime()
+    gc.collect()
+    gc.freeze()
