@@ -28,7 +28,12 @@ from pydantic import BaseModel
 from common import secret_keys
 
 from ..patterns.base import ModelError, Reply, Schema, StructuredOutputError
-from ..patterns.structured import ParseError, parse_structured, schema_instructions
+from ..patterns.structured import (
+    ParseError,
+    json_schema,
+    parse_structured,
+    schema_instructions,
+)
 from . import pricing
 from .runtime import (
     OFFLINE_MODELS,
@@ -68,6 +73,17 @@ def env_secrets() -> list[str]:
             if len(value) >= 8 and _SECRET_ENV.search(name)]
 
 
+# What a text must contain for ``_SECRET`` to match in it (its alternatives' literals; only
+# "bearer" is matched ignoring case) and for ``_ASSIGNED`` to (its names, ignoring case, all
+# hold one of these; "ſ" matches "s" ignoring case, and "K", the Kelvin sign, lowers to "k").
+# The regular expressions try every alternative at every position of a text (half a
+# microsecond a character: a prompt holding a diff costs milliseconds), so a text without
+# them skips the substitution, which could not have changed it.
+_SECRET_LITERALS = ("sk-", "AIza", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+                    "github_pat_", "xox")
+_ASSIGNED_WORDS = ("secret", "passw", "token", "key")
+
+
 def redact(text: str, secrets: list[str] | None = None) -> str:
     """Blank anything that looks like a key or secret before it is stored, shown or logged.
     ``secrets``: ``env_secrets()`` read once by a caller redacting many texts."""
@@ -75,10 +91,15 @@ def redact(text: str, secrets: list[str] | None = None) -> str:
         return text
     for value in env_secrets() if secrets is None else secrets:
         text = text.replace(value, "[redacted]")
-    text = _ASSIGNED.sub(r"\1[redacted]", text)
+    low = text.lower()
+    if "ſ" in text or any(word in low for word in _ASSIGNED_WORDS):
+        text = _ASSIGNED.sub(r"\1[redacted]", text)
+        low = text.lower()
+    if "bearer" in low or any(literal in text for literal in _SECRET_LITERALS):
+        text = _SECRET.sub("[redacted]", text)
     # Keys of other known formats (payment, source hosting, private key blocks) are shortened
     # to a prefix and their length, as a review shows them.
-    return secret_keys.mask_known(_SECRET.sub("[redacted]", text))
+    return secret_keys.mask_known(text)
 
 
 def redact_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -145,6 +166,7 @@ def _supports_schema(model: str) -> bool:  # a price-map lookup: once per model,
         return False
 
 
+@functools.lru_cache(maxsize=64)
 def _is_loopback(url: str) -> bool:
     host = urlparse(url).hostname or ""
     if host == "localhost":
@@ -244,7 +266,7 @@ class Gateway:
         response_format: dict[str, Any] | None = None
         if native:
             response_format = {"type": "json_schema", "json_schema": {
-                "name": schema.__name__, "schema": schema.model_json_schema(), "strict": False}}
+                "name": schema.__name__, "schema": json_schema(schema), "strict": False}}
         else:
             msgs = [*msgs, {"role": "user", "content": schema_instructions(schema)}]
         first = self._call(key, role, model, msgs, schema=schema, response_format=response_format)
