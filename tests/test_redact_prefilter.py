@@ -72,3 +72,18 @@ def test_a_text_without_the_literals_skips_the_patterns(monkeypatch):
     assert calls == [_SECRET.pattern]
     assert redact("db password = hunter2hunter2", []) == "db password = [redacted]"
     assert calls[-1] == _ASSIGNED.pattern
+
+
+def test_env_secrets_finds_what_the_name_pattern_finds(monkeypatch):
+    names = ["A_API_KEY", "B_TOKEN", "C_SECRET", "D_SECRET_KEY", "E_PASSWORD", "F_TOKENS",
+             "G_token", "H_PASSWORD_FILE", "I_API_KEY\n", "J_TOKEN_\n", "K_SECRET"]
+    for i, name in enumerate(names):
+        monkeypatch.setenv(name, f"value-{i:04d}-long")
+    monkeypatch.setenv("L_TOKEN", "short")
+    monkeypatch.setenv("M_TOKEN", "ünïcødé-välue")
+    expected = sorted(value for name, value in __import__("os").environ.items()
+                      if len(value) >= 8 and gateway._SECRET_ENV.search(name))
+    found = sorted(gateway.env_secrets())
+    assert found == expected
+    assert "ünïcødé-välue" in found and "short" not in found
+    assert "value-0008-long" in found and "value-0009-long" not in found  # "…_API_KEY\n"

@@ -67,10 +67,26 @@ _ASSIGNED = re.compile(
 _SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_PASSWORD)$")
 
 
+_SECRET_ENDINGS = (b"_API_KEY", b"_TOKEN", b"_SECRET", b"_SECRET_KEY", b"_PASSWORD")
+
+
 def env_secrets() -> list[str]:
-    """This server's secret values (read now: the environment may change)."""
-    return [value for name, value in os.environ.items()
-            if len(value) >= 8 and _SECRET_ENV.search(name)]
+    """This server's secret values (read now: the environment may change). The names are
+    matched undecoded (``os.environb``, where there is one): decoding every name and value
+    of the environment cost more than the rest of a call's redaction."""
+    if not os.supports_bytes_environ:
+        return [value for name, value in os.environ.items()
+                if len(value) >= 8 and _SECRET_ENV.search(name)]
+    out = []
+    env = os.environb
+    for name in list(env):
+        # ``_SECRET_ENV`` ends in ``$``: the end of the name, or before a final newline.
+        if name.endswith(_SECRET_ENDINGS) or (name.endswith(b"\n")
+                                              and name[:-1].endswith(_SECRET_ENDINGS)):
+            value = env.get(name)
+            if value is not None and len(text := os.fsdecode(value)) >= 8:
+                out.append(text)
+    return out
 
 
 # What a text must contain for ``_SECRET`` to match in it (its alternatives' literals; only
