@@ -135,7 +135,7 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
     return Next(runnable, committed, next_token if fused else "")
 
 
-def _commit_statement(kind: str, fused: bool) -> tuple[QuerySet, dict[str, Any]]:
+def _commit_statement(kind: str, fused: bool) -> tuple[QuerySet[Run], dict[str, Any]]:
     """A stage's commit (prepared once per shape): the run's UPDATE matching only while the
     stage's claim holds the lease and the run is at the stage it ran. ``kind``: the run ends
     ("end"), waits at a gate ("gate") or goes on to a stage ("next"); ``fused``: the next

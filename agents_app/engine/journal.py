@@ -231,7 +231,7 @@ class DbJournal:
         self._sync(row)
 
 
-def _record_statement() -> tuple[QuerySet, dict[str, Any]]:
+def _record_statement() -> tuple[QuerySet[Run], dict[str, Any]]:
     """A call's UPDATE of its run (prepared once): the counters, one event number, the lease
     held by the stage's claim (or by nobody)."""
     return (Run.objects.filter(pk=slot(Run, "run", "id"),

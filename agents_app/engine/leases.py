@@ -80,7 +80,7 @@ def claim_run(run_id: int, token: str) -> Run | None:
     return None if row is None else instance_from(Run, row)
 
 
-def _claim_statement() -> tuple[QuerySet, dict[str, Any]]:
+def _claim_statement() -> tuple[QuerySet[Run], dict[str, Any]]:
     """The claim (prepared once): a runnable run whose lease nobody holds, or has expired."""
     return (Run.objects.filter(pk=slot(Run, "run", "id"), status__in=RUNNABLE).filter(
         Q(lease_expires_at__isnull=True)

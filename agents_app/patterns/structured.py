@@ -83,4 +83,5 @@ def _schema_text(schema: type[BaseModel]) -> str:
 def json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     """``schema.model_json_schema()``, made once per schema; a fresh copy each time (the
     caller's to change)."""
-    return json.loads(_schema_text(schema))
+    copy: dict[str, Any] = json.loads(_schema_text(schema))
+    return copy
