@@ -65,15 +65,12 @@ _ASSIGNED = re.compile(
     r"[A-Za-z0-9_]*[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]{6,}")
 # This server's own secrets, whatever their shape (a self-hosted server's key, say).
 _SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_PASSWORD)$")
-
-
 _SECRET_ENDINGS = (b"_API_KEY", b"_TOKEN", b"_SECRET", b"_SECRET_KEY", b"_PASSWORD")
 
 
 def env_secrets() -> list[str]:
-    """This server's secret values (read now: the environment may change). The names are
-    matched undecoded (``os.environb``, where there is one): decoding every name and value
-    of the environment cost more than the rest of a call's redaction."""
+    """This server's secret values (read now: the environment may change), names matched
+    undecoded (``os.environb``): decoding the whole environment cost more than redacting."""
     if not os.supports_bytes_environ:
         return [value for name, value in os.environ.items()
                 if len(value) >= 8 and _SECRET_ENV.search(name)]
@@ -89,12 +86,10 @@ def env_secrets() -> list[str]:
     return out
 
 
-# What a text must contain for ``_SECRET`` to match in it (its alternatives' literals; only
-# "bearer" is matched ignoring case) and for ``_ASSIGNED`` to (its names, ignoring case, all
-# hold one of these; "ſ" matches "s" ignoring case, and "K", the Kelvin sign, lowers to "k").
-# The regular expressions try every alternative at every position of a text (half a
-# microsecond a character: a prompt holding a diff costs milliseconds), so a text without
-# them skips the substitution, which could not have changed it.
+# What a text must hold for ``_SECRET`` to match (its literals; only "bearer" ignoring case)
+# and for ``_ASSIGNED`` to (every name holds one, ignoring case; "ſ" matches "s" then, and
+# the Kelvin sign lowers to "k"). Both try every alternative at every position (half a
+# microsecond a character), so a text without them skips a substitution that changes nothing.
 _SECRET_LITERALS = ("sk-", "AIza", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
                     "github_pat_", "xox")
 _ASSIGNED_WORDS = ("secret", "passw", "token", "key")
