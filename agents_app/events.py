@@ -15,9 +15,10 @@ from collections.abc import Iterable
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, IntegerField
 from django.db.models.expressions import CombinedExpression
 
+from . import prepared
 from .models import Event, Run
 from .patterns.base import Event as EventSpec
 from .returning import update_returning
@@ -29,24 +30,38 @@ def group_name(run_id: int) -> str:
     return f"run-{run_id}"
 
 
-def append_events(run_id: int, specs: Iterable[EventSpec], **run_updates) -> list[Event]:
+def append_events(run_id: int, specs: Iterable[EventSpec], **run_updates) -> None:
     """Write ``specs`` as the run's next events. ``run_updates`` (e.g. counters as F
     expressions) go into the same UPDATE of the run row that numbers the events."""
     specs = list(specs)
     if not specs:
         if run_updates:
             Run.objects.filter(pk=run_id).update(**run_updates)
-        return []
+        return
     # One UPDATE … RETURNING numbers the events (the row's write lock orders writers), then
     # one INSERT writes them. No savepoint: inside a stage's transaction a failure here fails
     # that whole transaction anyway.
     with transaction.atomic(savepoint=False):
-        row = update_returning(Run.objects.filter(pk=run_id),
-                               {"last_event_seq": next_seqs(len(specs)), **run_updates},
-                               ["last_event_seq"])
+        if any(hasattr(v, "resolve_expression") for v in run_updates.values()):
+            row = update_returning(Run.objects.filter(pk=run_id),
+                                   {"last_event_seq": next_seqs(len(specs)), **run_updates},
+                                   ["last_event_seq"])
+        else:  # plain values (a status): the statement prepared once per set of fields
+            names = tuple(sorted(run_updates))
+            row = prepared.update(
+                ("append_events", names), lambda: _numbering(names),
+                {"run": run_id, "n": len(specs), **{f"set_{k}": run_updates[k] for k in names}},
+                ["last_event_seq"])
         if row is None:
             raise Run.DoesNotExist(f"run {run_id} does not exist")
-        return write_events(run_id, row["last_event_seq"], specs)
+        write_events(run_id, row["last_event_seq"], specs)
+
+
+def _numbering(names: tuple[str, ...]):
+    """The UPDATE that reserves a run's next event numbers and sets the fields ``names``."""
+    return (Run.objects.filter(pk=prepared.slot(Run, "run", "id")),
+            {"last_event_seq": F("last_event_seq") + prepared.Slot("n", IntegerField()),
+             **{k: prepared.slot(Run, f"set_{k}", k) for k in names}})
 
 
 def next_seqs(n: int) -> CombinedExpression:
@@ -54,16 +69,17 @@ def next_seqs(n: int) -> CombinedExpression:
     return F("last_event_seq") + n
 
 
-def write_events(run_id: int, newest: int, specs: list[EventSpec]) -> list[Event]:
+def write_events(run_id: int, newest: int, specs: list[EventSpec]) -> None:
     """Insert ``specs`` as the events numbered up to ``newest`` (reserved by the caller's
-    update of the run row, in the current transaction); announced once it commits."""
+    update of the run row, in the current transaction), in one prepared INSERT; announced once
+    it commits."""
+    if not specs:
+        return
     first = newest - len(specs) + 1
-    rows = [Event(run_id=run_id, seq=first + i, kind=s.kind, message=s.message[:4000],
-                  data=s.data) for i, s in enumerate(specs)]
-    if rows:
-        Event.objects.bulk_create(rows)
-        transaction.on_commit(lambda: broadcast(run_id, newest))
-    return rows
+    prepared.insert(Event, [{"run_id": run_id, "seq": first + i, "kind": s.kind,
+                             "message": s.message[:4000], "data": s.data}
+                            for i, s in enumerate(specs)])
+    transaction.on_commit(lambda: broadcast(run_id, newest))
 
 
 def broadcast(run_id: int, seq: int) -> None:

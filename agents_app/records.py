@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import prepared
 from .models import Approval, PlanVersion, Run, RunItem, StepResult
 from .patterns.base import Item
 from .patterns.records import GateDecided, PlanProposed, StepRecorded
@@ -29,25 +30,29 @@ def persist(run: Run, records: list[Any], user=None) -> None:
 
 @persister(PlanProposed)
 def _plan(run: Run, rec: PlanProposed, user) -> None:
-    PlanVersion.objects.create(run=run, version=rec.version, steps=rec.steps, goal=rec.goal,
-                               reasoning=rec.reasoning, author=rec.author, reason=rec.reason,
-                               frozen=rec.frozen, details=rec.details)
+    prepared.insert(PlanVersion, [{
+        "run_id": run.pk, "version": rec.version, "steps": rec.steps, "goal": rec.goal,
+        "reasoning": rec.reasoning, "author": rec.author, "reason": rec.reason,
+        "frozen": rec.frozen, "details": rec.details}])
 
 
 @persister(StepRecorded)
 def _step(run: Run, rec: StepRecorded, user) -> None:
-    StepResult.objects.create(run=run, plan_version=rec.plan_version, index=rec.index,
-                              description=rec.description, status=rec.status,
-                              output=rec.output, problem=rec.problem)
+    prepared.insert(StepResult, [{
+        "run_id": run.pk, "plan_version": rec.plan_version, "index": rec.index,
+        "description": rec.description, "status": rec.status, "output": rec.output,
+        "problem": rec.problem}])
 
 
 @persister(GateDecided)
 def _decision(run: Run, rec: GateDecided, user) -> None:
-    Approval.objects.create(run=run, gate=rec.gate, action=rec.action,
-                            plan_version=rec.plan_version, edited=rec.edited,
-                            feedback=rec.feedback, user=user)
+    prepared.insert(Approval, [{
+        "run_id": run.pk, "gate": rec.gate, "action": rec.action,
+        "plan_version": rec.plan_version, "edited": rec.edited, "feedback": rec.feedback,
+        "user_id": user.pk if user is not None else None}])
 
 
 @persister(Item)
 def _item(run: Run, rec: Item, user) -> None:
-    RunItem.objects.create(run=run, kind=rec.kind, key=rec.key, data=rec.data)
+    prepared.insert(RunItem, [{"run_id": run.pk, "kind": rec.kind, "key": rec.key,
+                               "data": rec.data}])

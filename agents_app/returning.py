@@ -5,16 +5,17 @@ event counter it bumped, the counters a model call added to, the run it claimed.
 
 The UPDATE is Django's own SQL for ``queryset.update(**values)`` (the same filters, field
 preparation and expressions); only the RETURNING clause is added, and the returned values
-go through each field's database converters, as a query's would."""
+go through each field's database converters, as a query's would. The engine's hot statements
+use the same, compiled once (``prepared``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from django.db import connections, transaction
 from django.db.models import Model, QuerySet
-from django.db.models.sql import UpdateQuery
+
+from .prepared import compile_update, execute_returning
 
 
 def update_returning(queryset: QuerySet, values: dict[str, Any],
@@ -25,28 +26,8 @@ def update_returning(queryset: QuerySet, values: dict[str, Any],
     model = queryset.model
     fields = ([model._meta.get_field(name) for name in returning] if returning is not None
               else list(model._meta.concrete_fields))
-    query = queryset.query.chain(UpdateQuery)
-    query.add_update_values(values)
-    query.annotations = {}
-    db = queryset.db
-    connection = connections[db]
-    sql, params = query.get_compiler(db).as_sql()
-    if not sql:
-        raise ValueError("update_returning needs values to set")
-    ops = connection.ops
-    sql += " RETURNING " + ", ".join(ops.quote_name(f.column) for f in fields)
-    with transaction.mark_for_rollback_on_error(using=db), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    out = {}
-    for field, value in zip(fields, row, strict=True):
-        col = field.get_col(model._meta.db_table)
-        for convert in (*ops.get_db_converters(col), *field.get_db_converters(connection)):
-            value = convert(value, col, connection)
-        out[field.attname] = value
-    return out
+    sql, params = compile_update(queryset, values, fields)
+    return execute_returning(sql, params, model, fields, None, queryset.db)
 
 
 M = TypeVar("M", bound=Model)

@@ -38,7 +38,7 @@ if __name__ != "__main__":
     import pytest
 
     pytestmark = pytest.mark.integration
-    IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate", "triage_race")
+    IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate", "triage_race", "prepared")
 
     @pytest.fixture(scope="module")
     def cluster():
@@ -113,6 +113,9 @@ if __name__ != "__main__":
     def test_racing_triage_decisions_apply_once_and_never_leave_a_final_verdict_untriaged(
             engine_cases):
         check(engine_cases, "triage_race")
+
+    def test_the_engines_prepared_statements_keep_their_semantics(engine_cases):
+        assert "events" in check(engine_cases, "prepared")
 
     def test_worker_killed_mid_stage_recovers_without_duplicates(cluster, tmp_path):
         require(cluster)
@@ -422,6 +425,14 @@ def case_triage_race() -> None:
         review.refresh_from_db()
         pending = review.findings.filter(kept=True, decision="pending").exists()
         assert not (review.final_verdict and pending), (review.final_verdict, outcomes)
+
+
+def case_prepared() -> str:
+    """The engine's hot statements, compiled once with slots (agents_app/prepared.py), on
+    PostgreSQL: the checks tests/test_engine_prepared.py runs on SQLite."""
+    from tests.prepared_checks import check_prepared_statements
+
+    return check_prepared_statements(_setup())
 
 
 if __name__ == "__main__":

@@ -10,15 +10,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import Case, F, FloatField, IntegerField, QuerySet, Value, When
 from django.utils import timezone
 
-from .. import records
-from ..events import append_events, next_seqs, write_events
+from .. import prepared, records
+from ..events import append_events, write_events
 from ..models import RUNNABLE, Run, Status, gate_status
 from ..patterns import get_pattern
 from ..patterns.base import Event, Pattern, RunStopped, StageResult
-from ..returning import instance_from, update_returning
+from ..prepared import Slot, slot
+from ..returning import instance_from
 from .leases import lease_until
 from .scheduling import schedule_on_commit
 
@@ -88,40 +89,38 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
     run_id = run.pk
     pattern = get_pattern(run.pattern)
     now = timezone.now()
-    values: dict[str, Any] = {"state": result.state, "stage_seq": F("stage_seq") + 1,
-                              "stage_attempt": 0, "lease_owner": "", "lease_expires_at": None,
-                              "active_seconds": F("active_seconds") + elapsed,
-                              "updated_at": now}
+    binds: dict[str, Any] = {"run": run_id, "token": token, "seq": seq, "state": result.state,
+                             "elapsed": elapsed, "now": now}
     events = list(result.events)
     status = ""
     if result.outcome:
+        kind = "end"
         status = {"completed": Status.COMPLETED, "cancelled": Status.CANCELLED}.get(
             result.outcome, Status.FAILED)
-        values.update(stage="", gate="", answer=result.answer or "", error=result.error,
-                      finished_at=now)
+        binds.update(answer=result.answer or "", error=result.error)
         events.append(Event("run_finished", {
             Status.COMPLETED: "Run completed.", Status.CANCELLED: "Run stopped."}.get(
                 status, f"Run failed: {result.error}"), {"status": status}))
     elif result.gate:
+        kind = "gate"
         status = gate_status(result.gate.kind)
-        values.update(gate=result.gate.kind, stage=result.next_stage or "")
+        binds.update(gate=result.gate.kind, stage=result.next_stage or "")
         events.append(Event("gate_opened", pattern.gate_message(result.gate.kind)
                             or gate_message(result.gate.kind),
                             {"gate": result.gate.kind, **result.gate.payload}))
     else:
         assert result.next_stage, "checked by stages.run_checked"
+        kind = "next"
         status = pattern.status_for(result.next_stage)
-        values.update(stage=result.next_stage, gate="")
+        binds.update(stage=result.next_stage)
     runnable = status in RUNNABLE
     fused = bool(next_token) and runnable
-    seqs = next_seqs(len(events))
     if fused:
-        values.update(lease_owner=next_token, lease_expires_at=lease_until(), stage_attempt=1)
-        seqs = seqs + Case(When(cancel_requested=True, then=Value(0)), default=Value(1))
-    values.update(status=status, last_event_seq=seqs)
+        binds.update(next_token=next_token, lease_until=lease_until())
+    binds.update(status=status, n=len(events))
     with transaction.atomic():
-        row = update_returning(Run.objects.filter(pk=run_id, lease_owner=token, stage_seq=seq),
-                               values)
+        row = prepared.update(("commit", kind, fused), lambda: _commit_statement(kind, fused),
+                              binds)
         if row is None:
             log.warning("run %s: stage result dropped, the run moved on", run_id)
             return Next(False)
@@ -134,6 +133,36 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
             after_terminal(run_id, run.pattern)
         schedule_on_commit(run_id, enqueue and runnable)
     return Next(runnable, committed, next_token if fused else "")
+
+
+def _commit_statement(kind: str, fused: bool) -> tuple[QuerySet[Run], dict[str, Any]]:
+    """A stage's commit (prepared once per shape): the run's UPDATE matching only while the
+    stage's claim holds the lease and the run is at the stage it ran. ``kind``: the run ends
+    ("end"), waits at a gate ("gate") or goes on to a stage ("next"); ``fused``: the next
+    stage is claimed in the same UPDATE."""
+    def arg(name: str, field: str | None = None) -> Slot:
+        return slot(Run, name, field)
+
+    values: dict[str, Any] = {"state": arg("state"), "stage_seq": F("stage_seq") + 1,
+                              "stage_attempt": 0, "lease_owner": "", "lease_expires_at": None,
+                              "active_seconds": F("active_seconds") + Slot("elapsed",
+                                                                          FloatField()),
+                              "updated_at": arg("now", "updated_at")}
+    if kind == "end":
+        values.update(stage="", gate="", answer=arg("answer"), error=arg("error"),
+                      finished_at=arg("now", "finished_at"))
+    elif kind == "gate":
+        values.update(gate=arg("gate"), stage=arg("stage"))
+    else:
+        values.update(stage=arg("stage"), gate="")
+    seqs = F("last_event_seq") + Slot("n", IntegerField())
+    if fused:
+        values.update(lease_owner=arg("next_token", "lease_owner"),
+                      lease_expires_at=arg("lease_until", "lease_expires_at"), stage_attempt=1)
+        seqs = seqs + Case(When(cancel_requested=True, then=Value(0)), default=Value(1))
+    values.update(status=arg("status"), last_event_seq=seqs)
+    return (Run.objects.filter(pk=arg("run", "id"), lease_owner=arg("token", "lease_owner"),
+                               stage_seq=arg("seq", "stage_seq")), values)
 
 
 def gate_message(gate: str) -> str:

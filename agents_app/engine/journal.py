@@ -9,16 +9,19 @@ import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import F
+from django.db.models import DecimalField, F, IntegerField, QuerySet
 
+from .. import prepared
 from ..events import next_seqs, write_events
 from ..llm.gateway import CallOutcome, GatewayConfig, redact
 from ..models import ModelCall, Run
 from ..patterns.base import BudgetExceeded, Cancelled, Event, TimeLimitExceeded
+from ..prepared import Slot, slot
 from ..returning import update_returning
 from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, lease_until
 
@@ -206,21 +209,18 @@ class DbJournal:
             # lease: a call that returns after its attempt was abandoned and the run claimed
             # again matches no row (not this attempt's to record: the new attempt makes and
             # records it). A lease released since (nobody's) still records it, for the replay.
-            row = update_returning(
-                Run.objects.filter(pk=self.run_id, lease_owner__in=(self.token, "")),
-                {"cost_usd": F("cost_usd") + cost,
-                 "prompt_tokens": F("prompt_tokens") + o.prompt_tokens,
-                 "completion_tokens": F("completion_tokens") + o.completion_tokens,
-                 "calls": F("calls") + 1, "last_event_seq": next_seqs(1)},
+            row = prepared.update("journal.record", _record_statement, {
+                "run": self.run_id, "token": self.token, "cost": cost,
+                "prompt": o.prompt_tokens, "completion": o.completion_tokens},
                 (*SNAPSHOT, "last_event_seq"))
             if row is None:
                 raise LeaseLost()
-            ModelCall.objects.create(
-                run_id=self.run_id, stage=self.stage, key=key, role=o.role, model=o.model,
-                messages=o.messages, response=o.response, prompt_tokens=o.prompt_tokens,
-                completion_tokens=o.completion_tokens, cost_usd=cost,
-                latency_ms=o.latency_ms, attempts=o.attempts, error=redact(o.error),
-                retryable=o.retryable)
+            prepared.insert(ModelCall, [{
+                "run_id": self.run_id, "stage": self.stage, "key": key, "role": o.role,
+                "model": o.model, "messages": o.messages, "response": o.response,
+                "prompt_tokens": o.prompt_tokens, "completion_tokens": o.completion_tokens,
+                "cost_usd": cost, "latency_ms": o.latency_ms, "attempts": o.attempts,
+                "error": redact(o.error), "retryable": o.retryable}])
             if o.error:
                 msg = f"{o.role} call to {o.model} failed after {o.attempts} attempt(s): {o.error}"
             else:
@@ -229,3 +229,14 @@ class DbJournal:
             write_events(self.run_id, row["last_event_seq"], [Event("model_call", msg, {
                 "role": o.role, "model": o.model, "tokens": tokens, "error": bool(o.error)})])
         self._sync(row)
+
+
+def _record_statement() -> tuple[QuerySet[Run], dict[str, Any]]:
+    """A call's UPDATE of its run (prepared once): the counters, one event number, the lease
+    held by the stage's claim (or by nobody)."""
+    return (Run.objects.filter(pk=slot(Run, "run", "id"),
+                               lease_owner__in=(slot(Run, "token", "lease_owner"), "")),
+            {"cost_usd": F("cost_usd") + Slot("cost", DecimalField()),
+             "prompt_tokens": F("prompt_tokens") + Slot("prompt", IntegerField()),
+             "completion_tokens": F("completion_tokens") + Slot("completion", IntegerField()),
+             "calls": F("calls") + 1, "last_event_seq": next_seqs(1)})

@@ -11,15 +11,18 @@ import socket
 import threading
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
+from .. import prepared
 from ..models import RUNNABLE, Run
 from ..patterns.base import StageAbandoned
-from ..returning import instance_from, update_returning
+from ..prepared import slot
+from ..returning import instance_from
 from . import scheduling
 
 log = logging.getLogger("quorum.engine")
@@ -72,12 +75,19 @@ def claim(run_id: int, token: str) -> bool:
 def claim_run(run_id: int, token: str) -> Run | None:
     """Take the lease on a runnable run nobody holds; the run as claimed (one UPDATE …
     RETURNING: no second read), or None."""
-    now = timezone.now()
-    row = update_returning(Run.objects.filter(pk=run_id, status__in=RUNNABLE).filter(
-        Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)),
-        {"lease_owner": token, "lease_expires_at": lease_until(),
-         "stage_attempt": F("stage_attempt") + 1})
+    row = prepared.update("claim", _claim_statement, {
+        "run": run_id, "now": timezone.now(), "token": token, "until": lease_until()})
     return None if row is None else instance_from(Run, row)
+
+
+def _claim_statement() -> tuple[QuerySet[Run], dict[str, Any]]:
+    """The claim (prepared once): a runnable run whose lease nobody holds, or has expired."""
+    return (Run.objects.filter(pk=slot(Run, "run", "id"), status__in=RUNNABLE).filter(
+        Q(lease_expires_at__isnull=True)
+        | Q(lease_expires_at__lt=slot(Run, "now", "lease_expires_at"))),
+        {"lease_owner": slot(Run, "token", "lease_owner"),
+         "lease_expires_at": slot(Run, "until", "lease_expires_at"),
+         "stage_attempt": F("stage_attempt") + 1})
 
 
 # --- recovery ----------------------------------------------------------------------------------

@@ -28,7 +28,12 @@ from pydantic import BaseModel
 from common import secret_keys
 
 from ..patterns.base import ModelError, Reply, Schema, StructuredOutputError
-from ..patterns.structured import ParseError, parse_structured, schema_instructions
+from ..patterns.structured import (
+    ParseError,
+    json_schema,
+    parse_structured,
+    schema_instructions,
+)
 from . import pricing
 from .runtime import (
     OFFLINE_MODELS,
@@ -60,12 +65,34 @@ _ASSIGNED = re.compile(
     r"[A-Za-z0-9_]*[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]{6,}")
 # This server's own secrets, whatever their shape (a self-hosted server's key, say).
 _SECRET_ENV = re.compile(r"(_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_PASSWORD)$")
+_SECRET_ENDINGS = (b"_API_KEY", b"_TOKEN", b"_SECRET", b"_SECRET_KEY", b"_PASSWORD")
 
 
 def env_secrets() -> list[str]:
-    """This server's secret values (read now: the environment may change)."""
-    return [value for name, value in os.environ.items()
-            if len(value) >= 8 and _SECRET_ENV.search(name)]
+    """This server's secret values (read now: the environment may change), names matched
+    undecoded (``os.environb``): decoding the whole environment cost more than redacting."""
+    if not os.supports_bytes_environ:
+        return [value for name, value in os.environ.items()
+                if len(value) >= 8 and _SECRET_ENV.search(name)]
+    out = []
+    env = os.environb
+    for name in list(env):
+        # ``_SECRET_ENV`` ends in ``$``: the end of the name, or before a final newline.
+        if name.endswith(_SECRET_ENDINGS) or (name.endswith(b"\n")
+                                              and name[:-1].endswith(_SECRET_ENDINGS)):
+            value = env.get(name)
+            if value is not None and len(text := os.fsdecode(value)) >= 8:
+                out.append(text)
+    return out
+
+
+# What a text must hold for ``_SECRET`` to match (its literals; only "bearer" ignoring case)
+# and for ``_ASSIGNED`` to (every name holds one, ignoring case; "ſ" matches "s" then, and
+# the Kelvin sign lowers to "k"). Both try every alternative at every position (half a
+# microsecond a character), so a text without them skips a substitution that changes nothing.
+_SECRET_LITERALS = ("sk-", "AIza", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+                    "github_pat_", "xox")
+_ASSIGNED_WORDS = ("secret", "passw", "token", "key")
 
 
 def redact(text: str, secrets: list[str] | None = None) -> str:
@@ -75,10 +102,15 @@ def redact(text: str, secrets: list[str] | None = None) -> str:
         return text
     for value in env_secrets() if secrets is None else secrets:
         text = text.replace(value, "[redacted]")
-    text = _ASSIGNED.sub(r"\1[redacted]", text)
+    low = text.lower()
+    if "ſ" in text or any(word in low for word in _ASSIGNED_WORDS):
+        text = _ASSIGNED.sub(r"\1[redacted]", text)
+        low = text.lower()
+    if "bearer" in low or any(literal in text for literal in _SECRET_LITERALS):
+        text = _SECRET.sub("[redacted]", text)
     # Keys of other known formats (payment, source hosting, private key blocks) are shortened
     # to a prefix and their length, as a review shows them.
-    return secret_keys.mask_known(_SECRET.sub("[redacted]", text))
+    return secret_keys.mask_known(text)
 
 
 def redact_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -145,6 +177,7 @@ def _supports_schema(model: str) -> bool:  # a price-map lookup: once per model,
         return False
 
 
+@functools.lru_cache(maxsize=64)
 def _is_loopback(url: str) -> bool:
     host = urlparse(url).hostname or ""
     if host == "localhost":
@@ -244,7 +277,7 @@ class Gateway:
         response_format: dict[str, Any] | None = None
         if native:
             response_format = {"type": "json_schema", "json_schema": {
-                "name": schema.__name__, "schema": schema.model_json_schema(), "strict": False}}
+                "name": schema.__name__, "schema": json_schema(schema), "strict": False}}
         else:
             msgs = [*msgs, {"role": "user", "content": schema_instructions(schema)}]
         first = self._call(key, role, model, msgs, schema=schema, response_format=response_format)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, TypeVar
@@ -63,10 +64,24 @@ def _summarise(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+@functools.lru_cache(maxsize=256)
 def schema_instructions(schema: type[BaseModel]) -> str:
-    """The text appended for models that cannot take a JSON schema as a response format."""
+    """The text appended for models that cannot take a JSON schema as a response format
+    (made once per schema: pydantic builds a schema anew, in about a millisecond, each time)."""
     return (
         "Reply with a single JSON object and nothing else (no prose, no code fences). "
         "It must validate against this JSON Schema:\n"
         + json.dumps(schema.model_json_schema(), indent=None)
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_text(schema: type[BaseModel]) -> str:
+    return json.dumps(schema.model_json_schema())
+
+
+def json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """``schema.model_json_schema()``, made once per schema; a fresh copy each time (the
+    caller's to change)."""
+    copy: dict[str, Any] = json.loads(_schema_text(schema))
+    return copy
