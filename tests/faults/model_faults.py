@@ -46,7 +46,8 @@ DEGRADED = {
     "team_lead": ("subtask_failed",),
     "rewoo": (),
     "react": (),
-    "code_review": ("reviewer_failed", "reflection_failed", "synthesizer_failed"),
+    "code_review": ("reviewer_failed", "reflection_failed", "synthesizer_failed",
+                    "check_failed", "verify_failed"),
 }
 # Variants that need no person except at gates answered below.
 FAULT_VARIANTS = {p: [v for v in vs if v.name != "gated"] for p, vs in common.VARIANTS.items()}
