@@ -234,10 +234,12 @@ def phases(tree: Path, diff: Path, env: dict[str, str], runs: int) -> list[str]:
             ("the command's imports", "setup_end", "command_imported"),
             ("until the migration check", "command_imported", "migrations_begin"),
             ("migration check", "migrations_begin", "migrations_end"),
+            ("argument parsing", "migrations_end", "handle_begin"),
             ("review (handle)", "handle_begin", "handle_end"),
             ("  of which the analyzers", "analyzers_begin", "analyzers_end"),
             ("  of which LiteLLM's import", "litellm_begin", "litellm_end"),
-            ("exit", "handle_end", "exit")]
+            ("exit", "handle_end", "exit"),
+            ("total, start to exit", "start", "exit")]
     lines = [f"    {name:40s} {span(a, b)}" for name, a, b in rows]
     if "litellm_begin" not in med:
         lines.append("    (LiteLLM was not imported)")
@@ -293,10 +295,10 @@ def main() -> None:
         for lang in langs:
             for tree in trees:
                 print(summary(f"{lang} ({tree.name})", results[(tree, lang)]))
-            if len(trees) == 2:
-                a, b = (statistics.median(r["wall"] for r in results[(t, lang)])
-                        for t in trees)
-                print(f"  {lang}: {trees[1].name} ÷ {trees[0].name} wall p50 = {b / a:.2f}")
+            first = statistics.median(r["wall"] for r in results[(trees[0], lang)])
+            for tree in trees[1:]:
+                other = statistics.median(r["wall"] for r in results[(tree, lang)])
+                print(f"  {lang}: {tree.name} ÷ {trees[0].name}, wall p50: {other / first:.2f}")
         if not args.no_breakdown:
             for tree in trees:
                 for lang in langs:
