@@ -6,6 +6,7 @@ the embedded Redis started by ``make dev``, and the built-in offline model.
 
 import os
 import re
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -30,8 +31,12 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# Daphne's app only swaps `runserver` for its ASGI one (the servers run the `daphne` program,
+# which needs no app) and imports Twisted at start-up: the other management commands (CLI
+# reviews, migrate, the worker's) start without it.
+_COMMAND = sys.argv[1] if Path(sys.argv[0]).name == "manage.py" and len(sys.argv) > 1 else None
 INSTALLED_APPS = [
-    "daphne",
+    *(["daphne"] if _COMMAND in (None, "runserver", "help") else []),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

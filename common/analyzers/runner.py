@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,12 +197,19 @@ def _write_units(inputs: list[AnalyzerInput], src: Path) -> dict[str, Unit]:
 def run_analyzers(inputs: list[AnalyzerInput], timeout: float = 60,
                   disabled: set[str] | None = None) -> AnalyzerReport:
     """Run each analyzer that has files to read, concurrently, over all inputs; never raises
-    for a missing, failing or slow tool (see ``errors`` and ``not_run``)."""
+    for a missing, failing or slow tool (see ``errors`` and ``not_run``). The report of a
+    run ``start_ahead`` began with the same arguments is taken instead, once."""
+    off = disabled_tools() if disabled is None else set(disabled)
+    if inputs and (ahead := _take_ahead(_ahead_key(inputs, timeout, off))) is not None:
+        return ahead.report()
+    return _run(inputs, timeout, off)
+
+
+def _run(inputs: list[AnalyzerInput], timeout: float, off: set[str]) -> AnalyzerReport:
     started = time.monotonic()
     report = AnalyzerReport()
     if not inputs:
         return report
-    off = disabled_tools() if disabled is None else set(disabled)
     report.kinds = {inp.path: inp.kind for inp in inputs}
     runs: list[_Run] = []
     with tempfile.TemporaryDirectory(prefix="review-analyzers-") as tmp:
@@ -260,6 +268,74 @@ def run_analyzers(inputs: list[AnalyzerInput], timeout: float = 60,
                                                       e["rule"], e["tool"]))
     report.seconds = time.monotonic() - started
     return report
+
+
+# --- started ahead -------------------------------------------------------------------------------
+class Ahead:
+    """Analyzers started before they are asked for (``start_ahead``), in a thread of their
+    own; ``close()`` waits for them if nothing took their report (none keeps running)."""
+
+    def __init__(self, key: tuple, inputs: list[AnalyzerInput], timeout: float, off: set[str]):
+        self.key = key
+        self._result: AnalyzerReport | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, args=(inputs, timeout, off),
+                                        name="quorum-analyzers", daemon=True)
+        self._thread.start()
+
+    def _work(self, inputs: list[AnalyzerInput], timeout: float, off: set[str]) -> None:
+        try:
+            self._result = _run(inputs, timeout, off)
+        except BaseException as exc:  # noqa: BLE001 - raised again where the report is taken
+            self._error = exc
+
+    def report(self) -> AnalyzerReport:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def close(self) -> None:
+        _take_ahead(self.key, self)
+        self._thread.join()
+
+
+_ahead: dict[tuple, Ahead] = {}
+_ahead_lock = threading.Lock()
+
+
+def _ahead_key(inputs: list[AnalyzerInput], timeout: float, off: set[str]) -> tuple:
+    """Everything a run's report depends on: the inputs as they are, the deadline, the tools
+    turned off."""
+    return (tuple((i.path, i.text, None if i.line_map is None else tuple(sorted(i.line_map.items())),
+                   i.full, None if i.changed_lines is None else tuple(sorted(i.changed_lines)),
+                   i.kind) for i in inputs), float(timeout), tuple(sorted(off)))
+
+
+def _take_ahead(key: tuple, only: Ahead | None = None) -> Ahead | None:
+    with _ahead_lock:
+        if key in _ahead and (only is None or _ahead[key] is only):
+            return _ahead.pop(key)
+    return None
+
+
+def start_ahead(inputs: list[AnalyzerInput], timeout: float = 60,
+                disabled: set[str] | None = None) -> Ahead | None:
+    """Start ``run_analyzers(inputs, timeout, disabled)`` now, in a thread, so the tools run
+    while this process does other work (``manage.py review`` creates the run meanwhile); the
+    first ``run_analyzers`` call of this process with the same arguments (the same inputs,
+    the same tools turned off) takes that report instead of starting the tools again. None
+    when there is nothing to analyze. Call ``close()`` on what it returns when done."""
+    if not inputs:
+        return None
+    off = disabled_tools() if disabled is None else set(disabled)
+    key = _ahead_key(inputs, timeout, off)
+    with _ahead_lock:
+        if key in _ahead:
+            return _ahead[key]
+        ahead = _ahead[key] = Ahead(key, list(inputs), timeout, off)
+    return ahead
 
 
 def with_key_formats(found: list[dict], evidence: list[dict]) -> list[dict]:

@@ -19,10 +19,12 @@ from pathlib import Path
 from agents_app import engine
 from agents_app.cli import CheckedCommand, command_owner, form_type, parse_models
 from agents_app.patterns.base import Decision
+from common.analyzers import runner as analyzers
 from reviews_app import services
 from reviews_app.forms import NewReviewForm
 from reviews_app.models import Review
 from reviews_app.pipeline import coverage, export
+from reviews_app.pipeline.pattern import analyze
 
 EXIT_APPROVE, EXIT_NOT_APPROVED, EXIT_ERROR = 0, 1, 2
 
@@ -56,6 +58,14 @@ class Command(CheckedCommand):
         parser.add_argument("--user", default=None,
                             help="Owner of the review (default: first superuser, else 'cli').")
 
+    def execute(self, *args, **options):
+        self._ahead: analyzers.Ahead | None = None
+        try:
+            return super().execute(*args, **options)
+        finally:
+            if self._ahead is not None:
+                self._ahead.close()
+
     def handle(self, *args, **opts):
         models = parse_models(opts["model"], services.ROLES, returncode=EXIT_ERROR)
         try:
@@ -64,6 +74,9 @@ class Command(CheckedCommand):
                 extra = {**extra, "review_rules": []}
             inp = self._load(opts)
             prepared = services.prepare(inp)
+            # The analyzers (the review's first stage) start now and run while the run is
+            # created; the stage takes their report (``execute`` waits for them in any case).
+            self._ahead = analyzers.start_ahead(analyze.inputs_of(prepared.files))
             run = services.start_review(command_owner(opts["user"]), inp, prepared,
                                         models=models, min_confidence=opts["min_confidence"],
                                         options=extra, enqueue=False)

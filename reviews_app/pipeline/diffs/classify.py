@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from pygments.lexers import get_lexer_for_filename
-from pygments.util import ClassNotFound
+from pygments.lexers import find_lexer_class_for_filename
 
 LOCK_FILES = frozenset({
     "package-lock.json", "yarn.lock", "poetry.lock", "Pipfile.lock", "uv.lock", "Cargo.lock",
@@ -20,11 +19,13 @@ GENERATED_HEAD_LINES = 5          # the marker must sit in the first lines of th
 
 @functools.lru_cache(maxsize=4096)
 def language_of(basename: str) -> tuple[str, str]:
+    # The lexer's class names the language: making a lexer (compiling its token regexes)
+    # costs more than the lookup.
     try:
-        lexer = get_lexer_for_filename(basename)
-    except ClassNotFound:
-        return "", "text"
+        lexer = find_lexer_class_for_filename(basename)
     except Exception:             # a broken Pygments plugin must not break the review
+        return "", "text"
+    if lexer is None:
         return "", "text"
     return lexer.name, (lexer.aliases[0] if lexer.aliases else "text")
 

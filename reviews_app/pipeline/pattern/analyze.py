@@ -35,8 +35,13 @@ def describe() -> str:
             "hadolint, and the secrets scanners on every file.")
 
 
+def inputs_of(files: list[dict]) -> list[analyzers.AnalyzerInput]:
+    """What the analyzers read of the change's files (the files with new code)."""
+    return [i for i in (analyzers.input_from_file(f) for f in files) if i]
+
+
 def analyze(state: dict) -> StageResult:
-    inputs = [i for i in (analyzers.input_from_file(f) for f in state["files"]) if i]
+    inputs = inputs_of(state["files"])
     # Our provider key formats: the added lines of every file, in process.
     found = secret_keys.scan_files(state["files"])
     ours, outside = imported.join(state["files"], state["options"].get("imported") or [])
