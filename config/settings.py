@@ -31,12 +31,14 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
-# Daphne's app only swaps `runserver` for its ASGI one (the servers run the `daphne` program,
-# which needs no app) and imports Twisted at start-up: the other management commands (CLI
-# reviews, migrate, the worker's) start without it.
-_COMMAND = sys.argv[1] if Path(sys.argv[0]).name == "manage.py" and len(sys.argv) > 1 else None
+# Daphne's app only swaps `runserver` for its ASGI one and imports Twisted at start-up (about
+# 30 MB and half a second): only `manage.py runserver` (and `help`, which lists it) load it.
+# The servers run the `daphne` program, which needs no app; the other commands (CLI reviews,
+# migrate), the Celery workers and the tests start without it.
+_PROGRAM = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+_COMMAND = sys.argv[1] if _PROGRAM == "manage.py" and len(sys.argv) > 1 else ""
 INSTALLED_APPS = [
-    *(["daphne"] if _COMMAND in (None, "runserver", "help") else []),
+    *(["daphne"] if _PROGRAM == "manage.py" and _COMMAND in ("", "runserver", "help") else []),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

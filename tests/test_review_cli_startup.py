@@ -159,7 +159,8 @@ def test_the_migration_shortcut_only_when_every_file_is_recorded():
 
 def test_the_review_command_starts_without_daphne_httpx_or_litellm(tmp_path):
     """Importing the command as ``manage.py review`` does (settings chosen by argv): Twisted
-    (Daphne's app) and httpx (the GitHub client) stay out; runserver still gets Daphne's."""
+    (Daphne's app) and httpx (the GitHub client) stay out, and out of a Celery worker too;
+    runserver still gets Daphne's."""
     code = ("import sys, django; django.setup(); "
             "import reviews_app.management.commands.review; "
             "from django.conf import settings; "
@@ -168,10 +169,12 @@ def test_the_review_command_starts_without_daphne_httpx_or_litellm(tmp_path):
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "true",
            "QUORUM_VAR_DIR": str(tmp_path)}
     seen = {}
-    for argv in ("review", "runserver"):
-        out = subprocess.run([sys.executable, "-c", f"import sys; sys.argv = ['manage.py', "
+    for program, argv in (("manage.py", "review"), ("manage.py", "runserver"),
+                          ("celery", "worker")):
+        out = subprocess.run([sys.executable, "-c", f"import sys; sys.argv = ['{program}', "
                               f"'{argv}']; exec({code!r})"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=120, check=True)
         seen[argv] = out.stdout.strip()
     assert seen["review"] == "[] django.contrib.admin", seen
+    assert seen["worker"] == "[] django.contrib.admin", seen
     assert seen["runserver"].endswith("daphne"), seen

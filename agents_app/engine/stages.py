@@ -8,10 +8,11 @@ import logging
 import time
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from ..events import append_events
-from ..llm.gateway import Gateway, redact
+from ..llm.gateway import Gateway, is_offline, redact
 from ..llm.runtime import litellm as litellm_runtime
 from ..models import RUNNABLE, ModelCall, Run
 from ..patterns import get_pattern
@@ -31,6 +32,12 @@ from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, claim_run, leas
 log = logging.getLogger("quorum.engine")
 
 
+def offline_only() -> bool:
+    """Every role's model is the built-in offline one (no provider configured)."""
+    return all(is_offline(m) for m in (settings.QUORUM_DEFAULT_MODEL,
+                                       *settings.QUORUM_ROLE_MODELS.values()))
+
+
 def advance(run_id: int, *, enqueue: bool = True) -> bool:
     """Run the run's current stage if it can be claimed. True if another stage is ready."""
     return bool(step(run_id, enqueue=enqueue))
@@ -46,8 +53,11 @@ def step(run_id: int, *, enqueue: bool, claimed: Next | None = None,
         pattern = get_pattern(run.pattern)
     else:
         # LiteLLM loads when first needed (seconds): before a lease is taken, never while one
-        # runs out (a worker's first stages would otherwise wait for the sweeper).
-        litellm_runtime()
+        # runs out (a worker's first stages would otherwise wait for the sweeper). The
+        # built-in offline model is called without it: a server with no other model
+        # configured does not load it (a run given another model loads it at its first call).
+        if not offline_only():
+            litellm_runtime()
         token = lease_token()
         # One write transaction claims the run (and reads it back), marks the stage running
         # and logs its start.

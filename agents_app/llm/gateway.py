@@ -34,7 +34,7 @@ from ..patterns.structured import (
     parse_structured,
     schema_instructions,
 )
-from . import pricing
+from . import offline, pricing
 from .runtime import (
     OFFLINE_MODELS,
     OFFLINE_PROVIDER,
@@ -127,6 +127,8 @@ def is_offline(model: str) -> bool:
 def is_in_process(model: str) -> bool:
     """Custom LiteLLM providers (the offline model, a test's scripted model) run in this
     process: no network, so never blocked, and they are told the role and schema."""
+    if is_offline(model):
+        return True  # known without loading LiteLLM
     provider = model.split("/", 1)[0]
     return any(p.get("provider") == provider for p in _litellm().custom_provider_map)
 
@@ -171,6 +173,8 @@ def missing_credentials(model: str) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def _supports_schema(model: str) -> bool:  # a price-map lookup: once per model, not per call
+    if model in OFFLINE_MODELS:
+        return True  # as ``provider`` registers them, without loading LiteLLM
     try:
         return bool(_litellm().supports_response_schema(model=model))
     except Exception:  # unknown to the price map: fall back to instructions in the prompt
@@ -338,6 +342,8 @@ class Gateway:
                                  f" is false): refusing to call {model}.")
                 outcome.attempts = 0
                 return outcome
+        if is_offline(model):
+            return _offline(outcome, kwargs)
         completion, retryable = _litellm().completion, _retryable()
         started = time.monotonic()
         for attempt in range(1, cfg.max_retries + 2):
@@ -362,6 +368,21 @@ class Gateway:
             break
         outcome.latency_ms = int((time.monotonic() - started) * 1000)
         return outcome
+
+
+def _offline(outcome: CallOutcome, kwargs: dict[str, Any]) -> CallOutcome:
+    """A call of the built-in offline model, made directly: LiteLLM (seconds to import) is
+    not loaded for it. The same reply and usage as through its LiteLLM provider; cost 0."""
+    meta = kwargs.get("metadata") or {}
+    started = time.monotonic()
+    try:
+        outcome.response, outcome.prompt_tokens, outcome.completion_tokens = offline.complete(
+            meta.get("quorum_role", ""), meta.get("quorum_schema"), kwargs["messages"],
+            kwargs.get("timeout"))
+    except Exception as exc:  # noqa: BLE001 - a handler's bug: the call's error, as via LiteLLM
+        outcome.error, outcome.retryable = redact(_describe(exc)), False
+    outcome.latency_ms = int((time.monotonic() - started) * 1000)
+    return outcome
 
 
 def _describe(exc: Exception) -> str:

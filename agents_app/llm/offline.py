@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
+
+from . import runtime
 
 _SECTION = re.compile(r"^## (.+?)\n(.*?)(?=^## |\Z)", re.MULTILINE | re.DOTALL)
 LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$", re.MULTILINE)
@@ -96,3 +99,14 @@ def reply(role: str, schema_name: str | None, messages: list[dict[str, str]]) ->
     if schema_name in HANDLERS:
         return json.dumps(HANDLERS[schema_name](messages))
     return direct(messages)
+
+
+def complete(role: str, schema_name: str | None, messages: list[dict[str, str]],
+             timeout: float | None = None) -> tuple[str, int, int]:
+    """One call of the offline model: its reply and (prompt, completion) token estimates,
+    after the configured fixed latency (``runtime.offline_latency``, cut at ``timeout``)."""
+    latency = runtime.offline_latency
+    if latency:
+        time.sleep(min(latency, float(timeout or latency)))
+    text = reply(role, schema_name, messages)
+    return text, sum(len(m.get("content", "")) for m in messages) // 4, len(text) // 4

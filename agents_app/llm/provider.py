@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from types import ModuleType
 from typing import Any
 
@@ -18,12 +17,9 @@ class OfflineProvider(CustomLLM):
                    **kwargs: Any) -> ModelResponse:
         params = kwargs.get("litellm_params") or {}
         meta = params.get("metadata") or {}
-        latency = runtime.offline_latency
-        if latency:
-            time.sleep(min(latency, float(kwargs.get("timeout") or latency)))
-        text = offline.reply(meta.get("quorum_role", ""), meta.get("quorum_schema"), messages)
-        prompt_tokens = sum(len(m.get("content", "")) for m in messages) // 4
-        completion_tokens = len(text) // 4
+        text, prompt_tokens, completion_tokens = offline.complete(
+            meta.get("quorum_role", ""), meta.get("quorum_schema"), messages,
+            kwargs.get("timeout"))
         return ModelResponse(
             model=f"{runtime.OFFLINE_PROVIDER}/{model}",
             choices=[{"index": 0, "finish_reason": "stop",
