@@ -64,7 +64,8 @@ $(BENCH_STAMP): $(STAMP) requirements-bench.lock
 # Each script is also one command on its own; docs/BENCHMARKS.md has the figures.
 BENCHMARKS := bench_review bench_concurrency bench_gate_resume bench_streaming \
               bench_engine_overhead bench_history bench_watchers bench_change \
-              bench_parallel_patterns bench_webhook bench_review_quality bench_vs_langgraph
+              bench_parallel_patterns bench_webhook bench_review_quality bench_worker_models \
+              bench_vs_langgraph
 
 bench: install $(BENCH_STAMP)
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) tests/benchmarks/$$b.py || exit 1; done
