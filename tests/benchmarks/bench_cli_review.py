@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.benchmarks.bench_vs_langgraph import positive  # noqa: E402
 from tests.benchmarks.common import machine, pct  # noqa: E402
 
 TARGET_SECONDS = 1.5
@@ -257,14 +258,18 @@ def summary(name: str, results: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=7, help="measured runs per tree and diff")
+    parser.add_argument("--runs", type=positive(int, 1, 100), default=7,
+                        help="measured runs per tree and diff")
     parser.add_argument("--tree", action="append", default=[],
                         help="a checkout to measure (repeatable; default: this one)")
     parser.add_argument("--lang", default="python,typescript")
     parser.add_argument("--debug", action="store_true", help="DEBUG=true (as the README's "
                         "commands) instead of false")
     parser.add_argument("--no-breakdown", action="store_true")
-    parser.add_argument("--phase-runs", type=int, default=3)
+    parser.add_argument("--phase-runs", type=positive(int, 1, 20), default=3)
+    parser.add_argument("--summary", type=Path, default=None,
+                        help="also write the first tree's figures (all languages) as JSON here")
+    parser.error = lambda message: parser.exit(2, f"bench_cli_review: {message}\n")
     args = parser.parse_args()
     trees = [Path(t).resolve() for t in args.tree] or [ROOT]
     langs = [x.strip() for x in args.lang.split(",") if x.strip()]
@@ -299,6 +304,11 @@ def main() -> None:
             for tree in trees[1:]:
                 other = statistics.median(r["wall"] for r in results[(tree, lang)])
                 print(f"  {lang}: {tree.name} ÷ {trees[0].name}, wall p50: {other / first:.2f}")
+        if args.summary is not None:
+            walls = [r["wall"] for x in langs for r in results[(trees[0], x)]]
+            args.summary.write_text(json.dumps({
+                "p50_s": pct(walls, 50), "p95_s": pct(walls, 95), "languages": langs,
+                "rss_mb": max(r["rss_mb"] for x in langs for r in results[(trees[0], x)])}))
         if not args.no_breakdown:
             for tree in trees:
                 for lang in langs:
