@@ -13,6 +13,7 @@ runs wait at their plan gate one at a time (nothing else is running), then are a
 from __future__ import annotations
 
 import argparse
+import html
 import re
 import sys
 import tempfile
@@ -22,9 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.benchmarks.common import (  # noqa: E402
+    child_env,
     machine,
     make_user,
     pct,
+    settings_note,
     setup_django,
     signed_in_client,
     wait_for,
@@ -48,11 +51,13 @@ def main() -> None:
         from tests.stack import start_redis, start_web, start_worker
 
         owner = make_user()
+        note = settings_note()
         redis = start_redis(var)
         worker = start_worker(var, node="bench", concurrency=20, QUORUM_VAR_DIR=var,
-                              QUORUM_LOG_LEVEL="WARNING", **env)
+                              QUORUM_LOG_LEVEL="WARNING", **env, **child_env())
         port = free_port()
-        web = start_web(var, port, QUORUM_VAR_DIR=var, QUORUM_LOG_LEVEL="WARNING", **env)
+        web = start_web(var, port, QUORUM_VAR_DIR=var, QUORUM_LOG_LEVEL="WARNING", **env,
+                        **child_env())
         models = fake_models("planner", "executor", "synthesizer")
         resume, post = [], []
         try:
@@ -65,13 +70,17 @@ def main() -> None:
                     pk=pk, status="awaiting_plan_approval").first(), what="the plan gate")
                 page = client.get(f"/runs/{run.pk}/").text  # the page a person approves from
                 seq = re.search(r'name="seq" value="(\d+)"', page).group(1)
+                # The form posts every step on the screen: approving approves exactly those.
+                steps = [html.unescape(s) for s in
+                         re.findall(r'<textarea name="steps"[^>]*>(.*?)</textarea>', page, re.S)]
                 before = len(fake.seen)
                 started = time.time()
                 response = client.post(f"/runs/{run.pk}/plan/", data={"action": "approve",
-                                                                       "seq": seq})
+                                                                       "seq": seq, "steps": steps})
                 answered = time.time()
                 if response.status_code >= 400:
-                    raise RuntimeError(f"approve failed: HTTP {response.status_code}")
+                    errors = re.findall(r'class="error"[^>]*>([^<]*)', response.text)
+                    raise RuntimeError(f"approve failed: HTTP {response.status_code}: {errors}")
                 arrived = wait_for(lambda b=before: len(fake.seen) > b and fake.seen[b],
                                    what="the executor's request").at
                 wait_for(lambda pk=run.pk: Run.objects.filter(pk=pk, status="completed").exists(),
@@ -84,14 +93,15 @@ def main() -> None:
             worker.stop()
             redis.stop()
 
-    print(f"# Gate resume — {machine()}; {args.runs} runs, one at a time")
-    print("| measure | p50 | p95 | max |")
-    print("|---|---:|---:|---:|")
+    print(f"# Gate resume — {machine()}; {args.runs} runs, one at a time; {note}")
+    print("| measure | p50 | p95 | p99 | max |")
+    print("|---|---:|---:|---:|---:|")
     for name, values in (("approve POST answered", post),
                          ("approve POST → next model request at the provider", resume)):
         print(f"| {name} | {pct(values, 50):.0f} ms | {pct(values, 95):.0f} ms | "
+              f"{pct(values, 99):.0f} ms | "
               f"{max(values):.0f} ms |")
-    print(f"target: p95 ≤ 250 ms → {'met' if pct(resume, 95) <= 250 else 'MISSED'}")
+    print(f"target (issue 17): p99 ≤ 50 ms → {'met' if pct(resume, 99) <= 50 else 'MISSED'}")
 
 
 if __name__ == "__main__":
