@@ -1,5 +1,6 @@
-"""Gate resume benchmark: the time from a person's approve POST to the next model request
-reaching the provider.
+"""Gate resume benchmark: the time from a person's approve POST to the next stage starting
+in the worker (issue 17's row, target p99 ≤ 50 ms) and to the next model request reaching the
+provider.
 
 The real path: Daphne takes the POST (a signed-in session, CSRF), the view records the
 decision and enqueues the continuation on Redis, the thread-pool Celery worker claims the
@@ -47,7 +48,7 @@ def main() -> None:
         env = {"QUORUM_API_BASE": fake.url, "OPENAI_API_KEY": "sk-bench-fake"}
         setup_django(var, free_port(), **env)
         from agents_app import engine
-        from agents_app.models import Run
+        from agents_app.models import Event, Run
         from tests.stack import start_redis, start_web, start_worker
 
         owner = make_user()
@@ -59,7 +60,7 @@ def main() -> None:
         web = start_web(var, port, QUORUM_VAR_DIR=var, QUORUM_LOG_LEVEL="WARNING", **env,
                         **child_env())
         models = fake_models("planner", "executor", "synthesizer")
-        resume, post = [], []
+        resume, post, stage = [], [], []
         try:
             client = signed_in_client(f"http://127.0.0.1:{port}")
             for i in range(args.runs + 3):  # the first three warm up imports and connections
@@ -85,7 +86,14 @@ def main() -> None:
                                    what="the executor's request").at
                 wait_for(lambda pk=run.pk: Run.objects.filter(pk=pk, status="completed").exists(),
                          what="the run to finish")
+                # The next stage's start: the worker's stage_started event after the decision
+                # (its created_at is taken in the claim's transaction, on this machine's clock).
+                decided = Event.objects.get(run=run, kind="plan_decided").seq
+                begun = Event.objects.filter(run=run, kind="stage_started", seq__gt=decided
+                                             ).order_by("seq").values_list("created_at",
+                                                                            flat=True).first()
                 if i >= 3:
+                    stage.append(1000 * (begun.timestamp() - started))
                     resume.append(1000 * (arrived - started))
                     post.append(1000 * (answered - started))
         finally:
@@ -97,11 +105,14 @@ def main() -> None:
     print("| measure | p50 | p95 | p99 | max |")
     print("|---|---:|---:|---:|---:|")
     for name, values in (("approve POST answered", post),
+                         ("approve POST → next stage started (worker's claim)", stage),
                          ("approve POST → next model request at the provider", resume)):
         print(f"| {name} | {pct(values, 50):.0f} ms | {pct(values, 95):.0f} ms | "
               f"{pct(values, 99):.0f} ms | "
               f"{max(values):.0f} ms |")
-    print(f"target (issue 17): p99 ≤ 50 ms → {'met' if pct(resume, 99) <= 50 else 'MISSED'}")
+    print(f"# load average at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}")
+    print(f"target (issue 17, gate decision → next stage started): p99 ≤ 50 ms → "
+          f"{'met' if pct(stage, 99) <= 50 else 'MISSED'}")
 
 
 if __name__ == "__main__":
