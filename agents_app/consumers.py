@@ -185,8 +185,14 @@ class RunHub:
 
     async def _listen(self) -> None:
         while True:
-            message = await self.layer.receive(self.channel)
-            self.announce(message.get("seq", 0))
+            try:
+                message = await self.layer.receive(self.channel)
+                self.announce(int(message.get("seq", 0)))
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bad message or the layer hiccuping: keep listening
+                log.warning("run %s: live announcement not handled", self.run_id, exc_info=True)
+                await asyncio.sleep(0.5)
 
     def announce(self, seq: int) -> None:
         groups: dict[tuple, list[RunConsumer]] = {}
