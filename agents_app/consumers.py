@@ -212,13 +212,15 @@ class RunHub:
         task.add_done_callback(self._tasks.discard)
 
     async def _serve(self, run_key: tuple, cursor: int, watchers: list, seq: int) -> None:
-        mine = []
-        for w in watchers:  # those still at this cursor and free (taking a free lock: no wait)
-            if w.cursor == cursor and not w.lock.locked():
+        mine, start = [], cursor
+        for w in watchers:
+            if w.lock.locked():  # sending already: its sender sends this afterwards
+                w.wanted = max(w.wanted, seq)
+            elif w.cursor == cursor:  # still where it was: served here (a free lock: no wait)
                 await w.lock.acquire()
                 mine.append(w)
-            else:
-                w.wanted = max(w.wanted, seq)
+            elif w.cursor is not None and w.cursor < seq:  # moved on, not as far as seq
+                self._spawn(w.catch_up(seq))
         try:
             while mine:
                 html, newest, complete = await shared_render(self.run_id, run_key, cursor, seq)
@@ -235,10 +237,14 @@ class RunHub:
             for w in mine:
                 self._spawn(w.close(code=1011))
         finally:
+            again: dict[tuple, list[RunConsumer]] = {}  # announced while this was sending
             for w in mine:
                 w.lock.release()
-                if w.wanted > (w.cursor or 0):
-                    self._spawn(w.catch_up(w.wanted))
+                # Only after progress: nothing newer in the database (a run deleted) ends it.
+                if w.wanted > (w.cursor or 0) and cursor != start:
+                    again.setdefault((w.run_key, w.cursor), []).append(w)
+            for (key, at), group in again.items():
+                self._spawn(self._serve(key, at, group, max(w.wanted for w in group)))
 
 
 _HUBS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> {run id: hub}
