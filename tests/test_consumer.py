@@ -129,3 +129,95 @@ async def test_a_message_sends_only_the_events_the_run_row_already_counts(alice)
     first = await c.receive_from()
     assert seqs_in(first) == [total]
     await c.disconnect()
+
+
+async def _messages_until(c, last_seq):
+    """Every message until one carries ``last_seq``; their event numbers, in arrival order."""
+    seen = []
+    while not seen or seen[-1] < last_seq:
+        seen += seqs_in(await c.receive_from(timeout=5))
+    return seen
+
+
+async def test_watchers_of_a_run_share_one_subscription_each_event_reaches_each_once(alice):
+    """One subscription per run in the process (agents_app.consumers.RunHub) serves every
+    watcher: watchers at different cursors each get their own events once, in order; one
+    leaving does not disturb the others; the subscription goes with the last watcher."""
+    import asyncio
+
+    from agents_app.consumers import _HUBS
+
+    run = await make_run(alice)
+    total = run.last_event_seq
+    watchers = [communicator(run.pk, alice) for _ in range(3)]
+    for c, after in zip(watchers, (total, total, 2), strict=True):
+        assert (await c.connect())[0]
+        await c.send_to(text_data=json.dumps({"after": after}))
+    assert await _messages_until(watchers[2], total) == list(range(3, total + 1))
+    hubs = _HUBS[asyncio.get_running_loop()]
+    assert list(hubs) == [run.pk] and len(hubs[run.pk].watchers) == 3
+
+    await sync_to_async(append_events)(run.pk, [EventSpec("note", "one"), EventSpec("note", "two")])
+    for c in watchers:
+        assert await _messages_until(c, total + 2) == [total + 1, total + 2]
+    await watchers[0].disconnect()
+    await sync_to_async(append_events)(run.pk, [EventSpec("note", "three")])
+    for c in watchers[1:]:
+        assert await _messages_until(c, total + 3) == [total + 3]
+        assert await c.receive_nothing(timeout=0.2)
+    for c in watchers[1:]:
+        await c.disconnect()
+    assert run.pk not in hubs
+
+
+async def test_events_written_while_a_page_catches_up_arrive_once_in_order(alice, monkeypatch):
+    """An announcement that arrives while a watcher is still sending its catch-up is noted and
+    sent after it, from its cursor: nothing lost, nothing twice."""
+    import asyncio
+
+    from agents_app.consumers import RunConsumer
+
+    run = await make_run(alice)
+    total = run.last_event_seq
+    real_send = RunConsumer.send_message
+    written = []
+
+    async def send_then_write(self, html):
+        await real_send(self, html)
+        if not written:  # during the first send (the catch-up holds the watcher's lock)
+            written.append(True)
+            await sync_to_async(append_events)(run.pk, [EventSpec("note", "meanwhile")])
+            await asyncio.sleep(0.2)  # the announcement reaches the hub meanwhile
+
+    monkeypatch.setattr(RunConsumer, "send_message", send_then_write)
+    c = communicator(run.pk, alice)
+    await c.connect()
+    await c.send_to(text_data=json.dumps({"after": 0}))
+    assert await _messages_until(c, total + 1) == list(range(1, total + 2))
+    assert await c.receive_nothing(timeout=0.3)
+    await c.disconnect()
+
+
+async def test_a_failed_read_on_the_live_thread_is_tried_once_more_on_a_new_connection():
+    from django.db import OperationalError
+
+    from agents_app.consumers import on_live_thread
+
+    calls = []
+
+    @on_live_thread
+    def read(x):
+        calls.append(x)
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return x * 2
+
+    assert await read(21) == 42
+    assert calls == [21, 21]
+
+    @on_live_thread
+    def broken():
+        raise OperationalError("no such table")
+
+    with pytest.raises(OperationalError):
+        await broken()

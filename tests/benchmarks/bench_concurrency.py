@@ -20,7 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.benchmarks.common import cpu_seconds, peak_rss_mb, setup_django  # noqa: E402
+from tests.benchmarks.common import (  # noqa: E402
+    child_env,
+    cpu_seconds,
+    peak_rss_mb,
+    setup_django,
+)
 
 
 def run_batch(n: int, owner) -> float:
@@ -71,7 +76,8 @@ def main() -> None:
         redis = start_redis(var)
         workers = [start_worker(var, node=f"bench{i}", concurrency=args.concurrency,
                                 QUORUM_OFFLINE_LATENCY=args.latency, QUORUM_LOG_LEVEL="WARNING",
-                                QUORUM_VAR_DIR=var, **db) for i in range(args.workers)]
+                                QUORUM_VAR_DIR=var, **db, **child_env())
+                   for i in range(args.workers)]
         pids = [w.popen.pid for w in workers]
         try:
             run_batch(1, owner)  # warm-up: imports, connections

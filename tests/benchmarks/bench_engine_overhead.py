@@ -22,7 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.benchmarks.common import TERMINAL, machine, make_user, setup_django, wait_for  # noqa: E402
+from tests.benchmarks.common import (  # noqa: E402
+    TERMINAL,
+    child_env,
+    machine,
+    make_user,
+    setup_django,
+    wait_for,
+)
 
 TASK = "Collect logs for service {i}, then find the error, and finally write a report."
 
@@ -55,7 +62,7 @@ def main() -> None:
         owner = make_user()
         redis = start_redis(var)
         worker = start_worker(var, node="bench", concurrency=4, QUORUM_VAR_DIR=var,
-                              QUORUM_LOG_LEVEL="WARNING", **env)
+                              QUORUM_LOG_LEVEL="WARNING", **env, **child_env())
         models = fake_models("planner", "executor", "synthesizer")
         direct, inline, queued = [], [], []
         try:

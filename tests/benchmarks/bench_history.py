@@ -393,7 +393,7 @@ def main() -> None:
         from tests.stack import start_web
 
         port = free_port()
-        web = start_web(var, port, QUORUM_LOG_LEVEL="WARNING", SECRET_KEY=os.environ["SECRET_KEY"])
+        web = start_web(var, port, QUORUM_LOG_LEVEL="WARNING", **common.child_env())
         base = f"http://127.0.0.1:{port}"
         client = Client()
         client.force_login(owner)
@@ -439,7 +439,8 @@ def main() -> None:
     print("For comparison, one page of the plain icontains the history used before (query only, "
           "p50 of 10): " + "; ".join(f"q = {t}: {ms:.0f} ms" for t, ms in plain))
     print()
-    print(f"Steady load over HTTP on loopback (Daphne, one process, DEBUG, CONN_MAX_AGE=0; "
+    print(f"Steady load over HTTP on loopback (Daphne, one process, "
+          f"{common.settings_note()}; "
           f"clients loop without pause for {args.duration:.0f} s; session cookie):")
     print()
     print("| scenario | clients | requests | req/s | p50 | p95 | p99 | errors |")

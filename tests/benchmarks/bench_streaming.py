@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.benchmarks.common import (  # noqa: E402
     PASSWORD,
     TERMINAL,
+    child_env,
     machine,
     make_user,
     pct,
@@ -67,10 +68,11 @@ def main() -> None:
         owner = make_user()
         redis = start_redis(var)
         worker = start_worker(var, node="bench", concurrency=20, QUORUM_VAR_DIR=var,
-                              QUORUM_LOG_LEVEL="WARNING", QUORUM_OFFLINE_LATENCY=args.latency)
+                              QUORUM_LOG_LEVEL="WARNING", QUORUM_OFFLINE_LATENCY=args.latency,
+                              **child_env())
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        web = start_web(var, port, QUORUM_VAR_DIR=var, QUORUM_LOG_LEVEL="WARNING")
+        web = start_web(var, port, QUORUM_VAR_DIR=var, QUORUM_LOG_LEVEL="WARNING", **child_env())
         models = {r: "offline/default" for r in ("planner", "executor", "synthesizer")}
         delays, missing = [], 0
         try:

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.benchmarks.common import cpu_seconds, pct  # noqa: E402
+from tests.benchmarks.common import child_env, cpu_seconds, pct, settings_note  # noqa: E402
 
 TASK = ("Collect the logs, then parse them, then group the errors, then rank them, then find "
         "the root cause, then write a fix, then test the fix, and finally write a report.")
@@ -209,18 +209,18 @@ def main() -> None:
         client = Client()
         client.force_login(owner)
         cookie = f"sessionid={client.cookies['sessionid'].value}"
-        secret = os.environ["SECRET_KEY"]
         redis = start_redis(var)
         worker = web = None
         extra = {} if args.conn_max_age is None else {"CONN_MAX_AGE": args.conn_max_age}
         try:
             worker = start_worker(var, node="watchers", concurrency=8, QUORUM_VAR_DIR=var,
-                                  QUORUM_OFFLINE_LATENCY=args.latency, SECRET_KEY=secret,
+                                  QUORUM_OFFLINE_LATENCY=args.latency, **child_env(),
                                   QUORUM_LOG_LEVEL="WARNING", **extra)
             port = free_port()
-            web = start_web(var, port, QUORUM_VAR_DIR=var, SECRET_KEY=secret,
+            web = start_web(var, port, QUORUM_VAR_DIR=var, **child_env(),
                             QUORUM_LOG_LEVEL="WARNING", **extra)
             base = f"http://127.0.0.1:{port}"
+            note = settings_note(args.conn_max_age)
             one_round(base, cookie, owner, web.popen.pid, 1, 0, args.timeout)  # warm-up
             rows = [one_round(base, cookie, owner, web.popen.pid, n, int(n * args.late),
                               args.timeout) for n in args.clients]
@@ -233,7 +233,7 @@ def main() -> None:
     print(f"# Watchers benchmark — {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"{os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"# one Plan-and-Execute run (8 steps, 10 calls at {args.latency} s); Daphne, Redis, "
-          f"Celery worker (threads x8), SQLite, CONN_MAX_AGE={args.conn_max_age or 0}; latency over "
+          f"Celery worker (threads x8), {note}; latency over "
           "the clients connected before the start")
     print()
     print("| clients (late) | events | messages | every client saw 1..last once, in order | "

@@ -20,9 +20,19 @@ TERMINAL = ("completed", "failed", "cancelled", "budget_exceeded")
 PASSWORD = "bench-password-123"  # noqa: S105 - a throwaway user on a temporary database
 
 
+# Every benchmark runs with DEBUG=false (issue 17): DEBUG=true logs every SQL statement and
+# serves static files from the finders, which is not what a deployment measures. Plain HTTP on
+# loopback, so the session and CSRF cookies are not marked Secure (a client would not send them).
+BENCH_ENV = {"DEBUG": "false", "SESSION_COOKIE_SECURE": "false", "CSRF_COOKIE_SECURE": "false"}
+
+
 def setup_django(var_dir: Path, redis_port: int, **env) -> None:
+    """Django on a temporary SQLite database under ``var_dir``, DEBUG=false unless ``env`` says
+    otherwise (and prints which, so every benchmark's output says so). Child processes
+    (tests/stack.py's start_web/start_worker) set DEBUG=true themselves: pass them
+    ``**child_env()``."""
     os.environ.update({
-        "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "true",
+        "DJANGO_SETTINGS_MODULE": "config.settings", **BENCH_ENV,
         "SECRET_KEY": "bench", "QUORUM_VAR_DIR": str(var_dir),
         "DATABASE_URL": f"sqlite:///{var_dir / 'bench.sqlite3'}",
         "QUORUM_TEST_REDIS_PORT": str(redis_port),
@@ -33,9 +43,30 @@ def setup_django(var_dir: Path, redis_port: int, **env) -> None:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    if not settings.DEBUG:  # the manifest the pages' {% static %} needs without DEBUG
+        call_command("collectstatic", interactive=False, verbosity=0)
+    print(f"# {settings_note()}", flush=True)
+
+
+def settings_note(conn_max_age: int | None = None) -> str:
+    """What a benchmark's figures were measured under, for its output (``conn_max_age``: the
+    child processes' when it differs from this one's)."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    return (f"DEBUG={str(settings.DEBUG).lower()}, {db['ENGINE'].rsplit('.', 1)[-1]}, "
+            f"CONN_MAX_AGE={conn_max_age if conn_max_age is not None else db.get('CONN_MAX_AGE') or 0}")
+
+
+def child_env(**extra) -> dict:
+    """The environment for a Daphne or Celery process started by tests/stack.py (which sets
+    DEBUG=true and its own SECRET_KEY otherwise): this process's DEBUG, cookies and key."""
+    keys = (*BENCH_ENV, "SECRET_KEY")
+    return {**{k: os.environ[k] for k in keys if k in os.environ}, **extra}
 
 
 def machine() -> str:
