@@ -1,6 +1,6 @@
 """What the management commands that start runs share: who owns a headless run, ``--model``
 options, option values checked with the web forms' own fields, one-line errors, and the
-"database not set up" message."""
+"database not set up" message, and when their runs' live announcements start."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
 from .llm.gateway import check_model_name
+
+# A command-line run's live announcements start this long after the command does: most
+# offline runs are over sooner, and never load the channel layer and Redis (events.py).
+CLI_ANNOUNCE_AFTER = 2.0
 
 EXIT_BAD_INPUT = 2  # as argparse: the command was not run because of what it was given
 

@@ -84,6 +84,9 @@ def write_events(run_id: int, newest: int, specs: list[EventSpec]) -> None:
 
 def broadcast(run_id: int, seq: int) -> None:
     """Tell the run's watchers that events up to ``seq`` exist. Best effort by design."""
+    if _announcer.deferring():  # no channel layer (and no Redis import) before it is due
+        _announcer.announce(run_id, seq)
+        return
     layer = get_channel_layer()
     if layer is None:
         return
@@ -91,6 +94,11 @@ def broadcast(run_id: int, seq: int) -> None:
         _send(lambda: async_to_sync(layer.group_send)(*_message(run_id, seq)), run_id, seq)
         return
     _announcer.announce(run_id, seq)
+
+
+def defer_announcements(seconds: float) -> None:
+    """See ``_Announcer.defer``: for processes whose runs are mostly over in a moment."""
+    _announcer.defer(seconds)
 
 
 def _message(run_id: int, seq: int):
@@ -143,21 +151,52 @@ class _Announcer:
         self._recent: dict[int, int] = {}  # announced since the last failure (serve thread)
         self._failed_at: float | None = None
         self._repeated_at = 0.0
+        self._defer_until = 0.0
+        self._timer: threading.Timer | None = None
+
+    def defer(self, seconds: float) -> None:
+        """Start announcing only ``seconds`` from now. A command-line run (``manage.py
+        review`` of the offline model ends in about a second) then never loads the channel
+        layer and Redis (0.4 s of its start-up) when it ends sooner, and what it would have
+        announced is dropped: no page of that run could have been open yet, and a page
+        opened later renders it from the database. A longer run is announced from then on."""
+        with self._lock:
+            self._defer_until = time.monotonic() + seconds
+
+    def deferring(self) -> bool:
+        return time.monotonic() < self._defer_until
 
     def announce(self, run_id: int, seq: int) -> None:
         with self._lock:
             if seq > self._pending.get(run_id, 0):
                 self._pending[run_id] = seq
             if self._pid != os.getpid() or self._thread is None or not self._thread.is_alive():
-                self._pid = os.getpid()  # a forked child needs its own thread
-                self._thread = threading.Thread(target=self._serve, name="quorum-announcer",
-                                                daemon=True)
-                self._thread.start()
+                wait = self._defer_until - time.monotonic()
+                if wait <= 0:
+                    self._start_locked()
+                elif self._timer is None:
+                    self._timer = threading.Timer(wait, self._start_when_due)
+                    self._timer.daemon = True
+                    self._timer.start()
             self._idle.clear()
         self._wake.set()
 
+    def _start_locked(self) -> None:
+        self._pid = os.getpid()  # a forked child needs its own thread
+        self._thread = threading.Thread(target=self._serve, name="quorum-announcer",
+                                        daemon=True)
+        self._thread.start()
+
+    def _start_when_due(self) -> None:
+        with self._lock:
+            self._timer = None
+            if self._pending and (self._thread is None or not self._thread.is_alive()):
+                self._start_locked()
+        self._wake.set()
+
     def flush(self, timeout: float = 2.0) -> None:
-        """Wait (briefly) until everything announced so far has been sent."""
+        """Wait (briefly) until everything announced so far has been sent (what is still
+        deferred is dropped: see ``defer``)."""
         if self._thread is not None and self._thread.is_alive():
             self._idle.wait(timeout)
 

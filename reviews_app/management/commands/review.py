@@ -17,7 +17,14 @@ import sys
 from pathlib import Path
 
 from agents_app import engine
-from agents_app.cli import CheckedCommand, command_owner, form_type, parse_models
+from agents_app.cli import (
+    CLI_ANNOUNCE_AFTER,
+    CheckedCommand,
+    command_owner,
+    form_type,
+    parse_models,
+)
+from agents_app.events import defer_announcements
 from agents_app.patterns.base import Decision
 from common.analyzers import runner as analyzers
 from reviews_app import services
@@ -67,6 +74,7 @@ class Command(CheckedCommand):
                 self._ahead.close()
 
     def handle(self, *args, **opts):
+        defer_announcements(CLI_ANNOUNCE_AFTER)
         models = parse_models(opts["model"], services.ROLES, returncode=EXIT_ERROR)
         try:
             extra = self._imported(opts["sarif"])

@@ -1,0 +1,105 @@
+"""A command-line run's live announcements start only after a grace period
+(events.defer_announcements): a run over sooner never loads the channel layer and Redis, and
+what it would have announced is dropped; a longer run is announced once the period ends."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from agents_app import events
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Recording(events._Announcer):
+    """An announcer whose serving thread records what it was asked to send."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[dict[int, int]] = []
+        self.started = threading.Event()
+
+    def _serve(self) -> None:
+        self.started.set()
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            with self._lock:
+                batch, self._pending = self._pending, {}
+            if batch:
+                self.sent.append(batch)
+            with self._lock:
+                if not self._pending:
+                    self._idle.set()
+
+
+def test_nothing_starts_before_the_grace_period_and_a_flush_then_drops_it():
+    a = Recording()
+    a.defer(30.0)
+    a.announce(7, 3)
+    a.announce(7, 5)
+    assert a.deferring()
+    assert a._thread is None and not a.started.is_set()
+    started = time.monotonic()
+    a.flush()  # at exit: nothing waits for a deferred announcement
+    assert time.monotonic() - started < 0.5
+    assert a.sent == []
+
+
+def test_a_run_still_going_after_the_grace_period_is_announced_its_newest_event():
+    a = Recording()
+    a.defer(0.2)
+    a.announce(7, 3)
+    a.announce(8, 1)
+    a.announce(7, 5)
+    assert a._thread is None
+    assert a.started.wait(5)
+    a.flush()
+    assert a.sent and a.sent[0] == {7: 5, 8: 1}
+    a.announce(7, 6)  # from then on, at once
+    a.flush()
+    assert a.sent[-1] == {7: 6}
+
+
+def test_no_grace_period_announces_at_once():
+    a = Recording()
+    a.announce(3, 1)
+    assert a.started.wait(5)
+    a.flush()
+    assert a.sent == [{3: 1}]
+
+
+def test_broadcast_does_not_touch_the_channel_layer_while_deferring(monkeypatch):
+    a = Recording()
+    a.defer(30.0)
+    monkeypatch.setattr(events, "_announcer", a)
+    monkeypatch.setattr(events, "get_channel_layer", lambda *x: (_ for _ in ()).throw(
+        AssertionError("the channel layer was loaded")))
+    events.broadcast(4, 2)
+    assert a._pending == {4: 2}
+
+
+def test_an_offline_cli_review_loads_neither_litellm_nor_redis(tmp_path):
+    diff = tmp_path / "change.diff"
+    diff.write_text("diff --git a/a.py b/a.py\nnew file mode 100644\n--- /dev/null\n+++ b/a.py\n"
+                    "@@ -0,0 +1,2 @@\n+import subprocess\n+subprocess.call(input(), shell=True)\n")
+    code = ("import sys, runpy; sys.argv = ['manage.py', 'review', sys.argv[1]]\n"
+            "try:\n    runpy.run_path('manage.py', run_name='__main__')\n"
+            "except SystemExit as e:\n"
+            "    print('exit', e.code, sorted(m for m in ('litellm', 'redis', 'channels_redis')"
+            " if m in sys.modules))")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(DJANGO_SETTINGS_MODULE="config.settings", DEBUG="true",
+               QUORUM_VAR_DIR=str(tmp_path), QUORUM_ALLOW_MODEL_REQUESTS="false")
+    for name in ("QUORUM_DEFAULT_MODEL", "DATABASE_URL"):
+        env.pop(name, None)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env,
+                   check=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code, str(diff)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip().splitlines()[-1] == "exit 1 []", out.stderr[-2000:]
