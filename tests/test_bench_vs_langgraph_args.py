@@ -54,3 +54,23 @@ def test_langgraph_stays_out_of_the_app():
                  for p in (root / d).rglob("*.py") if imports.search(p.read_text())]
     assert offenders == []
     assert imports.search((root / "tests/benchmarks/langgraph_side.py").read_text())
+
+
+@pytest.mark.parametrize(("script", "argv"), [
+    ("bench_gate_resume", ["--runs", "0"]), ("bench_gate_resume", ["--runs", "nan"]),
+    ("bench_watchers", ["--clients", "-1"]), ("bench_watchers", ["--late", "2"]),
+    ("bench_watchers", ["--latency", "inf"]), ("bench_cli_review", ["--runs", "0"]),
+    ("bench_worker_models", ["--models", "0x5"]), ("bench_worker_models", ["--n", "nan"]),
+])
+def test_the_rows_siblings_refuse_bad_flags_in_one_line(script, argv):
+    """The benchmarks whose figures fill the table's Quorum-only rows (and the worker shapes)
+    refuse a bad number before starting anything: one line, exit 2."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(bench.__file__).with_name(f"{script}.py")
+    out = subprocess.run([sys.executable, str(path), *argv], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith(f"{script}: ") and out.stderr.count("\n") == 1, out.stderr

@@ -41,8 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.benchmarks.bench_vs_langgraph import positive  # noqa: E402
-from tests.benchmarks.common import machine, pct  # noqa: E402
+from tests.benchmarks.common import machine, pct, positive  # noqa: E402
 
 TARGET_SECONDS = 1.5
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 import re
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from tests.benchmarks.common import (  # noqa: E402
     machine,
     make_user,
     pct,
+    positive,
     settings_note,
     setup_django,
     signed_in_client,
@@ -37,7 +39,11 @@ from tests.benchmarks.common import (  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--runs", type=positive(int, 4, 1000), default=40,
+                        help="runs (the first three warm up and are not counted)")
+    parser.add_argument("--summary", type=Path, default=None,
+                        help="also write the figures as JSON here")
+    parser.error = lambda message: parser.exit(2, f"bench_gate_resume: {message}\n")
     args = parser.parse_args()
 
     from tests.fakeprovider import FakeProvider, fake_models
@@ -111,6 +117,10 @@ def main() -> None:
               f"{pct(values, 99):.0f} ms | "
               f"{max(values):.0f} ms |")
     print(f"# load average at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}")
+    if args.summary is not None:
+        args.summary.write_text(json.dumps({
+            "runs": len(stage), "p50_ms": pct(stage, 50), "p95_ms": pct(stage, 95),
+            "p99_ms": pct(stage, 99), "provider_p99_ms": pct(resume, 99)}))
     print(f"target (issue 17, gate decision → next stage started): p99 ≤ 50 ms → "
           f"{'met' if pct(stage, 99) <= 50 else 'MISSED'}")
 

@@ -40,6 +40,7 @@ from tests.benchmarks.common import (  # noqa: E402
     machine,
     make_user,
     peak_rss_mb,
+    positive,
     pss_mb,
     setup_django,
 )
@@ -49,18 +50,6 @@ TASK = "Collect the logs of service {i}, then write a report on the errors."
 ROLES = ("planner", "executor", "synthesizer")
 TARGETS = {"overhead": 3.0, "cpu_inline": 35.0, "cpu_worker": 35.0, "sql": 35,
            "ratio_large": 2.0, "ratio_small": 1.5, "rss": 260.0}
-
-
-def positive(kind, low, high):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not (low <= value <= high) or (isinstance(value, float) and not math.isfinite(value)):
-            raise argparse.ArgumentTypeError(f"{text} is not between {low} and {high}")
-        return value
-    return parse
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

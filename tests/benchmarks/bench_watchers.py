@@ -30,7 +30,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.benchmarks.common import child_env, cpu_seconds, pct, settings_note  # noqa: E402
+from tests.benchmarks.common import (  # noqa: E402
+    child_env,
+    cpu_seconds,
+    pct,
+    positive,
+    settings_note,
+)
 
 TASK = ("Collect the logs, then parse them, then group the errors, then rank them, then find "
         "the root cause, then write a fix, then test the fix, and finally write a report.")
@@ -185,13 +191,18 @@ def one_round(base: str, cookie: str, owner, web_pid: int, clients: int, late: i
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 200])
-    parser.add_argument("--late", type=float, default=0.25,
+    parser.add_argument("--clients", type=positive(int, 1, 2000), nargs="+", default=[1, 200])
+    parser.add_argument("--late", type=positive(float, 0.0, 1.0), default=0.25,
                         help="share of the clients that connect once the run is under way")
-    parser.add_argument("--latency", type=float, default=0.2, help="seconds per model call")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per round")
-    parser.add_argument("--conn-max-age", type=int, default=None,
+    parser.add_argument("--latency", type=positive(float, 0.0, 10.0), default=0.2,
+                        help="seconds per model call")
+    parser.add_argument("--timeout", type=positive(float, 1.0, 3600.0), default=120.0,
+                        help="seconds per round")
+    parser.add_argument("--conn-max-age", type=positive(int, 0, 86400), default=None,
                         help="CONN_MAX_AGE for Daphne and the worker (default: the project's, 0)")
+    parser.add_argument("--summary", type=Path, default=None,
+                        help="also write the largest round's figures as JSON here")
+    parser.error = lambda message: parser.exit(2, f"bench_watchers: {message}\n")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="quorum-bench-watchers-") as tmp:
@@ -246,6 +257,11 @@ def main() -> None:
               f"{r['p50']:.0f} ms | {r['p95']:.0f} ms | {r['max']:.0f} ms | {r['run_s']:.1f} s | "
               f"{r['wall']:.1f} s | {r['web_cpu']:.1f} s |")
     bad = [p for r in rows for p in r["problems"]]
+    if args.summary is not None:
+        big = max(rows, key=lambda r: r["clients"])
+        args.summary.write_text(json.dumps({
+            "clients": big["clients"], "p50_ms": big["p50"], "p95_ms": big["p95"],
+            "exactly_once_in_order": not big["problems"], "status": big["status"]}))
     for p in bad[:10]:
         print(f"# {p}")
     if bad:

@@ -27,13 +27,13 @@ from tests.benchmarks.bench_vs_langgraph import (  # noqa: E402
     ROLES,
     FakeProcess,
     cpu_model,
-    positive,
     quorum_batch,
 )
 from tests.benchmarks.common import (  # noqa: E402
     machine,
     make_user,
     peak_rss_mb,
+    positive,
     pss_mb,
     setup_django,
 )

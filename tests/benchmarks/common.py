@@ -4,6 +4,8 @@ client, and percentiles."""
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import platform
 import re
@@ -67,6 +69,18 @@ def child_env(**extra) -> dict:
     DEBUG=true and its own SECRET_KEY otherwise): this process's DEBUG, cookies and key."""
     keys = (*BENCH_ENV, "SECRET_KEY")
     return {**{k: os.environ[k] for k in keys if k in os.environ}, **extra}
+
+
+def positive(kind, low, high):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (low <= value <= high) or (isinstance(value, float) and not math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"{text} is not between {low} and {high}")
+        return value
+    return parse
 
 
 def machine() -> str:
