@@ -1,4 +1,4 @@
-"""A command-line run's live announcements start only after a grace period
+"""The announcer: a command-line run's live announcements start only after a grace period
 (events.defer_announcements): a run over sooner never loads the channel layer and Redis, and
 what it would have announced is dropped; a longer run is announced once the period ends."""
 
@@ -103,3 +103,23 @@ def test_an_offline_cli_review_loads_neither_litellm_nor_redis(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(diff)], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.stdout.strip().splitlines()[-1] == "exit 1 []", out.stderr[-2000:]
+
+
+def test_a_batch_is_sent_in_one_turn_and_only_the_failed_sends_are_kept():
+    import asyncio
+
+    sent = []
+
+    class Layer:
+        async def group_send(self, group, message):
+            if group == "run-2":
+                raise ConnectionError("redis away")
+            sent.append((group, message["seq"]))
+
+    loop = asyncio.new_event_loop()
+    try:
+        failed = events._Announcer._send_all(loop, Layer(), {1: 3, 2: 4, 5: 1})
+    finally:
+        loop.close()
+    assert failed == {2: 4}
+    assert sorted(sent) == [("run-1", 3), ("run-5", 1)]
