@@ -17,6 +17,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
+from .events import announcements_deferred
 from .llm.gateway import check_model_name
 
 # A command-line run's live announcements start this long after the command does: most
@@ -71,6 +72,7 @@ class CheckedCommand(BaseCommand):
     which says how to set up the database when it has not been (``needs_database``)."""
 
     needs_database = True
+    starts_runs = False  # its runs' live announcements wait CLI_ANNOUNCE_AFTER (events.py)
 
     def create_parser(self, prog_name, subcommand, **kwargs):
         parser = super().create_parser(prog_name, subcommand, **kwargs)
@@ -87,7 +89,10 @@ class CheckedCommand(BaseCommand):
     def execute(self, *args, **options):
         if self.needs_database:
             require_migrated()
-        return super().execute(*args, **options)
+        if not self.starts_runs:
+            return super().execute(*args, **options)
+        with announcements_deferred(CLI_ANNOUNCE_AFTER):
+            return super().execute(*args, **options)
 
 
 def require_migrated(alias: str = "default") -> None:

@@ -10,7 +10,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
@@ -96,9 +97,14 @@ def broadcast(run_id: int, seq: int) -> None:
     _announcer.announce(run_id, seq)
 
 
-def defer_announcements(seconds: float) -> None:
-    """See ``_Announcer.defer``: for processes whose runs are mostly over in a moment."""
+@contextmanager
+def announcements_deferred(seconds: float) -> Iterator[None]:
+    """See ``_Announcer.defer``: for a command whose runs are mostly over in a moment."""
     _announcer.defer(seconds)
+    try:
+        yield
+    finally:
+        _announcer.end_deferral()
 
 
 def _message(run_id: int, seq: int):
@@ -169,6 +175,18 @@ class _Announcer:
 
     def deferring(self) -> bool:
         return time.monotonic() < self._defer_until
+
+    def end_deferral(self) -> None:
+        """The deferring command has finished: what it announced before the announcer was due
+        is dropped (see ``defer``), and announcements go out at once again."""
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            if self._thread is None or not self._thread.is_alive():
+                self._pending = {}
+                self._idle.set()
+            self._defer_until = 0.0
 
     def announce(self, run_id: int, seq: int) -> None:
         with self._lock:

@@ -1,9 +1,11 @@
 """The announcer: a command-line run's live announcements start only after a grace period
-(events.defer_announcements): a run over sooner never loads the channel layer and Redis, and
-what it would have announced is dropped; a longer run is announced once the period ends."""
+(events.announcements_deferred, around the commands that start runs): a run over sooner never
+loads the channel layer and Redis, and what it would have announced is dropped; a longer run
+is announced once the period ends; after the command, announcements go out at once again."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -123,3 +125,27 @@ def test_a_batch_is_sent_in_one_turn_and_only_the_failed_sends_are_kept():
         loop.close()
     assert failed == {2: 4}
     assert sorted(sent) == [("run-1", 3), ("run-5", 1)]
+
+
+def test_after_the_deferring_command_announcements_go_out_at_once_again():
+    a = Recording()
+    a.defer(30.0)
+    a.announce(9, 2)
+    a.end_deferral()
+    assert not a.deferring() and a._pending == {} and a._timer is None
+    a.announce(9, 3)
+    assert a.started.wait(5)
+    a.flush()
+    assert a.sent == [{9: 3}]
+
+
+def test_a_command_line_run_leaves_the_process_announcing_at_once(db, django_user_model):
+    """In a process that goes on after the command (tests, a shell), the deferral ends with
+    the command: a later announcement is not held back or lost."""
+    from django.core.management import call_command
+
+    django_user_model.objects.create_superuser("root", password="root-pass-12345")
+    call_command("run_pattern", "plan_execute", "--task", "Collect the logs, then write a "
+                 "report.", "--auto-approve", stdout=io.StringIO())
+    assert not events._announcer.deferring()
+    assert events._announcer._timer is None

@@ -9,14 +9,12 @@ from django.conf import settings
 
 from agents_app import engine
 from agents_app.cli import (
-    CLI_ANNOUNCE_AFTER,
     CheckedCommand,
     bad_input,
     command_owner,
     form_type,
     parse_models,
 )
-from agents_app.events import defer_announcements
 from agents_app.forms import StartRunForm
 from agents_app.option_fields import add_flags, option_fields, options_from
 from agents_app.patterns import PATTERNS, pattern_label
@@ -43,6 +41,7 @@ class Command(CheckedCommand):
     # Nothing here depends on the system checks (URLs, templates, admin): skipping them
     # saves a second at the command line.
     requires_system_checks: list[str] = []
+    starts_runs = True
 
     def add_arguments(self, parser):
         # Patterns that start from something else than a task (a code review) have commands
@@ -66,7 +65,6 @@ class Command(CheckedCommand):
         parser.add_argument("--json", action="store_true", help="Print the result as JSON.")
 
     def handle(self, *args, **opts):
-        defer_announcements(CLI_ANNOUNCE_AFTER)
         pattern = PATTERNS[opts["pattern"]]
         task = opts["task"].strip()
         if not task:

@@ -18,13 +18,11 @@ from pathlib import Path
 
 from agents_app import engine
 from agents_app.cli import (
-    CLI_ANNOUNCE_AFTER,
     CheckedCommand,
     command_owner,
     form_type,
     parse_models,
 )
-from agents_app.events import defer_announcements
 from agents_app.patterns.base import Decision
 from common.analyzers import runner as analyzers
 from reviews_app import services
@@ -41,6 +39,7 @@ class Command(CheckedCommand):
     # Nothing here depends on the system checks (URLs, templates, admin): skipping them
     # saves a second at the command line.
     requires_system_checks: list[str] = []
+    starts_runs = True
 
     def add_arguments(self, parser):
         src = parser.add_mutually_exclusive_group(required=True)
@@ -74,7 +73,6 @@ class Command(CheckedCommand):
                 self._ahead.close()
 
     def handle(self, *args, **opts):
-        defer_announcements(CLI_ANNOUNCE_AFTER)
         models = parse_models(opts["model"], services.ROLES, returncode=EXIT_ERROR)
         try:
             extra = self._imported(opts["sarif"])
