@@ -17,9 +17,13 @@ def test_one_process_per_core_at_most_four(monkeypatch):
 
 
 def test_worker_commands_have_distinct_nodes_and_a_single_beat():
-    commands = [shlex.split(c) for c in devstack.worker_commands(
+    wrapped = [shlex.split(c) for c in devstack.worker_commands(
         Path("/venv/bin"), Path("/var/q"), processes=3, concurrency=70)]
-    assert len(commands) == 3
+    assert len(wrapped) == 3
+    for i, w in enumerate(wrapped, 1):  # each kept alive (started again if it dies)
+        assert w[:w.index("--") + 1] == ["/venv/bin/python", "-m", "common.keepalive",
+                                         "--name", f"worker{i}", "--"]
+    commands = [w[w.index("--") + 1:] for w in wrapped]
     nodes = [c[c.index("-n") + 1] for c in commands]
     assert nodes == ["worker1@%h", "worker2@%h", "worker3@%h"]
     assert [c.count("--beat") for c in commands] == [1, 0, 0]

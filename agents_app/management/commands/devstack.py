@@ -41,7 +41,10 @@ def worker_commands(bin_dir: Path, var: Path, processes: int, concurrency: int) 
                 "--concurrency", str(concurrency), "--loglevel", "INFO", "-n", f"worker{i}@%h"]
         if i == 1:
             args += ["--beat", "--schedule", str(var / "celerybeat-schedule")]
-        commands.append(shlex.join(args))
+        # Started again if it dies (common/keepalive.py): one killed worker must not stop
+        # the stack; the new one recovers the runs the old one held.
+        commands.append(shlex.join([str(bin_dir / "python"), "-m", "common.keepalive",
+                                    "--name", f"worker{i}", "--", *args]))
     return commands
 
 
