@@ -332,7 +332,8 @@ def _finding_dict(f: Finding, reported: dict) -> dict:
             "decided_by": f.decided_by.get_username() if f.decided_by else None,
             "decided_at": f.decided_at.isoformat() if f.decided_at else None,
             "comment": f.comment, "history": list(f.history or []),
-            "drop_reason": f.drop_reason, "duplicate_of": f.duplicate_of}
+            "drop_reason": f.drop_reason, "duplicate_of": f.duplicate_of,
+            "locations": list(f.locations or [])}
 
 
 def export_dict(review: Review) -> dict:

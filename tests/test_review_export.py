@@ -819,3 +819,34 @@ def test_markdown_untrusted_text_cannot_make_structure(text):
     # Entities in the text are shown as typed, not decoded into markup.
     if "&lt;" in text:
         assert "&amp;lt;script&amp;gt;" in rendered and "&amp;#60;b&amp;#62;" in rendered
+
+
+def test_a_clustered_findings_other_places_reach_markdown_and_sarif(sarif_validator):
+    """QA: the page said "Also at app/users.py:11" but the exports named only line 5, so CI
+    annotations missed the second place."""
+    clustered = make_finding("SEC-1", file="app/users.py", line=5, locations=[
+        {"file": "app/users.py", "line": 5, "end_line": None, "key": "SEC-1"},
+        {"file": "app/users.py", "line": 11, "end_line": 12, "key": "SEC-2"},
+        {"file": "../../etc/passwd`|", "line": 3, "end_line": None, "key": "SEC-3"},
+        "not a place", {"line": 4}])
+    review = make_review([clustered])
+    md = to_markdown(review)
+    # A file name with a backtick gets a longer code span (md_code), so it cannot end it early.
+    assert "- **Also at:** `app/users.py`:11–12, ``../../etc/passwd`|``:3\n" in md, md
+    assert md.count("**Also at:**") == 1
+    log = to_sarif(review)
+    sarif_validator.validate(log)
+    (result,) = log["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 5
+    related = result["relatedLocations"]
+    assert [r["physicalLocation"]["region"] for r in related] == [
+        {"startLine": 11, "endLine": 12}, {"startLine": 3}]
+    assert related[1]["physicalLocation"]["artifactLocation"]["uri"] == "etc/passwd%60%7C"
+    assert [r["id"] for r in related] == [1, 2]
+
+
+def test_a_finding_without_other_places_has_no_also_at():
+    review = make_review([make_finding("F1", locations=[
+        {"file": "app/views.py", "line": 10, "end_line": None, "key": "F1"}])])
+    assert "Also at" not in to_markdown(review)
+    assert "relatedLocations" not in to_sarif(review)["runs"][0]["results"][0]

@@ -34,6 +34,22 @@ def as_line(value) -> int | None:
     return value
 
 
+def also_at(finding: dict) -> list[dict]:
+    """The other places of a clustered finding (``locations`` lists every place, its own
+    first or anywhere): each a dict with ``file``, ``line`` and ``end_line``, untrusted like
+    the rest (the exporters escape them)."""
+    here = (finding.get("file"), as_line(finding.get("line")))
+    out = []
+    for loc in finding.get("locations") or ():
+        if not isinstance(loc, dict) or not isinstance(loc.get("file"), str):
+            continue
+        if (loc["file"], as_line(loc.get("line"))) == here:
+            continue
+        out.append({"file": loc["file"], "line": as_line(loc.get("line")),
+                    "end_line": as_line(loc.get("end_line"))})
+    return out
+
+
 def _sort_key(finding: dict):
     severity = finding.get("severity")
     rank = SEVERITY_RANK.get(severity, len(SEVERITIES)) if isinstance(severity, str) else 99

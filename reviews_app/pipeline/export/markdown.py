@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..schema import SEVERITIES
 from .common import (
+    also_at,
     as_line,
     ordered,
     select_findings,
@@ -91,6 +92,9 @@ def _md_finding(finding: dict) -> list[str]:
     title = md_inline(finding.get("title")) or "Untitled finding"
     out = [f"#### {key + ' · ' if key else ''}{title}", ""]
     out.append(f"- **Location:** {_location(finding)}")
+    others = also_at(finding)
+    if others:
+        out.append(f"- **Also at:** {', '.join(_location(o) for o in others)}")
     out.append(f"- **Category:** {md_inline(finding.get('category')) or 'unknown'}")
     reviewers = [md_inline(r) for r in finding.get("reviewers") or ()]
     out.append(f"- **Reviewers:** {', '.join(reviewers) if reviewers else 'none recorded'}")

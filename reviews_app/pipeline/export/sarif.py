@@ -9,6 +9,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from .common import (
+    also_at,
     as_line,
     ordered,
     plain,
@@ -115,6 +116,19 @@ def to_sarif(review: dict, *, only_accepted: bool = False) -> dict:
             if region:
                 physical["region"] = region
             result["locations"] = [{"physicalLocation": physical}]
+        related = []
+        for n, other in enumerate(also_at(finding), 1):
+            other_uri = _artifact_uri(other.get("file"))
+            if not other_uri:
+                continue
+            place = {"artifactLocation": {"uri": other_uri}}
+            other_region = _region(other)
+            if other_region:
+                place["region"] = other_region
+            related.append({"id": n, "physicalLocation": place,
+                            "message": {"text": "The same problem here."}})
+        if related:
+            result["relatedLocations"] = related
         result["properties"] = {
             "key": finding.get("key"),
             "category": category,
