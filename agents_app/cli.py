@@ -17,7 +17,6 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
-from .events import announcements_deferred
 from .llm.gateway import check_model_name
 
 # A command-line run's live announcements start this long after the command does: most
@@ -91,6 +90,8 @@ class CheckedCommand(BaseCommand):
             require_migrated()
         if not self.starts_runs:
             return super().execute(*args, **options)
+        from .events import announcements_deferred  # models: not before Django is set up
+
         with announcements_deferred(CLI_ANNOUNCE_AFTER):
             return super().execute(*args, **options)
 
