@@ -49,7 +49,10 @@ class Slot(SQLiteNumericMixin, Expression):
     def as_sql(self, compiler, connection):
         connection.ops.check_expression_support(self)
         if hasattr(self.output_field, "get_placeholder"):  # a field with SQL of its own
-            raise NotImplementedError(f"no Slot for {type(self.output_field).__name__}")
+            # A statement builder's mistake, found when it is first compiled: such a field's
+            # value needs its own SQL around the placeholder, which a bare slot cannot give.
+            raise TypeError(f"a Slot cannot stand for a field of type {type(self.output_field).__name__} "
+                            "(it has SQL of its own): pass the value in the queryset instead")
         return "%s", [self]
 
     def get_group_by_cols(self):
@@ -162,8 +165,6 @@ def _insert_sql(model: type[Model], rows: int, using: str) -> tuple[str, list[Fi
     if found is None:
         ops = connections[using].ops
         fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-        if any(hasattr(f, "get_placeholder") for f in fields):
-            raise NotImplementedError(f"{model.__name__} has a field with SQL of its own")
         one = "(" + ", ".join(["%s"] * len(fields)) + ")"
         # Only the model's own table and column names (quoted) go into the text.
         table = ops.quote_name(model._meta.db_table)
@@ -179,7 +180,10 @@ def insert(model: type[Model], rows: Sequence[dict[str, Any]], using: str = "def
     would write each, without reading their keys back."""
     if not rows:
         return
-    if pre_save.has_listeners(model) or post_save.has_listeners(model):
+    # The ORM writes them when a save signal listens (it must see the instances) or a field
+    # needs SQL of its own around its placeholder (a plain ``%s`` would not do).
+    if (pre_save.has_listeners(model) or post_save.has_listeners(model)
+            or any(hasattr(f, "get_placeholder") for f in model._meta.concrete_fields)):
         objs = [model(**row) for row in rows]
         if len(objs) == 1:
             objs[0].save(using=using, force_insert=True)

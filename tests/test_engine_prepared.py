@@ -44,3 +44,34 @@ def test_a_run_compiles_each_hot_statement_once(alice, monkeypatch):
     # first run; the next two runs compile nothing
     assert 3 <= first == len(compiled), compiled
     assert set(compiled) == {"Run"}
+
+
+def test_a_model_with_a_field_of_its_own_sql_is_inserted_through_the_orm(alice, monkeypatch):
+    """A plain ``%s`` would not do for such a field (PostgreSQL's and GIS fields give their
+    own placeholder SQL): the insert goes through the ORM, which asks the field for it."""
+    from agents_app.models import Event, Run
+
+    run = Run.objects.create(owner=alice, pattern="plan_execute", task="t")
+    field = Event._meta.get_field("message")
+    asked = []
+    monkeypatch.setattr(field, "get_placeholder", lambda value, compiler, conn: (
+        asked.append(value) or "%s"), raising=False)
+    prepared.insert(Event, [{"run_id": run.pk, "seq": 1, "kind": "note", "message": "hi",
+                             "data": {}}])
+    assert asked == ["hi"]  # the ORM's INSERT asked the field
+    assert list(Event.objects.filter(run=run).values_list("seq", "message")) == [(1, "hi")]
+
+
+def test_a_slot_cannot_stand_for_a_field_with_sql_of_its_own(monkeypatch):
+    from django.db.models import IntegerField
+
+    from agents_app.models import Run
+
+    field = IntegerField()
+    monkeypatch.setattr(field, "get_placeholder", lambda *a: "%s", raising=False)
+    def build():
+        return (Run.objects.filter(pk=prepared.Slot("run", IntegerField())),
+                {"calls": prepared.Slot("n", field)})
+
+    with pytest.raises(TypeError, match="cannot stand for a field of type IntegerField"):
+        prepared.update(("test", "own-sql"), build, {"run": 1, "n": 2})
