@@ -11,6 +11,8 @@ import kombu
 from celery import shared_task
 from celery.signals import worker_ready
 
+import config.celery  # noqa: F401  (Quorum's app is the current one: .delay() sends with it)
+
 from . import engine
 from .engine import scheduling
 from .engine.stages import offline_only

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+import config.celery  # noqa: F401  (Quorum's app is the current one: .delay() sends with it)
+
 
 @shared_task(name="reviews_app.tasks.publish")
 def publish(publication_id: int) -> str:

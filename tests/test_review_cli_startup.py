@@ -157,14 +157,15 @@ def test_the_migration_shortcut_only_when_every_file_is_recorded():
         cli.require_migrated()
 
 
-def test_the_review_command_starts_without_daphne_httpx_or_litellm(tmp_path):
+def test_the_review_command_starts_without_daphne_httpx_litellm_or_celery(tmp_path):
     """Importing the command as ``manage.py review`` does (settings chosen by argv): Twisted
-    (Daphne's app) and httpx (the GitHub client) stay out, and out of a Celery worker too;
-    runserver still gets Daphne's."""
+    (Daphne's app), httpx (the GitHub client) and Celery (the review runs in the command's
+    process) stay out, and out of a Celery worker's settings too; runserver still gets
+    Daphne's."""
     code = ("import sys, django; django.setup(); "
             "import reviews_app.management.commands.review; "
             "from django.conf import settings; "
-            "print(sorted(m for m in ('twisted', 'httpx', 'litellm', 'daphne') "
+            "print(sorted(m for m in ('twisted', 'httpx', 'litellm', 'daphne', 'celery', 'kombu') "
             "if m in sys.modules), settings.INSTALLED_APPS[0])")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "true",
            "QUORUM_VAR_DIR": str(tmp_path)}
@@ -178,3 +179,23 @@ def test_the_review_command_starts_without_daphne_httpx_or_litellm(tmp_path):
     assert seen["review"] == "[] django.contrib.admin", seen
     assert seen["worker"] == "[] django.contrib.admin", seen
     assert seen["runserver"].endswith("daphne"), seen
+
+
+def test_a_process_that_sends_tasks_sends_them_with_quorums_app(tmp_path):
+    """Celery is loaded on first use (config/__init__.py), so ``current_app`` alone would be
+    Celery's default application (a broker on amqp://localhost): the engine and the task
+    modules send with Quorum's configured one."""
+    code = ("import sys, django; django.setup(); import config; from django.conf import settings; "
+            "before = 'config.celery' in sys.modules; "
+            "from agents_app.engine import scheduling; "
+            "sent = []; config.celery_app.send_task = lambda *a, **k: sent.append(a); "
+            "scheduling.send(5); "
+            "from celery import current_app; import reviews_app.tasks; "
+            "print(before, sent == [(scheduling.ADVANCE_RUN, (5,))], "
+            "current_app._get_current_object() is config.celery_app, "
+            "config.celery_app.conf.broker_url == settings.CELERY_BROKER_URL)")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "true",
+           "QUORUM_VAR_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "True", "True", "True"], out.stdout + out.stderr

@@ -36,7 +36,7 @@ from .webhook_helpers import (
 
 @pytest.fixture
 def send_task():
-    with mock.patch("celery.current_app.send_task") as m:
+    with mock.patch("config.celery.app.send_task") as m:  # the app Quorum sends with
         yield m
 
 

@@ -11,8 +11,9 @@ import logging
 import threading
 import time
 
-from celery import current_app
 from django.db import transaction
+
+from config import send_task
 
 log = logging.getLogger("quorum.engine")
 
@@ -22,7 +23,7 @@ ADVANCE_RUN = "agents_app.tasks.advance_run"
 
 def send(run_id: int, countdown: float | None = None) -> None:
     """Put one ``advance_run`` message on the broker; raises if the broker does not take it."""
-    current_app.send_task(ADVANCE_RUN, (run_id,), countdown=countdown, ignore_result=True)
+    send_task(ADVANCE_RUN, (run_id,), countdown=countdown, ignore_result=True)
 
 
 def schedule(run_id: int, countdown: float | None = None) -> None:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 import logging
 
-from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.views.decorators.csrf import csrf_exempt
 
+from config import send_task
 from reviews_app.hosting import webhooks
 from reviews_app.models import Connection, WebhookDelivery
 
@@ -52,7 +52,7 @@ def _read_body(request, limit: int) -> bytes | None:
 
 
 def _enqueue(pk: int) -> None:
-    current_app.send_task(TASK, args=[pk])
+    send_task(TASK, args=[pk])
 
 
 @csrf_exempt

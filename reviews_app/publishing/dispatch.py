@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -19,6 +18,7 @@ from django.utils import timezone
 
 from agents_app.events import append_events
 from agents_app.patterns.base import Event
+from config import send_task
 
 from ..models import Publication, Review
 from . import policy
@@ -40,7 +40,7 @@ class Refused(Exception):
 def send(pk: int, countdown: float | None = None) -> None:
     """Put the publish task on the broker (tests replace this function)."""
     try:
-        current_app.send_task(PUBLISH, (pk,), countdown=countdown, ignore_result=True)
+        send_task(PUBLISH, (pk,), countdown=countdown, ignore_result=True)
     except Exception as exc:  # broker away: resend_due sends it again
         log.warning("could not enqueue publication %s (sent again later): %s", pk,
                     type(exc).__name__)
