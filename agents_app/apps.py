@@ -8,17 +8,22 @@ class AgentsAppConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
-        from django.utils.module_loading import import_string
 
-        from .engine import register_terminal_hook
         from .llm.gateway import set_offline_latency
-        from .patterns import PATTERNS
-        from .patterns.registry import part_of
+        from .patterns.registry import when_loaded
 
         set_offline_latency(settings.QUORUM_OFFLINE_LATENCY)
-        # Loading the registry teaches the offline model every pattern's replies.
-        for pattern in PATTERNS.values():
-            # A package's Django side that must load with the app: how its records are saved.
-            part_of(pattern, "persist")
-            if pattern.on_terminal:
-                register_terminal_hook(pattern.name, import_string(pattern.on_terminal))
+        # Each pattern's Django side is set up when its package loads (on first use: a
+        # command that runs one pattern loads only that one).
+        when_loaded(_set_up_django_side)
+
+
+def _set_up_django_side(pattern) -> None:
+    from django.utils.module_loading import import_string
+
+    from .engine import register_terminal_hook
+    from .patterns.registry import part_of
+
+    part_of(pattern, "persist")  # how its records are saved
+    if pattern.on_terminal:
+        register_terminal_hook(pattern.name, import_string(pattern.on_terminal))

@@ -17,6 +17,7 @@ from . import engine
 from .engine import scheduling
 from .engine.stages import offline_only
 from .llm.runtime import litellm as litellm_runtime
+from .patterns.registry import load_all
 
 log = logging.getLogger("quorum.tasks")
 
@@ -108,8 +109,10 @@ def _settle(sender=None, **kwargs) -> None:
     objects) moves out of the garbage collector's sight (``gc.freeze``): they live as long as
     the process, and every full collection would otherwise walk them all while holding the
     GIL, stalling every run in the process (measured: 2.7 → 1.4 ms of collection per
-    four-call run in process, and no full collections over the start-up objects)."""
+    four-call run in process, and no full collections over the start-up objects). Every
+    pattern's package is loaded first, so the first run of each waits for no import."""
     if not offline_only():
         litellm_runtime()
+    load_all()  # every pattern's package: a worker runs any of them, and they stay shared
     gc.collect()
     gc.freeze()

@@ -178,15 +178,15 @@ QUORUM_DEFAULT_MODEL = _default_model()
 QUORUM_CHEAP_MODEL = _cheap_model(QUORUM_DEFAULT_MODEL)
 # Each role of each pattern (agents_app/patterns/registry.py) gets QUORUM_MODEL_<ROLE>, else
 # the kind of model its pattern asks for: the default, the cheap one for light work, or (for a
-# reviewer) one from another family than the executor's.
-def _role_models() -> dict[str, str]:
-    from agents_app.patterns.registry import role_defaults
+# reviewer) one from another family than the executor's. A role's kind is read when the role
+# is first looked up (agents_app/patterns/role_models.py): the settings load no pattern.
+def _role_models():
+    from agents_app.patterns.role_models import RoleModels, overrides_from
 
     executor = env.str("QUORUM_MODEL_EXECUTOR", default=QUORUM_DEFAULT_MODEL)
-    by_kind = {"default": QUORUM_DEFAULT_MODEL, "cheap": QUORUM_CHEAP_MODEL,
-               "other-family": _other_family_model(executor)}
-    return {role: env.str(f"QUORUM_MODEL_{role.upper()}", default=by_kind[kind])
-            for role, kind in role_defaults().items()}
+    return RoleModels({"default": QUORUM_DEFAULT_MODEL, "cheap": QUORUM_CHEAP_MODEL,
+                       "other-family": _other_family_model(executor)},
+                      overrides_from(os.environ))
 
 
 QUORUM_ROLE_MODELS = _role_models()

@@ -16,7 +16,7 @@ from django.utils import timezone
 from .. import prepared, records
 from ..events import append_events, write_events
 from ..models import RUNNABLE, Run, Status, gate_status
-from ..patterns import get_pattern
+from ..patterns import PATTERNS, get_pattern
 from ..patterns.base import Event, Pattern, RunStopped, StageResult
 from ..prepared import Slot, slot
 from ..returning import instance_from
@@ -35,6 +35,7 @@ def register_terminal_hook(pattern: str, hook: Callable[[int], None]) -> None:
 
 
 def after_terminal(run_id: int, pattern: str) -> None:
+    PATTERNS.get(pattern)  # loaded in this process (a page may stop a run of any pattern)
     hook = TERMINAL_HOOKS.get(pattern)
     if hook is None:
         return

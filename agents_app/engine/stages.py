@@ -24,6 +24,7 @@ from ..patterns.base import (
     RunStopped,
     StageResult,
 )
+from ..patterns.role_models import RoleModels
 from . import scheduling
 from .commit import Next, commit_result, stage_event, stop_run
 from .journal import DbJournal, gateway_config
@@ -33,9 +34,11 @@ log = logging.getLogger("quorum.engine")
 
 
 def offline_only() -> bool:
-    """Every role's model is the built-in offline one (no provider configured)."""
-    return all(is_offline(m) for m in (settings.QUORUM_DEFAULT_MODEL,
-                                       *settings.QUORUM_ROLE_MODELS.values()))
+    """Every role's model is the built-in offline one (no provider configured). Read from
+    the models a role could get, without loading every pattern to list the roles."""
+    roles = settings.QUORUM_ROLE_MODELS
+    models = roles.possible() if isinstance(roles, RoleModels) else set(roles.values())
+    return all(is_offline(m) for m in (settings.QUORUM_DEFAULT_MODEL, *models))
 
 
 def advance(run_id: int, *, enqueue: bool = True) -> bool:

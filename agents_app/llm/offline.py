@@ -91,13 +91,22 @@ def register(schema_name: str | None, handler: Callable[[list[dict[str, str]]], 
         ROLE_HANDLERS[(schema_name, role)] = handler
 
 
+# Teaches every pattern's replies at once (the registry sets it): a pattern's replies are
+# registered when its package loads, and a call may ask for a schema another package answers.
+teach_all: Callable[[], object] | None = None
+
+
 def reply(role: str, schema_name: str | None, messages: list[dict[str, str]]) -> str:
     """The offline model's reply text for a call of ``role`` asking for ``schema_name``."""
-    if (schema_name, role) in ROLE_HANDLERS:
-        answer = ROLE_HANDLERS[(schema_name, role)](messages)
-        return answer if isinstance(answer, str) else json.dumps(answer)
-    if schema_name in HANDLERS:
-        return json.dumps(HANDLERS[schema_name](messages))
+    for attempt in range(2):
+        if (schema_name, role) in ROLE_HANDLERS:
+            answer = ROLE_HANDLERS[(schema_name, role)](messages)
+            return answer if isinstance(answer, str) else json.dumps(answer)
+        if schema_name in HANDLERS:
+            return json.dumps(HANDLERS[schema_name](messages))
+        if attempt or teach_all is None:
+            break
+        teach_all()
     return direct(messages)
 
 

@@ -11,78 +11,127 @@ line here.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, MutableMapping
+import sys
+from collections.abc import Callable, Iterator, MutableMapping
 from pathlib import Path
-from threading import Lock
+from threading import RLock
 from types import ModuleType
 
+from ..llm import offline
 from .base import Pattern
 
-PACKAGES: tuple[str, ...] = (
-    "agents_app.patterns.plan_execute",
-    "agents_app.patterns.plan_execute_review",
-    "agents_app.patterns.reflective",
-    "agents_app.patterns.debate",
-    "agents_app.patterns.team_lead",
-    "agents_app.patterns.rewoo",
-    "agents_app.patterns.react",
-    "agents_app.patterns.vote",
-    "reviews_app.pipeline.pattern",
-    "reviews_app.pipeline.apply_fixes",
-)
+# Each pattern's key and the package (or module) whose ``PATTERN`` it is, in the order the
+# pages list them. A package is imported when its pattern is first asked for: a command that
+# runs one pattern (``manage.py review``) loads that one, a page that lists them all loads all.
+PACKAGES: dict[str, str] = {
+    "plan_execute": "agents_app.patterns.plan_execute",
+    "plan_execute_review": "agents_app.patterns.plan_execute_review",
+    "reflective": "agents_app.patterns.reflective",
+    "debate": "agents_app.patterns.debate",
+    "team_lead": "agents_app.patterns.team_lead",
+    "rewoo": "agents_app.patterns.rewoo",
+    "react": "agents_app.patterns.react",
+    "vote": "agents_app.patterns.vote",
+    "code_review": "reviews_app.pipeline.pattern",
+    "apply_fixes": "reviews_app.pipeline.apply_fixes",
+}
 
 _loaded: dict[str, Pattern] = {}
-_lock = Lock()
+_extra: dict[str, Pattern] = {}  # set by a test for its length (``monkeypatch.setitem``)
+_listeners: list[Callable[[Pattern], None]] = []
+_lock = RLock()
 
 
-def _load() -> dict[str, Pattern]:
-    if _loaded:
-        return _loaded
+def _load(key: str) -> Pattern:
+    """The pattern under ``key``, its package imported and set up on first use (its offline
+    replies taught to the built-in model, the patterns it builds on loaded first, every
+    ``when_loaded`` callback run); KeyError for a key no package registers."""
+    if key in _extra:
+        return _extra[key]
+    if key in _loaded:
+        return _loaded[key]
+    dotted = PACKAGES[key]
     with _lock:
-        if not _loaded:
-            from ..llm import offline
+        if key in _loaded:
+            return _loaded[key]
+        module = importlib.import_module(dotted)
+        pattern: Pattern = module.PATTERN
+        if pattern.name != key:
+            raise ImportError(f"{dotted} registers {pattern.name!r}, listed as {key!r}")
+        pattern.package = dotted
+        if module.__file__ is None:
+            raise ImportError(f"{dotted} is not a module of files")
+        # A package's folder (its panel template, its files); a single module has none.
+        pattern.directory = Path(module.__file__).parent if hasattr(module, "__path__") \
+            else None
+        pattern.source = Path(module.__file__)
+        for base in getattr(pattern, "builds_on", ()):
+            _load(base)
+        _check_role_kinds(pattern)
+        for schema, role, handler in pattern.offline_replies():
+            offline.register(schema, handler, role=role)
+        for listener in _listeners:
+            listener(pattern)
+        _loaded[key] = pattern
+    return pattern
 
-            found: dict[str, Pattern] = {}
-            for dotted in PACKAGES:
-                module = importlib.import_module(dotted)
-                pattern: Pattern = module.PATTERN
-                if pattern.name in found:
-                    raise ImportError(f"two patterns are called {pattern.name!r}")
-                pattern.package = dotted
-                if module.__file__ is None:
-                    raise ImportError(f"{dotted} is not a module of files")
-                # A package's folder (its panel template, its files); a single module has none.
-                pattern.directory = Path(module.__file__).parent if hasattr(module, "__path__") \
-                    else None
-                pattern.source = Path(module.__file__)
-                for schema, role, handler in pattern.offline_replies():
-                    offline.register(schema, handler, role=role)
-                found[pattern.name] = pattern
-            _loaded.update(found)
-    return _loaded
+
+def _check_role_kinds(pattern: Pattern) -> None:
+    """A role shared by patterns gets the same kind of model in each (its model setting is one
+    per role), so a role's model can be read from whichever of them is loaded."""
+    for other in _loaded.values():
+        for role in set(pattern.roles) & set(other.roles):
+            mine, theirs = (p.role_defaults.get(role, "default") for p in (pattern, other))
+            if mine != theirs:
+                raise ImportError(f"role {role!r} gets a {mine!r} model in {pattern.name!r} "
+                                  f"but a {theirs!r} one in {other.name!r}")
+
+
+def load_all() -> list[Pattern]:
+    """Every registered pattern, each loaded (a worker or a server loads them at start)."""
+    return [_load(key) for key in PATTERNS]
+
+
+def when_loaded(callback: Callable[[Pattern], None]) -> None:
+    """Call ``callback`` with each pattern as it loads, and now with those already loaded:
+    the Django side registers each package's persistence and end-of-run hook this way."""
+    with _lock:
+        _listeners.append(callback)
+        for pattern in list(_loaded.values()):
+            callback(pattern)
 
 
 class _Patterns(MutableMapping[str, Pattern]):
-    """The registered patterns by key, in registry order; loaded on first use. (Tests may set
-    a throwaway pattern for the length of one test, with ``monkeypatch.setitem``.)"""
+    """The registered patterns by key, in registry order. Listing the keys imports nothing;
+    a pattern's package is imported when the pattern is first read."""
 
     def __getitem__(self, key: str) -> Pattern:
-        return _load()[key]
+        if key not in _extra and key not in PACKAGES:
+            raise KeyError(key)
+        return _load(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in _extra or key in PACKAGES
 
     def __setitem__(self, key: str, pattern: Pattern) -> None:
-        _load()[key] = pattern
+        _extra[key] = pattern
 
     def __delitem__(self, key: str) -> None:
-        del _load()[key]
+        if key not in _extra:
+            raise KeyError(key)  # a registered pattern is removed from PACKAGES, not here
+        del _extra[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(_load())
+        yield from PACKAGES
+        yield from (key for key in _extra if key not in PACKAGES)
 
     def __len__(self) -> int:
-        return len(_load())
+        return len(PACKAGES.keys() | _extra.keys())
 
 
 PATTERNS: MutableMapping[str, Pattern] = _Patterns()
+
+offline.teach_all = load_all
 
 
 def part_of(pattern: Pattern, name: str) -> ModuleType | None:
@@ -122,3 +171,18 @@ def role_defaults() -> dict[str, str]:
         for role in pattern.roles:
             roles.setdefault(role, pattern.role_defaults.get(role, "default"))
     return roles
+
+
+def role_kind(role: str) -> str:
+    """The kind of model ``role`` gets by default, read from a loaded pattern that has the role
+    (the same in each: ``_check_role_kinds``): first those loaded, then those whose package is
+    imported already (setting them up costs no import), then all; KeyError for a role no
+    pattern has."""
+    imported = [key for key, dotted in PACKAGES.items() if dotted in sys.modules]
+    for load in ((), imported, PACKAGES):
+        for key in load:
+            _load(key)
+        for pattern in [*_extra.values(), *_loaded.values()]:
+            if role in pattern.roles:
+                return pattern.role_defaults.get(role, "default")
+    raise KeyError(role)
