@@ -95,6 +95,21 @@ def test_a_database_never_migrated_says_what_to_run(tmp_path):
     assert tables in ([], [("django_migrations",)])
 
 
+@pytest.mark.slow  # fresh processes
+def test_a_missing_or_bad_setting_is_one_line_not_a_traceback(tmp_path):
+    diff = tmp_path / "change.diff"
+    diff.write_text("--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n")
+    no_key = {k: v for k, v in cli_env(tmp_path).items() if k not in ("SECRET_KEY", "DEBUG")}
+    bad_url = {**cli_env(tmp_path), "DATABASE_URL": "nosuchdb://x"}
+    procs = [run_all([["review", str(diff)], RUN], no_key), run_all([RUN], bad_url)]
+    for proc in [*procs[0], *procs[1]]:
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert procs[0][0].stderr.strip() == ("manage.py: Set SECRET_KEY (or DEBUG=true for local "
+                                          "development).")
+    assert procs[1][0].stderr.startswith("manage.py: ") and "nosuchdb" in procs[1][0].stderr
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("args, message", [
     (["debate", "--task", "x", "--max-rounds", "6"],
