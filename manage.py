@@ -1,4 +1,5 @@
 #!/usr/bin/env python
+import gc
 import os
 import sys
 
@@ -15,3 +16,7 @@ if __name__ == "__main__":
         # to set, on one line, rather than Django's traceback.
         sys.stderr.write("manage.py: " + " ".join(str(exc).split()) + "\n")
         sys.exit(2)
+    finally:
+        # The process ends here: its teardown need not walk every object it made (the final
+        # collections took a tenth of a second or more after a command's output).
+        gc.freeze()

@@ -5,7 +5,6 @@ options, option values checked with the web forms' own fields, one-line errors, 
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import pkgutil
 
@@ -85,12 +84,6 @@ class CheckedCommand(BaseCommand):
 
         parser.error = error
         return parser
-
-    def run_from_argv(self, argv):
-        try:
-            super().run_from_argv(argv)
-        finally:
-            gc.freeze()
 
     def execute(self, *args, **options):
         if self.needs_database:

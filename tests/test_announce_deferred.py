@@ -90,7 +90,10 @@ def test_an_offline_cli_review_loads_neither_litellm_nor_redis(tmp_path):
     diff = tmp_path / "change.diff"
     diff.write_text("diff --git a/a.py b/a.py\nnew file mode 100644\n--- /dev/null\n+++ b/a.py\n"
                     "@@ -0,0 +1,2 @@\n+import subprocess\n+subprocess.call(input(), shell=True)\n")
+    # The deferral outlasts the command however busy the machine (a loaded CI runner can take
+    # longer than the 2 s a command waits before announcing).
     code = ("import sys, runpy; sys.argv = ['manage.py', 'review', sys.argv[1]]\n"
+            "import agents_app.cli; agents_app.cli.CLI_ANNOUNCE_AFTER = 600.0\n"
             "try:\n    runpy.run_path('manage.py', run_name='__main__')\n"
             "except SystemExit as e:\n"
             "    print('exit', e.code, sorted(m for m in ('litellm', 'redis', 'channels_redis')"
