@@ -1,5 +1,5 @@
 """devstack's worker processes: one thread-pool Celery process per core, distinct node names,
-beat in exactly one of them, and bad settings refused in one line."""
+beat in a process of its own, and bad settings refused in one line."""
 
 import shlex
 from pathlib import Path
@@ -16,7 +16,7 @@ def test_one_process_per_core_at_most_four(monkeypatch):
         assert devstack.default_worker_processes() == expected
 
 
-def test_worker_commands_have_distinct_nodes_and_a_single_beat():
+def test_worker_commands_have_distinct_nodes_and_none_runs_beat():
     wrapped = [shlex.split(c) for c in devstack.worker_commands(
         Path("/venv/bin"), Path("/var/q"), processes=3, concurrency=70)]
     assert len(wrapped) == 3
@@ -26,17 +26,22 @@ def test_worker_commands_have_distinct_nodes_and_a_single_beat():
     commands = [w[w.index("--") + 1:] for w in wrapped]
     nodes = [c[c.index("-n") + 1] for c in commands]
     assert nodes == ["worker1@%h", "worker2@%h", "worker3@%h"]
-    assert [c.count("--beat") for c in commands] == [1, 0, 0]
-    assert commands[0][commands[0].index("--schedule") + 1] == "/var/q/celerybeat-schedule"
+    assert [c.count("--beat") + c.count("-B") for c in commands] == [0, 0, 0]
     for c in commands:
         assert c[:4] == ["/venv/bin/celery", "-A", "config", "worker"]
         assert c[c.index("--pool") + 1] == "threads"
         assert c[c.index("--concurrency") + 1] == "70"
 
 
-def test_a_single_process_still_runs_beat():
-    (only,) = devstack.worker_commands(Path("/b"), Path("/v"), processes=1, concurrency=5)
-    assert "--beat" in shlex.split(only)
+def test_beat_is_a_process_of_its_own_kept_alive():
+    """An embedded beat (``worker --beat``) is a child process: a worker killed with SIGKILL
+    left it running and the worker started again added a second beat (QA, 2026-11-26)."""
+    beat = shlex.split(devstack.beat_command(Path("/b"), Path("/v")))
+    assert beat[:beat.index("--") + 1] == ["/b/python", "-m", "common.keepalive", "--name",
+                                           "beat", "--"]
+    command = beat[beat.index("--") + 1:]
+    assert command[:4] == ["/b/celery", "-A", "config", "beat"]
+    assert command[command.index("--schedule") + 1] == "/v/celerybeat-schedule"
 
 
 @pytest.mark.parametrize("value", ["0", "65", "two", "1.5", "-1"])

