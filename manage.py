@@ -10,11 +10,15 @@ if __name__ == "__main__":
     from django.core.management import execute_from_command_line
 
     try:
+        from django.conf import settings
+
+        settings.INSTALLED_APPS  # noqa: B018  (reads config/settings.py: a bad value stops here)
         execute_from_command_line(sys.argv)
     except ImproperlyConfigured as exc:
-        # A setting missing or wrong (no SECRET_KEY outside DEBUG, a bad DATABASE_URL): what
-        # to set, on one line, rather than Django's traceback.
-        sys.stderr.write("manage.py: " + " ".join(str(exc).split()) + "\n")
+        # A setting missing or wrong (config/env.py says what it takes): one line, not
+        # Django's traceback, and not a pointer to a traceback that is not shown.
+        text = " ".join(str(exc).replace(" Check the above exception.", "").split())
+        sys.stderr.write(f"manage.py: {text}\n")
         sys.exit(2)
     finally:
         # The process ends here: its teardown need not walk every object it made (the final

@@ -13,6 +13,8 @@ from pathlib import Path
 import environ
 from csp.constants import NONCE, NONE, SELF
 
+from config.env import Env
+
 # LiteLLM downloads its price map at import unless told not to; set it before any import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -20,7 +22,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("QUORUM_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-env = environ.Env()
+env = Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False) if (BASE_DIR / ".env").exists() else None
 
 DEBUG = env.bool("DEBUG", default=False)
@@ -308,7 +310,7 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+TIME_ZONE = env.time_zone("TIME_ZONE", default="UTC")
 USE_I18N = False
 USE_TZ = True
 
@@ -369,7 +371,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "loggers": {
-        "quorum": {"handlers": ["console"], "level": env.str("QUORUM_LOG_LEVEL", default="INFO")},
+        "quorum": {"handlers": ["console"], "level": env.log_level("QUORUM_LOG_LEVEL", default="INFO")},
         "LiteLLM": {"handlers": ["console"], "level": "WARNING", "propagate": False},
     },
 }

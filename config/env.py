@@ -1,0 +1,69 @@
+"""Reading settings from the environment: django-environ's ``Env``, except that a value that
+cannot be used stops start-up with what the variable takes (``manage.py`` prints it on one
+line and exits 2), never a cast's traceback and never the value itself (a misplaced secret
+stays unprinted). Numbers are read strictly: ``12abc``, ``nan`` and ``inf`` are refused
+rather than read as 12 or passed on; an empty value counts as unset."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+
+class Env(environ.Env):
+    def int(self, var: str, default: Any = environ.Env.NOTSET) -> Any:  # type: ignore[override]
+        return self._number(var, default, int, "a whole number")
+
+    def float(self, var: str, default: Any = environ.Env.NOTSET) -> Any:  # type: ignore[override]
+        return self._number(var, default, float, "a number")
+
+    def _number(self, var: str, default: Any, kind: type, what: str) -> Any:
+        raw = self.ENVIRON.get(var, "").strip()
+        if not raw:
+            if default is environ.Env.NOTSET:
+                raise ImproperlyConfigured(f"Set {var} ({what}).")
+            return default
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ImproperlyConfigured(f"{var} takes {what}; it is set to something else.") \
+                from None
+        if kind is float and not math.isfinite(value):
+            raise ImproperlyConfigured(f"{var} takes a finite number, not NaN or an infinity.")
+        return value
+
+    def db_url(self, var: str = environ.Env.DEFAULT_DATABASE_ENV,  # type: ignore[override]
+               default: Any = environ.Env.NOTSET, engine: Any = None) -> dict:
+        """The database from its URL; an empty one counts as unset, and a URL naming no
+        database Django knows is refused here (without printing it: it may hold a password)."""
+        url = self.ENVIRON.get(var, "").strip() or default
+        if url is environ.Env.NOTSET:
+            raise ImproperlyConfigured(f"Set {var}.")
+        config = self.db_url_config(url, engine=engine)
+        if not config.get("ENGINE") or "." not in config["ENGINE"]:
+            raise ImproperlyConfigured(
+                f"{var} names no database Quorum can use: give postgres://user:password@host/"
+                "name or sqlite:///path/to/file.sqlite3.")
+        return config
+
+    db = db_url
+
+    def time_zone(self, var: str, default: str) -> str:
+        name = self.str(var, default=default).strip() or default
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ImproperlyConfigured(f"{var} is not a time zone name (such as UTC or "
+                                       "Europe/Paris).") from None
+        return name
+
+    def log_level(self, var: str, default: str) -> str:
+        name = self.str(var, default=default).strip().upper() or default
+        if not isinstance(logging.getLevelName(name), int):
+            raise ImproperlyConfigured(f"{var} takes DEBUG, INFO, WARNING, ERROR or CRITICAL.")
+        return name
