@@ -100,3 +100,13 @@ def test_the_readme_table_is_the_registry():
     readme = (ROOT / "README.md").read_text("utf-8")
     block = readme.split("<!-- patterns:start -->\n", 1)[1].split("\n<!-- patterns:end -->", 1)[0]
     assert block == out.getvalue().strip()
+
+
+def test_every_pattern_says_what_it_does_and_the_listing_says_when_it_has_no_roles():
+    assert [k for k, p in PATTERNS.items() if not p.summary.strip()] == []
+    out = StringIO()
+    call_command("patterns", stdout=out)
+    listing = out.getvalue()
+    assert "  roles: \n" not in listing
+    assert "apply_fixes: Apply accepted fixes (git)" in listing
+    assert "  roles: none (it calls no model)" in listing

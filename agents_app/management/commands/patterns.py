@@ -48,6 +48,6 @@ class Command(BaseCommand):
             self.stdout.write(f"{pattern.name}: {pattern.label}")
             if pattern.summary:
                 self.stdout.write(f"  {pattern.summary}")
-            self.stdout.write(f"  roles: {', '.join(pattern.roles)}")
+            self.stdout.write(f"  roles: {', '.join(pattern.roles) or 'none (it calls no model)'}")
             if options := _options(pattern):
                 self.stdout.write(f"  options: {', '.join(options).replace('`', '')}")

@@ -61,6 +61,8 @@ class DebateOptions(PatternOptions):
 class Debate(Pattern):
     name = "debate"
     label = "Debate"
+    summary = ("Debaters argue the positions you set, round by round, each answering the "
+               "others; a judge weighs the arguments and writes the conclusion.")
     stage_labels = {"round": "Round {0}", "judge": "Judge's conclusion"}
     stage_lines = {"round": "Round {0}: every position is making its case.",
                    "judge": "The judge is weighing the debate."}

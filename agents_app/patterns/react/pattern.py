@@ -137,6 +137,8 @@ class ReActOptions(PatternOptions):
 class ReAct(Pattern):
     name = "react"
     label = "ReAct (think, act, observe)"
+    summary = ("An agent thinks, calls a tool, reads the result and repeats until it can "
+               "answer; a tool call can wait for your approval, and the agent can ask you.")
     stage_labels = {"step": "Iteration {0}", "act": "Iteration {0}: tool call",
                     "final": "Final answer"}
     stage_lines = {"step": "Iteration {0}: thinking.",

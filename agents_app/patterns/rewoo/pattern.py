@@ -79,6 +79,8 @@ class ReWOOOptions(PatternOptions):
 class ReWOO(Pattern):
     name = "rewoo"
     label = "ReWOO (plan, work in parallel, organize)"
+    summary = ("A planner decides every tool call up front; the calls run side by side; an "
+               "organizer writes the answer from their evidence, which a check holds it to.")
     stage_labels = {"sketch": "Planning the tool calls", "work": "Running the tool calls",
                     "organize": "Answer, draft {0}", "verify": "Checking draft {0}"}
     stage_lines = {"sketch": "The planner is deciding which tool calls to make.",

@@ -90,6 +90,8 @@ class TeamLeadOptions(PatternOptions):
 class TeamLead(Pattern):
     name = "team_lead"
     label = "Team lead"
+    summary = ("A lead splits the task among team members (a researcher, a writer, …), "
+               "reviews their work, sends back what falls short, and writes the final answer.")
     stage_labels = {"delegate": "Splitting the task", "work": "Team work, batch {0}",
                     "review": "Lead's review of batch {0}", "synthesize": "Final answer"}
     stage_lines = {"delegate": "The lead is splitting the task among the team.",
