@@ -478,3 +478,33 @@ def test_the_person_s_message_and_mode_make_the_merge(repo, tmp_path, mode, pare
     assert d.outcome == "completed"
     assert len(git(repo, "rev-list", "--parents", "-n", "1", "main").split()) - 1 == parents
     assert git(repo, "log", "-1", "--format=%B", "main") == message
+
+
+def test_the_offline_executor_does_not_apply_the_plans_edits_twice_on_a_later_round():
+    """QA 2026-11-26: a send-back round replaced "hello" with "hello, world" again, giving
+    "hello, world, world". The plan's edits are in the files then; only the comments' count."""
+    from agents_app.patterns.plan_execute_review import offline as off
+    from agents_app.patterns.plan_execute_review.prompts import _section
+    from agents_app.patterns.plan_execute_review.schemas import ALREADY_IN_FILES, PERSON_COMMENTS
+
+    plan = _section("Plan", '1. Replace "hello" with "hello, world" in README.md')
+    edit = {"path": "README.md", "search": "hello", "replacement": "hello, world"}
+
+    def executor(*sections: str) -> dict:
+        return off.executor_turn([{"role": "user", "content": "\n".join([plan, *sections])}])
+
+    assert executor()["action"] == {"tool": "replace_in_file", "args": edit}
+    said = _section(f"{PERSON_COMMENTS} ({ALREADY_IN_FILES}; do what they ask)", "- alice: ok")
+    assert executor(said) == {"thought": "Finished.", "action": None, "done": True}
+    asked = _section(f"{PERSON_COMMENTS} ({ALREADY_IN_FILES}; do what they ask)",
+                     '- alice: replace "world" with "there" in README.md')
+    assert executor(asked)["action"]["args"] == {"path": "README.md", "search": "world",
+                                                 "replacement": "there"}
+    reviewer = _section(f"Review comments to address ({ALREADY_IN_FILES})", "- the greeting")
+    assert executor(reviewer)["done"] is True
+    # A fresh base branch: the whole change is made again.
+    fresh = _section(f"{PERSON_COMMENTS} (the branch starts again from the current base "
+                     "branch, so make the whole change again; do what they ask)", "- alice: x")
+    assert executor(fresh)["action"] == {"tool": "replace_in_file", "args": edit}
+    report = off.execution_report([{"role": "user", "content": plan + said}])
+    assert report["summary"].startswith("The plan's edits are in the files")

@@ -19,6 +19,7 @@ from typing import Any
 
 from ...llm.offline import find_section, sections
 from ..base import OfflineReply
+from .schemas import ALREADY_IN_FILES
 
 # Plain text: these answers are shown as text (plan fields, reports, commit messages).
 LABEL = "(Offline model: a deterministic stand-in, no language model.)"
@@ -56,6 +57,17 @@ def instructions(text: str) -> list[dict[str, Any]]:
 
 def _first_user(messages: list[dict[str, str]]) -> str:
     return next((m["content"] for m in messages if m.get("role") == "user"), "")
+
+
+def _todo(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """The executor's edits: the plan's, or on a later round whose earlier edits are in the
+    files already, only those the comments ask for (the plan's again would apply twice:
+    replacing "hello" with "hello, world" a second time gives "hello, world, world")."""
+    first = _first_user(messages)
+    if ALREADY_IN_FILES not in first:
+        return instructions(first)
+    secs = sections([{"role": "user", "content": first}])
+    return instructions("\n".join(body for title, body in secs.items() if title != "Plan"))
 
 
 def _turns(messages: list[dict[str, str]]) -> list[dict[str, Any]]:
@@ -116,8 +128,7 @@ def plan_doc(messages: list[dict[str, str]]) -> dict[str, Any]:
 
 # --- executor ------------------------------------------------------------------------------------
 def executor_turn(messages: list[dict[str, str]]) -> dict[str, Any]:
-    plan = _first_user(messages)
-    todo = instructions(plan)
+    todo = _todo(messages)
     done = _turns(messages)
     if len(done) < len(todo):
         step = todo[len(done)]
@@ -129,7 +140,7 @@ def executor_turn(messages: list[dict[str, str]]) -> dict[str, Any]:
 
 
 def execution_report(messages: list[dict[str, str]]) -> dict[str, Any]:
-    todo = instructions(_first_user(messages))
+    todo = _todo(messages)
     turns = _turns(messages)
     done, skipped, tests = [], [], ""
     for t in turns:
@@ -143,8 +154,10 @@ def execution_report(messages: list[dict[str, str]]) -> dict[str, Any]:
         else:
             reason = t["observation"].split("\n", 1)[-1].strip()[:300]
             skipped.append(f"{step}: {reason}")
+    again = ALREADY_IN_FILES in _first_user(messages)
     summary = (f"Carried out {len(done)} of {len(todo)} edit instruction(s)." if todo else
-               f"No change made. {HOWTO}")
+               "The plan's edits are in the files from the earlier round; no new edit." if again
+               else f"No change made. {HOWTO}")
     asked = find_section(sections(messages[:2]), PERSON_COMMENTS)
     if asked and not instructions(asked):
         # Say so instead of passing over the person's words in silence.

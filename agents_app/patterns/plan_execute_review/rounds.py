@@ -31,6 +31,7 @@ from .prompts import (
     plan_markdown,
 )
 from .schemas import (
+    ALREADY_IN_FILES,
     DEFAULT_MERGE_MODE,
     ESCALATION_GATE,
     MAX_DIFF_IN_PROMPT,
@@ -66,14 +67,13 @@ class RoundStages:
         asked = person_comments(state["comments"])
         reviewer = [c for c in state["comments"] if not c.get("by")]
         where = ("the branch starts again from the current base branch, so make the whole "
-                 "change again" if state.get("fresh_base") else
-                 "your previous attempt is already in the files")
+                 "change again" if state.get("fresh_base") else ALREADY_IN_FILES)
         if asked:
             parts.append(_section(f"{PERSON_COMMENTS} ({where}; do what they ask)",
                                   comments_markdown(asked)))
         if reviewer:
-            parts.append(_section("Review comments to address (your previous attempt is "
-                                  "already in the files)", comments_markdown(reviewer)))
+            parts.append(_section(f"Review comments to address ({ALREADY_IN_FILES})",
+                                  comments_markdown(reviewer)))
         try:
             result = self._agent(
                 client, "executor", state, system=EXECUTOR_SYSTEM, task="\n".join(parts),

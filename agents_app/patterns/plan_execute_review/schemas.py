@@ -19,6 +19,8 @@ MAX_COMMIT_MESSAGE = 10_000
 MERGE_MODES = {"squash": "one squashed commit", "merge": "a merge commit"}
 DEFAULT_MERGE_MODE = "squash"
 PERSON_COMMENTS = "The person's comments to address"
+# How a later round's executor prompt says the plan's edits are made already.
+ALREADY_IN_FILES = "your previous attempt is already in the files"
 
 
 
