@@ -1,7 +1,11 @@
-"""A request with the wrong method gets a page that says so, never an empty answer."""
+"""A request with the wrong method, or a form past Django's limits, gets a page that says so,
+never an empty answer or Django's bare error page."""
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 
@@ -42,3 +46,40 @@ class MethodNotAllowedPage:
             "back": page_above(request.path)}, status=405)
         page["Allow"] = response.get("Allow", "")
         return page
+
+
+class FormOverLimits:
+    """A form past Django's limits (``DATA_UPLOAD_MAX_NUMBER_FIELDS`` fields or
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes: a plan edited to thousands of steps, a pasted
+    megabyte) answers 413 with a sentence saying so, before any view runs (nothing is saved),
+    instead of Django's bare 400 page, or its debug page swapped into a panel. A form sent with
+    htmx gets the sentence as plain text, which the page shows beside the form
+    (``static/quorum/app.js``); 413 is never swapped in, so the panel keeps what it had."""
+
+    FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method == "POST" and request.content_type in self.FORM_TYPES:
+            try:
+                request.POST  # noqa: B018  (parsed once, as the CSRF check would next)
+            except (TooManyFieldsSent, RequestDataTooBig) as exc:
+                return self.refuse(request, exc)
+        return self.get_response(request)
+
+    @staticmethod
+    def refuse(request, exc: Exception) -> HttpResponse:
+        if isinstance(exc, TooManyFieldsSent):
+            text = (f"This form sent more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS:,} "
+                    "fields, more than Quorum accepts at once; nothing was saved. Send less "
+                    "(fewer plan steps, say) and try again.")
+        else:
+            text = (f"This form sent more than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes, "
+                    "more than Quorum accepts at once; nothing was saved. Send less and try "
+                    "again.")
+        if request.headers.get("HX-Request"):
+            return HttpResponse(text, status=413, content_type="text/plain; charset=utf-8")
+        return render(request, "413.html", {"text": text, "back": page_above(request.path)},
+                      status=413)

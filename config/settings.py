@@ -65,6 +65,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "agents_app.middleware.MethodNotAllowedPage",  # a 405 says why instead of a blank page
+    # A form past Django's limits: 413 said plainly, before any view (and the CSRF check).
+    "agents_app.middleware.FormOverLimits",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into the 429 page

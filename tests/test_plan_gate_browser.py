@@ -111,6 +111,29 @@ def test_empty_plan_is_refused_and_the_edited_plan_is_the_one_carried_out(live_s
     assert page.errors == []
 
 
+def test_a_plan_form_past_the_field_limit_is_said_beside_the_form_and_saves_nothing(
+        live_stack, page, alice):
+    """QA 2026-11-26: 5,000 fields gave Django's TooManyFieldsSent page, swapped into the
+    panel with DEBUG on. Now a 413 the page says beside the form; the panel is kept."""
+    start(page, live_stack, "plan_execute", "Collect logs, then find the error.")
+    page.wait_for_selector("#plan-steps textarea", timeout=30_000)
+    page.evaluate("""() => { const f = document.getElementById('plan-form');
+        for (let i = 0; i < 1200; i++) { const s = document.createElement('input');
+          s.type = 'hidden'; s.name = 'steps'; s.value = 'step ' + i; f.appendChild(s); } }""")
+    page.click("#plan-form button[value=approve]")
+    alert = page.locator("#plan-panel p.request-error")
+    alert.wait_for(timeout=10_000)
+    assert "more than 1,000 fields" in alert.inner_text() and "nothing was saved" in \
+        alert.inner_text()
+    assert alert.is_visible() and alert.get_attribute("role") == "alert"
+    assert page.locator("#plan-steps textarea").count() >= 2  # the panel is still there
+    time.sleep(1.5)
+    run = Run.objects.get()
+    assert run.status == "awaiting_plan_approval"
+    assert not Approval.objects.exists() and not StepResult.objects.exists()
+    assert page.errors == []
+
+
 def test_ask_a_person_is_answered_on_the_page(live_stack, page, alice):
     start(page, live_stack, "react", "What time is it where I am?")
     page.wait_for_selector("text=The agent asks you", timeout=30_000)

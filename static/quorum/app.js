@@ -236,9 +236,27 @@
   document.addEventListener("htmx:afterSettle", function (ev) {
     if (!(ev.detail && ev.detail.xhr)) liveStatuses(false);
   });
-  document.addEventListener("htmx:responseError", function () {
+  // An answer htmx does not swap in (a 413 for a form too large, a 5xx): said beside the form
+  // that sent it, as an alert everyone sees (live-status alone is for screen readers). A short
+  // plain-text answer is the server's own sentence; anything else gets a general one.
+  document.addEventListener("htmx:responseError", function (ev) {
     pending = null;
-    say("That did not work: the server could not answer. Reload the page and try again.");
+    var xhr = ev.detail && ev.detail.xhr;
+    var type = (xhr && xhr.getResponseHeader("Content-Type")) || "";
+    var text = xhr && /^text\/plain/.test(type) && xhr.responseText.length < 600
+      ? xhr.responseText.trim()
+      : "That did not work: the server could not answer. Reload the page and try again.";
+    var elt = ev.detail && ev.detail.elt;
+    var form = elt && elt.closest ? (elt.closest("form") || elt) : null;
+    if (!form || !form.parentNode) { say(text); return; }
+    var note = form.nextElementSibling;
+    if (!note || !note.classList.contains("request-error")) {
+      note = document.createElement("p");
+      note.className = "error request-error";
+      note.setAttribute("role", "alert");
+      form.parentNode.insertBefore(note, form.nextSibling);
+    }
+    note.textContent = text;
   });
   document.addEventListener("htmx:sendError", function () {
     pending = null;
