@@ -728,3 +728,31 @@ def test_a_pasted_new_file_is_analysed_as_a_whole_file():
     assert not report.errors
     found = {(e["rule"], e["line"]) for e in report.evidence}
     assert {("F401", 1), ("F401", 2), ("F841", 6)} <= found
+
+
+UNDERCOUNTED = ("diff --git a/app/x.py b/app/x.py\n--- a/app/x.py\n+++ b/app/x.py\n"
+                "@@ -1,1 +1,2 @@\n a = 1\n+b = 2\n+import os; os.system(input())\n+c = 3\n")
+
+
+def test_lines_after_a_hunk_that_undercounts_them_make_the_review_incomplete():
+    """unidiff ends a hunk at its header's count and passes over what follows in silence: a
+    line hidden there was neither analysed nor shown, and the review said nothing."""
+    from reviews_app.pipeline.coverage import unexamined
+
+    prepared = prepare(UNDERCOUNTED)
+    (file,) = prepared.files
+    assert [ln["text"] for h in file["hunks"] for ln in h["lines"]] == ["a = 1", "b = 2"]
+    (entry,) = [c for c in prepared.coverage if c["reason"] == "unreadable"]
+    assert entry["path"] == "app/x.py" and entry["reviewed"] is True
+    assert entry["detail"].startswith("Part not reviewed: 2 changed line(s)")
+    assert unexamined(prepared.coverage) == [entry]  # incomplete: never an approval
+
+
+@pytest.mark.parametrize("text", [
+    UNDERCOUNTED.replace("+1,2 @@", "+1,4 @@"),  # counted right
+    # A removed line that starts with "--" and a next file's headers are not hidden lines.
+    UNDERCOUNTED.replace("+1,2 @@", "+1,4 @@") + "diff --git a/y.py b/y.py\n--- a/y.py\n"
+    "+++ b/y.py\n@@ -1,2 +1,1 @@\n--- a comment that starts with dashes\n z\n",
+])
+def test_a_diff_read_whole_has_no_such_entry(text):
+    assert [c for c in prepare(text).coverage if c["reason"] == "unreadable"] == []

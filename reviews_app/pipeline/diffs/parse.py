@@ -179,6 +179,28 @@ def _chunk(state: _State, text: str, chunk: Chunk) -> None:
         _file(state, pf, chunk.git, chunk.line)
     if len(result.files) > before:
         state.reviewed_bytes += size
+        if dropped := _dropped_lines(chunk_text, patch):
+            result.coverage.append(coverage_entry(
+                result.files[-1]["path"], "unreadable",
+                f"Part not reviewed: {dropped} changed line(s) in this file's part of the diff "
+                f"(from line {chunk.line}) follow a hunk whose header counts fewer lines, so "
+                "they could not be read. The diff may be edited by hand.", True))
+
+
+def _dropped_lines(chunk_text: str, patch) -> int:
+    """Changed lines in the text that unidiff did not read. A hunk whose header counts fewer
+    lines than follow it ends early, and unidiff passes over the rest of the file's part in
+    silence: a line hidden there would be neither analysed nor shown."""
+    _, hunk_start, body = chunk_text.partition("\n@@")
+    if not hunk_start:
+        return 0
+    lines = body.split("\n")
+    headers = {i for i in range(len(lines) - 1)
+               if lines[i].startswith("--- ") and lines[i + 1].startswith("+++ ")}
+    headers |= {i + 1 for i in headers}
+    in_text = sum(1 for i, line in enumerate(lines)
+                  if line[:1] in ("+", "-") and line and i not in headers)
+    return max(0, in_text - sum(pf.added + pf.removed for pf in patch))
 
 
 def _prepare(text, contents, limits: Limits) -> Prepared:
