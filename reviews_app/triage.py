@@ -31,6 +31,8 @@ from .pipeline.schema import SEVERITIES
 from .publishing import dispatch as publishing
 
 Kind = TriageDecision.Kind
+# The run event of a finding's decision (reviews_app/views.py redraws the panels it changes).
+FINDINGS_TRIAGED = "findings_triaged"
 PENDING, ACCEPTED, REJECTED = (Finding.Decision.PENDING, Finding.Decision.ACCEPTED,
                                Finding.Decision.REJECTED)
 OPEN_STATUSES = (Status.AWAITING_TRIAGE, Status.COMPLETED)
@@ -92,10 +94,17 @@ def _lock(review: Review) -> Review:
 
 def _record(review: Review, user, kind: str, *, changes=(), before: str = "", after: str = "",
             note: str = "", version: int | None = None) -> TriageDecision:
-    return TriageDecision.objects.create(
+    decision = TriageDecision.objects.create(
         review=review, kind=kind, actor=user, actor_name=user.get_username() if user else "",
         version=review.triage_version if version is None else version,
         changes=list(changes), verdict_before=before, verdict_after=after, note=note)
+    if kind not in (Kind.FINALISE, Kind.REOPEN):  # those have run events of their own
+        # A run event too (same transaction, announced after commit): every page open on the
+        # review redraws its findings, verdict and history live, not only the one that decided.
+        append_events(review.run_id, [Event(
+            FINDINGS_TRIAGED, f"{decision.actor_name or 'Someone'} {describe(decision)}.",
+            {"kind": kind, "findings": [c["finding"] for c in decision.changes]})])
+    return decision
 
 
 def decide_finding(review: Review, key: str, user, decision: str, comment: str = "",

@@ -351,6 +351,7 @@ _PANELS_BY_KIND = {
                         "publication-panel"},
     "triage_reopened": {"verdict-panel", "findings-panel", "history-panel",
                         "publication-panel"},
+    "findings_triaged": {"verdict-panel", "findings-panel", "history-panel"},
     "publication": {"publication-panel"},
     "run_finished": {"verdict-panel", "reviewers-panel", "findings-panel", "costs-panel"},
     "run_cancelled": {"verdict-panel"}, "budget_exceeded": {"verdict-panel"},

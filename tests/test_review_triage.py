@@ -299,6 +299,32 @@ def test_a_live_update_after_a_reopen_refreshes_the_triage_panels(alice_client, 
     assert "reopened triage after version 1" in html
 
 
+def test_each_decision_is_a_run_event_that_redraws_the_triage_panels_in_every_open_page(
+        alice_client, triage_run):  # noqa: F811
+    """Another tab open on the review (a second person triaging, say) sees each decision
+    live: it is a run event, announced after commit, whose live message redraws the
+    findings, the verdict and the history. A refused or repeated decision adds none."""
+    review = review_of(triage_run)
+    first = kept(review)[0]
+    before = triage_run.events.count()
+    post(alice_client, "finding_decision", triage_run,
+         {"decision": "accepted", "seen": "pending"}, first.key)
+    post(alice_client, "finding_decision", triage_run, {"decision": "accepted"}, first.key)
+    post(alice_client, "finding_decision", triage_run, {"decision": "rejected"}, first.key)
+    events = list(triage_run.events.filter(seq__gt=before).order_by("seq"))
+    assert [(e.kind, e.data["findings"]) for e in events] == [
+        ("findings_triaged", [first.key])]
+    assert events[0].message == f"alice accepted {first.key} (not triaged → accepted)."
+    html = render_live_update(triage_run, events, set())
+    for panel in ("verdict-panel", "findings-panel", "history-panel"):
+        assert f'id="{panel}" hx-swap-oob="true"' in html, panel
+    assert "Accepted</span> by alice" in html
+    post(alice_client, "settle_rest", triage_run, {"decision": "rejected"})
+    last = triage_run.events.order_by("-seq").first()
+    assert last.kind == "findings_triaged" and last.message.startswith(
+        "alice rejected all remaining findings")
+
+
 # --- exports say which version they show -------------------------------------------------------
 def exports(review) -> dict:
     data = services.export_dict(Review.objects.get(pk=review.pk))

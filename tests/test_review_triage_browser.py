@@ -97,3 +97,33 @@ def test_triage_finalise_history_lock_and_reopen(live_stack, page, alice):
     assert list(TriageDecision.objects.filter(review=review).values_list("kind", flat=True)) \
         == ["accept", "reject", "accept_rest", "finalise", "reopen"]
     assert page.errors == []
+
+
+def test_a_decision_in_one_tab_shows_live_in_another(live_stack, page, alice):
+    """Two pages open on one review (two people, or one in two tabs): a finding decided in
+    one appears decided in the other without a reload, with the history and the count."""
+    inp = services.from_text(GOOD + JS)
+    run = services.start_review(alice, inp, services.prepare(inp))
+    wait_until(lambda: Run.objects.get(pk=run.pk).status == "awaiting_triage", timeout=60,
+               what="the review at its triage gate")
+    keys = list(Review.objects.get(run=run).findings.filter(kept=True)
+                .values_list("key", flat=True))
+    other = page.context.browser.new_page(viewport={"width": 1300, "height": 900})
+    other_errors: list[str] = []
+    other.on("pageerror", lambda e: other_errors.append(str(e)))
+    for p in (page, other):
+        sign_in(p, live_stack)
+        with p.expect_websocket() as socket:
+            p.goto(f"{live_stack}/reviews/{run.pk}/")
+        # Open, and the consumer told the last event this page has.
+        socket.value.wait_for_event("framesent", timeout=10_000)
+    before = other.locator("#verdict-panel .untriaged").inner_text()
+    page.locator(f"#finding-{keys[0]} button[value=accepted]").click()
+    other.wait_for_selector(f"#finding-{keys[0]} .badge.ok", timeout=10_000)
+    assert other.locator("#verdict-panel .untriaged").inner_text() != before
+    assert f"accepted {keys[0]}" in other.locator("#history-panel").inner_text()
+    # The other tab's own form still works on the page it now shows.
+    other.locator(f"#finding-{keys[1]} button[value=rejected]").click()
+    page.wait_for_selector(f"#finding-{keys[1]} .badge.bad", timeout=10_000)
+    assert TriageDecision.objects.filter(review__run=run).count() == 2
+    assert page.errors == [] and other_errors == []
