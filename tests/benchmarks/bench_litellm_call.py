@@ -151,6 +151,13 @@ def _with_key(b: Bench) -> Call:
     return lambda: litellm.completion(**kwargs)
 
 
+def _custom_price(b: Bench) -> Call:
+    import litellm
+
+    kwargs = {**b.before_kwargs(), "input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+    return lambda: litellm.completion(**kwargs)
+
+
 def _zero_priced(b: Bench) -> Call:
     """A model registered with LiteLLM at a price of 0 (its own name: registering is global)."""
     import litellm
@@ -206,6 +213,7 @@ VARIANTS: dict[str, tuple[Callable[[Bench], Call], Callable[[], Any], str]] = {
     "key": (_with_key, _no_setting, "before + api_key passed (not read from the environment)"),
     "nomsglog": (_before, _setting("turn_off_message_logging", True),
                  "before + litellm.turn_off_message_logging = True"),
+    "custom": (_custom_price, _no_setting, "before + input/output_cost_per_token=0 per call"),
     "zero": (_zero_priced, _no_setting, "before, the model registered with LiteLLM at a price of 0"),
     "gateway": (_gateway, _no_setting, "Gateway.complete as it is now (NullJournal; redaction, "
                                        "pricing, the call log)"),
