@@ -4,11 +4,10 @@ itself, against the same fake OpenAI-compatible provider over HTTP (tests/fakepr
 a process of its own, so its CPU is nobody's).
 
 Each variant makes N calls per round (after a warm-up); CPU is ``time.process_time`` over
-the round, so LiteLLM's logging threads count, and every round ends with a short sleep for
-them to finish their work inside it. Rounds are interleaved (the order rotates each round),
-and the output gives ms per call (median of the rounds, with the range) and the ratio to the
-"before" variant, with the load average before and after. No Django here (DEBUG=false is
-set for anything that reads it).
+the round (LiteLLM's logging threads count: a short sleep ends each round). Rounds are
+interleaved, the order rotating; the output gives ms per call (median of the rounds, and
+range) and the median of each round's own ratio to "before", with the load average. No
+Django here (DEBUG=false is set for anything that reads it).
 
     .venv/bin/python tests/benchmarks/bench_litellm_call.py [--calls 5] [--rounds 200]
         [--model fake|priced] [--schema] [--variants bare,before,gateway]
@@ -21,7 +20,8 @@ load (about 1 min per variant).
 ``--engine`` measures a whole run instead: CPU per four-call Plan-and-Execute run in process
 (``engine.run_inline`` on SQLite with Redis, DEBUG=false, as bench_vs_langgraph's in-process
 part), in a fresh process per checkout and round (``--tree``, repeatable; default this one),
-checkouts interleaved: the way to compare a change with the tree before it.
+checkouts interleaved: the way to compare a change with the tree before it (with
+``--instructions``: instructions per run, the runs alone under callgrind).
 """
 
 from __future__ import annotations
