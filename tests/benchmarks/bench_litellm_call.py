@@ -152,9 +152,11 @@ def _with_key(b: Bench) -> Call:
 
 
 def _custom_price(b: Bench) -> Call:
+    """Prices per call: LiteLLM registers the model with them (on a name of its own, then)."""
     import litellm
 
-    kwargs = {**b.before_kwargs(), "input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+    kwargs = {**b.before_kwargs(), "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+              "model": b.model + "-custom"}
     return lambda: litellm.completion(**kwargs)
 
 
