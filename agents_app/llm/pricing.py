@@ -63,9 +63,10 @@ def _register_unpriced(model: str) -> None:
     Unregistered, every one of its calls costs LiteLLM ~3 M more instructions (19.5 M against
     16.4 M, about 10 % of its CPU time, 0.6–1 ms a call here: bench_litellm_call.py) in
     model-info lookups that fail, each raising, while it prices the response and picks the API
-    to call; registered, about what a priced model costs (15.8 M). The request LiteLLM sends is the same (LiteLLM seeds the entry with the capability
-    defaults an unmapped model resolves to; tests/test_litellm_diet.py). A model LiteLLM knows
-    (its cost failed for another reason) is left alone."""
+    to call; registered, about what a priced model costs (15.8 M). The request LiteLLM sends
+    is the same (LiteLLM seeds the entry with the capability defaults an unmapped model
+    resolves to; tests/test_litellm_diet.py). A model LiteLLM knows (its cost failed for
+    another reason) is left alone."""
     litellm = runtime.litellm()
     try:
         litellm.get_model_info(model)

@@ -55,6 +55,15 @@ from agents_app.patterns.structured import parse_structured, schema_instructions
 
 litellm.suppress_debug_info = True
 litellm.telemetry = False
+# The fakes are models LiteLLM cannot price. Quorum registers such a model with LiteLLM at a
+# price of 0 after its first call (agents_app/llm/pricing.py), which spares LiteLLM failing
+# model-info lookups on every later call (~10 % of its CPU per call); any LiteLLM user can do
+# the same with ``register_model``, so the LangGraph side does it too, and both sides pay
+# LiteLLM the same per call.
+litellm.register_model({f"openai/fake-{role}": {
+    "litellm_provider": "openai", "mode": "chat", "input_cost_per_token": 0.0,
+    "output_cost_per_token": 0.0, "cache_creation_input_token_cost": 0.0,
+    "cache_read_input_token_cost": 0.0} for role in ("planner", "executor", "synthesizer")})
 
 # Two steps: planner + 2 executor calls + synthesizer = 4 model calls, 5 stages.
 TASK_TEXT = "Collect the logs of service {i}, then write a report on the errors."
