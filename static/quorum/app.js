@@ -257,6 +257,7 @@
       form.parentNode.insertBefore(note, form.nextSibling);
     }
     note.textContent = text;
+    if (note.scrollIntoView) note.scrollIntoView({ block: "nearest" });
   });
   document.addEventListener("htmx:sendError", function () {
     pending = null;
