@@ -1,8 +1,8 @@
 """Reading settings from the environment: django-environ's ``Env``, except that a value that
 cannot be used stops start-up with what the variable takes (``manage.py`` prints it on one
 line and exits 2), never a cast's traceback and never the value itself (a misplaced secret
-stays unprinted). Numbers are read strictly: ``12abc``, ``nan`` and ``inf`` are refused
-rather than read as 12 or passed on; an empty value counts as unset."""
+stays unprinted). Numbers are read strictly: ``12abc``, ``nan``, ``inf`` and negatives are
+refused rather than read as 12 or passed on; an empty value counts as unset."""
 
 from __future__ import annotations
 
@@ -35,6 +35,8 @@ class Env(environ.Env):
                 from None
         if kind is float and not math.isfinite(value):
             raise ImproperlyConfigured(f"{var} takes a finite number, not NaN or an infinity.")
+        if value < 0:  # every number Quorum reads is a count, size, duration, price or port
+            raise ImproperlyConfigured(f"{var} takes {what} of 0 or more; it is set below 0.")
         return value
 
     def db_url(self, var: str = environ.Env.DEFAULT_DATABASE_ENV,  # type: ignore[override]

@@ -118,6 +118,8 @@ BAD_SETTINGS = [
     ("QUORUM_MAX_COST_USD", "12abc", "QUORUM_MAX_COST_USD takes a number;"),
     ("QUORUM_LLM_TIMEOUT", "nan", "QUORUM_LLM_TIMEOUT takes a finite number, not NaN"),
     ("QUORUM_LLM_TIMEOUT", "-inf", "QUORUM_LLM_TIMEOUT takes a finite number, not NaN"),
+    ("QUORUM_LLM_TIMEOUT", "-5", "QUORUM_LLM_TIMEOUT takes a number of 0 or more"),
+    ("QUORUM_MAX_TOKENS", "-1", "QUORUM_MAX_TOKENS takes a whole number of 0 or more"),
     ("TIME_ZONE", "Mars/Base", "TIME_ZONE is not a time zone name"),
     ("QUORUM_LOG_LEVEL", "LOUD", "QUORUM_LOG_LEVEL takes DEBUG, INFO, WARNING"),
     ("DATABASE_URL", "mysqlx://quorum:hunter2-secret@db/x", "DATABASE_URL names no database"),
