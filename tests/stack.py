@@ -114,6 +114,27 @@ def start_worker(log_dir: Path, node: str = "testworker", concurrency: int = 20,
     return proc
 
 
+def start_workers(log_dir: Path, node: str = "testworker", processes: int = 2,
+                  concurrency: int = 20, **env) -> Proc:
+    """``manage.py worker``: PROCESSES Celery workers ``{node}1@host`` … forked from one warm
+    parent (the process model of ``make dev``), ready when every child says so."""
+    proc = Proc("workers", [str(BIN / "python"), "manage.py", "worker", "--processes",
+                            str(processes), "--concurrency", str(concurrency), "--name", node,
+                            "--", "--without-mingle", "--without-gossip"],
+                app_env(**env), log_dir)
+    wait_until(lambda: proc.log().count(" ready.") >= processes or proc.popen.poll() is not None,
+               90, what=f"{processes} forked Celery workers to be ready")
+    if proc.popen.poll() is not None:
+        raise RuntimeError(f"workers exited:\n{proc.log()[-3000:]}")
+    return proc
+
+
+def child_pids(pid: int) -> list[int]:
+    """The direct children of ``pid`` (Linux)."""
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(p) for p in text.split()]
+
+
 def unfinished_tasks(worker: Proc) -> set[str]:
     """Ids of the tasks the worker's log says it received and has not finished (succeeded,
     raised, retried, ...) yet."""

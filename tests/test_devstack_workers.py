@@ -1,5 +1,5 @@
-"""devstack's worker processes: one thread-pool Celery process per core, distinct node names,
-beat in a process of its own, and bad settings refused in one line."""
+"""devstack's worker processes: ``manage.py worker`` (one thread-pool Celery process per core,
+forked from one parent), beat in a process of its own, and bad settings refused in one line."""
 
 import shlex
 from pathlib import Path
@@ -10,27 +10,20 @@ from django.core.management import CommandError, call_command
 from agents_app.management.commands import devstack
 
 
-def test_one_process_per_core_at_most_four(monkeypatch):
-    for cores, expected in ((1, 1), (2, 2), (4, 4), (16, 4), (None, 1)):
-        monkeypatch.setattr(devstack.os, "cpu_count", lambda c=cores: c)
-        assert devstack.default_worker_processes() == expected
-
-
-def test_worker_commands_have_distinct_nodes_and_none_runs_beat():
-    wrapped = [shlex.split(c) for c in devstack.worker_commands(
-        Path("/venv/bin"), Path("/var/q"), processes=3, concurrency=70)]
-    assert len(wrapped) == 3
-    for i, w in enumerate(wrapped, 1):  # each kept alive (started again if it dies)
-        assert w[:w.index("--") + 1] == ["/venv/bin/python", "-m", "common.keepalive",
-                                         "--name", f"worker{i}", "--"]
-    commands = [w[w.index("--") + 1:] for w in wrapped]
-    nodes = [c[c.index("-n") + 1] for c in commands]
-    assert nodes == ["worker1@%h", "worker2@%h", "worker3@%h"]
-    assert [c.count("--beat") + c.count("-B") for c in commands] == [0, 0, 0]
-    for c in commands:
-        assert c[:4] == ["/venv/bin/celery", "-A", "config", "worker"]
-        assert c[c.index("--pool") + 1] == "threads"
-        assert c[c.index("--concurrency") + 1] == "70"
+def test_the_workers_are_one_kept_alive_parent_forking_one_per_process(settings):
+    """``manage.py worker`` forks the workers (worker1@…, worker2@…) from one warm parent,
+    which restarts a child that dies; the parent itself is kept alive (its children die with
+    it), and no worker runs beat."""
+    wrapped = shlex.split(devstack.workers_command(Path("/venv/bin"), processes=3,
+                                                   concurrency=70))
+    assert wrapped[:wrapped.index("--") + 1] == ["/venv/bin/python", "-m", "common.keepalive",
+                                                 "--name", "workers", "--"]
+    command = wrapped[wrapped.index("--") + 1:]
+    assert command[:3] == ["/venv/bin/python", str(Path(settings.BASE_DIR) / "manage.py"),
+                           "worker"]
+    assert command[command.index("--processes") + 1] == "3"
+    assert command[command.index("--concurrency") + 1] == "70"
+    assert "--beat" not in command and "-B" not in command
 
 
 def test_beat_is_a_process_of_its_own_kept_alive():

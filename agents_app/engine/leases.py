@@ -30,14 +30,25 @@ log = logging.getLogger("quorum.engine")
 _identity = {"node": f"{socket.gethostname()}-{os.getpid()}", "boot": uuid.uuid4().hex[:12]}
 
 
+def _new_boot() -> None:
+    _identity["boot"] = uuid.uuid4().hex[:12]
+
+
+# A process forked from another (``manage.py worker``'s children) is a boot of its own: a child
+# forked again under a dead one's node name must find that one's leases not its own.
+os.register_at_fork(after_in_child=_new_boot)
+
+
 # Claims this process made: with the process and thread, unique within a boot (whose id is
 # random, and shared by processes forked from one: hence the pid), with no entropy per claim.
 _claims = itertools.count(1)
 
 
 def set_worker_identity(node: str) -> None:
-    """Called when a Celery worker starts: leases carry its node name and this boot's id."""
+    """Called when a Celery worker starts: leases carry its node name and this boot's id
+    (new at every start, so a worker started again tells its predecessor's leases apart)."""
     _identity["node"] = node
+    _new_boot()
 
 
 def lease_token() -> str:

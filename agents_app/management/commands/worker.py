@@ -1,0 +1,131 @@
+"""Celery workers, one per core, forked from one process that has imported everything.
+
+    python manage.py worker [--processes N] [--concurrency C] [--loglevel INFO] [--name worker]
+
+Each child is ``celery -A config worker --pool threads --concurrency C -n {name}{i}@%h``. The
+parent imports Django, Celery, the tasks, every pattern and (when a provider's model is
+configured) LiteLLM, moves it all out of the collector's sight (``gc.freeze``) and forks: the
+children share those pages instead of each holding its own copy, and a child that dies is
+forked again from the warm parent (common/forks.py) instead of importing for seconds. Measured
+in docs/BENCHMARKS.md ("Quorum vs LangGraph")."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import os
+import threading
+
+from django import forms
+from django.db import connections
+
+from agents_app.cli import CheckedCommand, form_type
+from common.forks import Forks
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def default_processes() -> int:
+    """One per core, at most four."""
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+# What a child would otherwise import on its first task or first model call, found by comparing
+# a child's sys.modules after a batch of runs with its parent's (docs/BENCHMARKS.md): imported
+# before the fork, each is one shared copy instead of one per child. A name an installed
+# version lacks is skipped; nothing breaks, that module is just not shared.
+WORKER_MODULES = (
+    "celery.bin.celery", "celery.apps.worker", "celery.worker.consumer.consumer",
+    "celery.worker.request", "celery.worker.strategy", "celery.worker.control",
+    "celery.worker.pidbox", "celery.worker.autoscale", "celery.worker.components",
+    "celery.worker.loops", "celery.concurrency.thread", "celery.contrib.django.task",
+    "celery.events.dispatcher", "celery.events.receiver", "celery.backends.base",
+    "celery.app.control", "celery.app.trace", "kombu.asynchronous.hub", "kombu.pidbox",
+    "kombu.mixins", "channels_redis.core", "channels_redis.pubsub", "xml.dom.minidom",
+    "pygments.lexers.python", "pygments.formatters.terminal256",
+)
+PROVIDER_MODULES = (
+    "openai.resources", "httpcore", "h11", "h2.connection", "jiter", "litellm._service_logger",
+    "litellm.integrations.prometheus_services", "litellm.llms.fal_ai.cost_calculator",
+    "litellm.llms.edenai.chat.transformation", "litellm.llms.openai.chat.gpt_audio_transformation",
+    "litellm.llms.openai_like.dynamic_config", "litellm.proxy._types",
+    "litellm.llms.vertex_ai.vertex_ai_partner_models.anthropic.transformation",
+)
+
+
+def preload(names: tuple[str, ...]) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+def warm_up() -> None:
+    """Import what every child needs, then leave the parent holding nothing a fork could
+    share half-used: no database connection, no thread but this one."""
+    from config.celery import app
+
+    app.loader.import_default_modules()  # the tasks modules (autodiscovery)
+    from agents_app.engine.stages import offline_only
+    from agents_app.llm.runtime import litellm as litellm_runtime
+    from agents_app.patterns.registry import load_all
+
+    load_all()
+    preload(WORKER_MODULES)
+    if not offline_only():
+        litellm_runtime()
+        preload(PROVIDER_MODULES)
+    connections.close_all()
+    extra = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
+    if extra:  # a library started a thread at import: it would not exist in the children
+        raise RuntimeError(f"threads running before the fork: {', '.join(extra)}")
+    gc.collect()
+    gc.freeze()
+
+
+
+def node_name(text: str) -> str:
+    if not text.isidentifier():
+        raise argparse.ArgumentTypeError("it takes letters, digits and underscores only")
+    return text
+
+
+def celery_argv(name: str, slot: int, concurrency: int, loglevel: str,
+                extra: list[str]) -> list[str]:
+    return ["worker", "--pool", "threads", "--concurrency", str(concurrency),
+            "--loglevel", loglevel, "-n", f"{name}{slot}@%h", *extra]
+
+
+class Command(CheckedCommand):
+    help = ("Celery workers (thread pool), one process per core, forked from one process that "
+            "has imported everything they share.")
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("--processes", type=form_type(forms.IntegerField(
+            min_value=1, max_value=64), "a whole number from 1 to 64"),
+            default=os.environ.get("QUORUM_WORKER_PROCESSES") or str(default_processes()),
+            help="worker processes (default: QUORUM_WORKER_PROCESSES, or one per core, "
+                 "at most four)")
+        parser.add_argument("--concurrency", type=form_type(forms.IntegerField(
+            min_value=1, max_value=1000), "a whole number from 1 to 1000"),
+            default=os.environ.get("QUORUM_WORKER_CONCURRENCY") or "100",
+            help="threads per process (default: QUORUM_WORKER_CONCURRENCY or 100)")
+        parser.add_argument("--loglevel", type=str.upper, choices=LOG_LEVELS, default="INFO")
+        parser.add_argument("--name", default="worker", type=node_name,
+                            help="node names are NAME1@host, NAME2@host, …")
+        parser.add_argument("celery_args", nargs="*", metavar="CELERY_OPTION",
+                            help="more options for each `celery worker`, after --")
+
+    def handle(self, *args, **opts):
+        warm_up()
+        from config.celery import app
+
+        def child(slot: int) -> int:
+            app.worker_main(celery_argv(opts["name"], slot, opts["concurrency"],
+                                        opts["loglevel"], opts["celery_args"]))
+            return 0
+
+        raise SystemExit(Forks(child, opts["processes"], name=opts["name"]).run())

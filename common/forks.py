@@ -1,0 +1,128 @@
+"""Child processes forked from one warm parent, each started again when it dies.
+
+``manage.py worker`` imports everything a worker needs once (Django, Celery, LiteLLM, every
+pattern), freezes that heap and forks one worker per core from it. The children share those
+pages copy-on-write instead of each importing its own copy (LiteLLM alone is ~160 MB per
+interpreter), and a child that dies is forked again from the warm parent in milliseconds
+instead of importing for seconds.
+
+The parent only waits: it holds no connection and runs no thread, so a fork copies nothing
+that could be half-used. Each child's entry is called with its slot number (1, 2, …) and its
+return value is the child's exit status; the child dies with the parent (``PR_SET_PDEATHSIG``
+on Linux), so a parent killed outright never leaves workers behind under names its successor
+will use. SIGTERM, SIGINT and SIGHUP are passed on to every child, which is then not started
+again; a child ending with status 0 is not started again either (it was asked to stop). A slot
+whose child ends more than ``MAX_RESTARTS`` times within ``WINDOW`` seconds is left down, the
+others are stopped, and the parent exits with that child's status: a worker that cannot start
+stops ``make dev``'s stack, as a single worker process did. No Django here."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable
+
+MAX_RESTARTS = 5
+WINDOW = 60.0
+PR_SET_PDEATHSIG = 1
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when ``parent`` ends (Linux; elsewhere nothing)."""
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it ended before the call above took effect
+        os._exit(1)
+
+
+def exit_status(code: int) -> int:
+    """A shell's status for ``waitstatus_to_exitcode``'s value (-N: killed by signal N)."""
+    return code if code >= 0 else 128 - code
+
+
+class Forks:
+    def __init__(self, entry: Callable[[int], int], count: int, name: str = "worker",
+                 pause: float = 1.0, say: Callable[[str], None] | None = None) -> None:
+        self.entry, self.count, self.name, self.first_pause = entry, count, name, pause
+        self.say = say or (lambda text: print(f"{name}s: {text}", file=sys.stderr, flush=True))
+        self.children: dict[int, int] = {}  # pid → slot
+        self.stopping = False
+        self.status = 0
+
+    def stop(self, signum: int, frame: object = None) -> None:
+        self.stopping = True
+        for pid in list(self.children):
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def fork(self, slot: int) -> int:
+        parent = os.getpid()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid:
+            self.children[pid] = slot
+            return pid
+        code = 1  # the child from here on: it never returns into the parent's code
+        try:
+            for signum in FORWARDED:
+                signal.signal(signum, signal.SIG_DFL)
+            die_with_parent(parent)
+            code = self.entry(slot)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:  # noqa: BLE001 - whatever it was, the child reports and ends
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+
+    def run(self) -> int:
+        for signum in FORWARDED:
+            signal.signal(signum, self.stop)
+        starts: dict[int, list[float]] = {slot: [] for slot in range(1, self.count + 1)}
+        pauses = dict.fromkeys(starts, self.first_pause)
+        for slot in starts:
+            starts[slot].append(time.monotonic())
+            self.fork(slot)
+        while self.children:
+            try:
+                pid, wait_status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            if pid not in self.children:
+                continue
+            slot = self.children.pop(pid)
+            code = os.waitstatus_to_exitcode(wait_status)
+            if self.stopping or code == 0:
+                self.status = max(self.status, exit_status(code) if code > 0 else 0)
+                continue
+            how = f"signal {-code}" if code < 0 else f"status {code}"
+            now = time.monotonic()
+            starts[slot] = [t for t in starts[slot] if now - t < WINDOW]
+            if len(starts[slot]) > MAX_RESTARTS:
+                self.say(f"{self.name}{slot} ended ({how}) {len(starts[slot])} times within "
+                         f"{WINDOW:.0f} s; leaving it down")
+                self.status = max(self.status, exit_status(code))
+                self.stop(signal.SIGTERM)
+                continue
+            self.say(f"{self.name}{slot} ended ({how}); starting it again in "
+                     f"{pauses[slot]:g} s")
+            deadline = now + pauses[slot]
+            while time.monotonic() < deadline and not self.stopping:
+                time.sleep(0.05)
+            pauses[slot] = min(pauses[slot] * 2, 30.0)
+            if not self.stopping:
+                starts[slot].append(time.monotonic())
+                self.fork(slot)
+        return self.status

@@ -1,0 +1,133 @@
+"""common/forks.py, the parent of ``manage.py worker``'s children: each slot forked once, a
+child that dies forked again, one that keeps dying stops them all, signals passed on, and no
+child outliving its parent. Each case runs in a Python process of its own (forking the test
+runner, with its threads, is not what the worker does)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from common.forks import exit_status
+from tests.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The entry each child runs, by mode: it appends "slot pid" to the file named in argv[2].
+DRIVER = """
+import os, signal, sys, time
+from common import forks
+mode, path = sys.argv[1], sys.argv[2]
+forks.MAX_RESTARTS = 2
+
+def entry(slot):
+    with open(path, "a") as f:
+        f.write(f"{slot} {os.getpid()}\\n")
+    starts = sum(1 for line in open(path) if line.split()[0] == str(slot))
+    if mode == "clean":
+        return 0
+    if mode == "crash-twice":  # slot 2 is killed by a signal twice, then ends cleanly
+        if slot == 2 and starts <= 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return 0
+    if mode == "keeps-failing":  # slot 1 always fails; slot 2 waits to be stopped
+        if slot == 1:
+            return 3
+        time.sleep(60)
+        return 0
+    if mode == "raises":
+        raise RuntimeError("boom in the child")
+    time.sleep(60)  # "wait": until a signal
+    return 0
+
+sys.exit(forks.Forks(entry, int(sys.argv[3]), name="w", pause=0.01).run())
+"""
+
+
+def drive(mode: str, path: Path, count: int = 2) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", DRIVER, mode, str(path), str(count)],
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+
+
+def starts(path: Path) -> list[tuple[int, int]]:
+    if not path.exists():
+        return []
+    return [(int(a), int(b)) for a, b in (line.split() for line in path.read_text().splitlines())]
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_each_slot_is_forked_once_and_a_clean_exit_ends_it(tmp_path):
+    log = tmp_path / "starts"
+    proc = drive("clean", log, count=3)
+    assert proc.wait(timeout=30) == 0
+    got = starts(log)
+    assert sorted(slot for slot, _ in got) == [1, 2, 3]
+    assert len({pid for _, pid in got}) == 3
+    assert proc.pid not in {pid for _, pid in got}
+
+
+def test_a_child_killed_by_a_signal_is_forked_again(tmp_path):
+    log = tmp_path / "starts"
+    proc = drive("crash-twice", log)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert [slot for slot, _ in starts(log)].count(2) == 3  # two deaths, then a clean end
+    assert [slot for slot, _ in starts(log)].count(1) == 1
+    assert "w2 ended (signal 9); starting it again" in err
+
+
+def test_a_child_that_keeps_failing_stops_the_others_and_its_status_is_returned(tmp_path):
+    log = tmp_path / "starts"
+    proc = drive("keeps-failing", log)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3
+    assert [slot for slot, _ in starts(log)].count(1) == 3  # the first start and two more
+    assert "w1 ended (status 3) 3 times within 60 s; leaving it down" in err
+    assert not any(alive(pid) for _, pid in starts(log))
+
+
+def test_an_exception_in_the_child_is_reported_and_is_a_failure(tmp_path):
+    proc = drive("raises", tmp_path / "starts", count=1)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "RuntimeError: boom in the child" in err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_is_passed_on_and_no_child_is_forked_again(tmp_path, signum):
+    log = tmp_path / "starts"
+    proc = drive("wait", log)
+    wait_until(lambda: len(starts(log)) == 2, 30, what="two children")
+    proc.send_signal(signum)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 0  # the children ended by the signal it passed on
+    time.sleep(0.2)
+    assert len(starts(log)) == 2
+    assert not any(alive(pid) for _, pid in starts(log))
+
+
+def test_no_child_outlives_a_parent_killed_outright(tmp_path):
+    log = tmp_path / "starts"
+    proc = drive("wait", log)
+    wait_until(lambda: len(starts(log)) == 2, 30, what="two children")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    wait_until(lambda: not any(alive(pid) for _, pid in starts(log)), 10,
+               what="the children to die with their parent")
+
+
+def test_exit_status_is_a_shells():
+    assert (exit_status(0), exit_status(3), exit_status(-9), exit_status(-15)) == (0, 3, 137, 143)
