@@ -19,6 +19,7 @@ LangGraph is a benchmark-only dependency (requirements-bench.lock): ``make bench
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import math
@@ -67,6 +68,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         default=int(os.environ.get("QUORUM_WORKER_PROCESSES") or cores),
                         help="Celery worker processes (default: QUORUM_WORKER_PROCESSES or one per "
                              "core, at most four, as make dev)")
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite",
+                        help="Quorum's database: SQLite (make dev's default) or a throwaway "
+                             "PostgreSQL cluster (tests/pg.py; production's); LangGraph keeps "
+                             "its SQLite checkpointer")
     parser.add_argument("--process-model", choices=("forked", "separate"), default="forked",
                         help="forked: `manage.py worker`, the workers forked from one warm "
                              "process (make dev, compose); separate: a `celery worker` "
@@ -297,12 +302,22 @@ def main(argv: list[str] | None = None) -> None:
     from tests.fakeprovider import fake_models
     from tests.stack import free_port
 
-    with tempfile.TemporaryDirectory(prefix="quorum-vs-langgraph-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="quorum-vs-langgraph-") as tmp, \
+            contextlib.ExitStack() as cleanup:
         var = Path(tmp)
         fake = FakeProcess(args.latency)
         env = {"QUORUM_API_BASE": fake.url, "OPENAI_API_KEY": "sk-bench-fake", "DEBUG": "false",
                "QUORUM_LOG_LEVEL": "ERROR",
                "SECRET_KEY": "bench-not-secret"}
+        if args.database == "postgres":
+            from tests import pg
+
+            if pg.missing():
+                sys.exit(f"bench_vs_langgraph: {pg.missing()}")
+            # Every worker thread may hold a connection: room for all of them and this process.
+            cluster = cleanup.enter_context(pg.PgCluster(
+                max_connections=args.workers * args.concurrency + 50))
+            env["DATABASE_URL"] = cluster.url
         try:
             setup_django(var, free_port(), **env)
             from django.conf import settings
@@ -383,7 +398,8 @@ def report(args, inline, statements, creating, conc, memory, others) -> None:
           f"rounds and {args.runs} concurrent rounds{' (--quick smoke test)' if args.quick else ''}")
     print(f"# load average (1 min) {args.load_before:.1f} before, {os.getloadavg()[0]:.1f} "
           f"after, on {os.cpu_count()} cores: other work on the machine shows as overhead")
-    print(f"# Quorum: SQLite, embedded Redis, {mode}. LangGraph "
+    print(f"# Quorum: {'PostgreSQL' if args.database == 'postgres' else 'SQLite'}, embedded "
+          f"Redis, {mode}. LangGraph "
           f"{_version('langgraph')}, SqliteSaver in process, AsyncSqliteSaver + asyncio.gather "
           f"of ainvoke in a process of its own")
     print("| figure | Quorum | LangGraph | Quorum ÷ LangGraph | target | |")

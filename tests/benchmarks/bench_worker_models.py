@@ -1,8 +1,8 @@
 """Worker process models side by side: N Plan-and-Execute runs at once (four calls each, the
 fake provider over HTTP at latency L) through Celery thread-pool workers in different shapes,
-e.g. one process of 200 threads against two of 100 (one per core), and two of 100 forked from
-one parent after every import (``2x100f``, tests/benchmarks/forked_workers.py: the imported
-modules shared copy-on-write). Memory is printed both as the summed peak RSS and as the summed
+e.g. one process of 200 threads against two of 100 (one per core) each started on its own,
+and two of 100 forked from one warm parent (``2x100f``: ``manage.py worker``, what ``make dev``
+runs; the imported modules shared copy-on-write). Memory is printed both as the summed peak RSS and as the summed
 PSS, which counts a page shared by two processes half in each. Models are interleaved
 round by round, each started fresh and warmed up, so load from elsewhere hits them alike.
 DEBUG=false.
@@ -54,22 +54,16 @@ def shape(text: str) -> tuple[int, int, bool]:
 
 def label(model: tuple[int, int, bool]) -> str:
     processes, threads, forked = model
-    return f"{processes} × {threads}" + (" forked after imports" if forked else "")
+    return f"{processes} × {threads}" + (" forked from one parent" if forked else "")
 
 
 def start_forked(var: Path, processes: int, threads: int, env: dict):
-    """forked_workers.py: one parent, ``processes`` workers forked after the imports."""
-    from tests.stack import Proc, app_env, wait_until
+    """``manage.py worker``: one parent, ``processes`` workers forked from it."""
+    from tests.stack import child_pids, start_workers
 
-    pids = var / f"forked-{time.monotonic_ns()}"
-    proc = Proc("forked", [sys.executable, str(Path(__file__).with_name("forked_workers.py"))],
-                app_env(FORKED_WORKERS=processes, FORKED_THREADS=threads, FORKED_PIDS=pids,
-                        QUORUM_VAR_DIR=var, **env), var)
-    wait_until(lambda: proc.log().count(" ready.") >= processes or proc.popen.poll() is not None,
-               90, what="the forked workers to be ready")
-    if proc.popen.poll() is not None:
-        raise RuntimeError(f"forked workers exited:\n{proc.log()[-3000:]}")
-    return [proc], [int(Path(f"{pids}.{i}").read_text()) for i in range(processes)]
+    proc = start_workers(var, node=f"f{processes}x{threads}", processes=processes,
+                         concurrency=threads, QUORUM_VAR_DIR=var, **env)
+    return [proc], [proc.popen.pid, *child_pids(proc.popen.pid)]
 
 
 def main() -> None:

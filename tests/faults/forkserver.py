@@ -4,8 +4,9 @@ A worker's start is mostly imports (Django, the app, LiteLLM: several seconds of
 small machine). The fault scripts restart the worker after every SIGKILL, dozens of times, so
 this process does the imports once, then forks one child per worker incarnation on request.
 Each child starts a session of its own (``kill -9 -<pid>`` takes it and its git, ruff or
-bandit children, like ``tests/stack.Proc.kill``), gets a fresh boot id (what a new process
-would have: leases carry it, see ``engine.recover_after_restart``), and runs
+bandit children, like ``tests/stack.Proc.kill``), gets a fresh boot id (as every fork does:
+``engine.leases`` renews it after a fork; leases carry it, see
+``engine.recover_after_restart``), and runs
 ``celery worker`` with the given arguments through ``app.worker_main``: the same Celery
 worker as ``celery -A config worker ...``, same pool, same signals.
 
@@ -34,12 +35,8 @@ def _child(log_path: str, argv: list[str]) -> None:
     os.close(fd)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    import uuid
-
-    from agents_app import engine
     from config.celery import app
 
-    engine.leases._identity["boot"] = uuid.uuid4().hex[:12]  # a new process would have a new one
     try:
         app.worker_main(["worker", *argv])
     finally:

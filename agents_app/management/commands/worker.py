@@ -41,7 +41,9 @@ WORKER_MODULES = (
     "celery.worker.pidbox", "celery.worker.autoscale", "celery.worker.components",
     "celery.worker.loops", "celery.concurrency.thread", "celery.contrib.django.task",
     "celery.events.dispatcher", "celery.events.receiver", "celery.backends.base",
-    "celery.app.control", "celery.app.trace", "kombu.asynchronous.hub", "kombu.pidbox",
+    "celery.app.control", "celery.app.trace", "celery.app.amqp", "celery.app.events",
+    "celery.app.log", "celery.app.routes", "celery.worker.consumer.delayed_delivery",
+    "billiard.pool", "kombu.asynchronous.hub", "kombu.pidbox",
     "kombu.mixins", "channels_redis.core", "channels_redis.pubsub", "xml.dom.minidom",
     "pygments.lexers.python", "pygments.formatters.terminal256",
 )
@@ -51,6 +53,7 @@ PROVIDER_MODULES = (
     "litellm.llms.edenai.chat.transformation", "litellm.llms.openai.chat.gpt_audio_transformation",
     "litellm.llms.openai_like.dynamic_config", "litellm.proxy._types",
     "litellm.llms.vertex_ai.vertex_ai_partner_models.anthropic.transformation",
+    "litellm.llms.fal_ai.chat.transformation", "litellm.proxy.openai_files_endpoints.common_utils",
 )
 
 
