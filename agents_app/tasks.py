@@ -11,7 +11,7 @@ import kombu
 from celery import shared_task
 from celery.signals import worker_ready
 
-import config.celery  # noqa: F401  (Quorum's app is the current one: .delay() sends with it)
+import config.celery  # noqa: F401  (Quorum's app is the current one for these tasks)
 
 from . import engine
 from .engine import scheduling

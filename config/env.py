@@ -22,6 +22,12 @@ class Env(environ.Env):
     def float(self, var: str, default: Any = environ.Env.NOTSET) -> Any:  # type: ignore[override]
         return self._number(var, default, float, "a number")
 
+    def port(self, var: str, default: int) -> int:
+        value = self.int(var, default=default)
+        if not 1 <= value <= 65535:
+            raise ImproperlyConfigured(f"{var} takes a port number from 1 to 65535.")
+        return value
+
     def _number(self, var: str, default: Any, kind: type, what: str) -> Any:
         raw = self.ENVIRON.get(var, "").strip()
         if not raw:

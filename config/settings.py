@@ -110,7 +110,7 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis, Channels, Celery ----------------------------------------------------------
-EMBEDDED_REDIS_PORT = env.int("QUORUM_EMBEDDED_REDIS_PORT", default=6399)
+EMBEDDED_REDIS_PORT = env.port("QUORUM_EMBEDDED_REDIS_PORT", default=6399)
 REDIS_URL = env.str("REDIS_URL", default=f"redis://127.0.0.1:{EMBEDDED_REDIS_PORT}/0")
 
 CHANNEL_LAYERS = {

@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import F, Q
 
+import config
 from agents_app.engine.journal import gateway_config
 from agents_app.llm.gateway import Gateway, is_in_process, is_offline, missing_credentials
 from agents_app.patterns.base import ModelClient, ModelError
@@ -195,10 +196,8 @@ def start_suggest(owner, connection=None, *, user=None) -> Suggested:
         return suggest(owner, connection, user=user, model=model)
     if not rulegen.filter_items(material(owner, connection)):
         return Suggested(model=model)
-    from .tasks import suggest_rules
-
-    suggest_rules.delay(owner.pk, connection.pk if connection else None,
-                        user.pk if user else None)
+    config.send_task("reviews_app.tasks.suggest_rules", args=(
+        owner.pk, connection.pk if connection else None, user.pk if user else None))
     return Suggested(model=model, queued=True)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-import config.celery  # noqa: F401  (Quorum's app is the current one: .delay() sends with it)
+import config.celery  # noqa: F401  (Quorum's app is the current one for these tasks)
 
 
 @shared_task(name="reviews_app.tasks.publish")

@@ -123,6 +123,10 @@ BAD_SETTINGS = [
     ("TIME_ZONE", "Mars/Base", "TIME_ZONE is not a time zone name"),
     ("QUORUM_LOG_LEVEL", "LOUD", "QUORUM_LOG_LEVEL takes DEBUG, INFO, WARNING"),
     ("DATABASE_URL", "mysqlx://quorum:hunter2-secret@db/x", "DATABASE_URL names no database"),
+    ("QUORUM_EMBEDDED_REDIS_PORT", "70000",
+     "QUORUM_EMBEDDED_REDIS_PORT takes a port number from 1 to 65535."),
+    ("QUORUM_EMBEDDED_REDIS_PORT", "0",
+     "QUORUM_EMBEDDED_REDIS_PORT takes a port number from 1 to 65535."),
 ]
 
 

@@ -53,3 +53,11 @@ def test_processes_and_concurrency_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("QUORUM_WORKER_CONCURRENCY", "40")
     opts = devstack.Command().create_parser("manage.py", "devstack").parse_args([])
     assert (opts.processes, opts.concurrency) == (3, 40)
+
+
+@pytest.mark.parametrize("value", ["abc", "70000", "0", "-1", "80.5"])
+def test_a_bad_port_from_the_environment_is_refused_in_one_line(monkeypatch, value):
+    monkeypatch.setenv("QUORUM_PORT", value)
+    with pytest.raises(CommandError) as err:
+        call_command("devstack")
+    assert "--port" in str(err.value) and "Traceback" not in str(err.value)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
+import config
 from agents_app import engine
 from agents_app.models import Run
 from agents_app.patterns.base import ModelError
@@ -219,11 +220,11 @@ def test_a_priced_model_goes_to_the_worker(review, alice, settings, monkeypatch)
     settings.QUORUM_ROLE_MODELS = {**settings.QUORUM_ROLE_MODELS, "synthesizer": "gpt-4o"}
     monkeypatch.setattr(rules, "missing_credentials", lambda model: None)
     sent = []
-    monkeypatch.setattr(tasks.suggest_rules, "delay", lambda *a: sent.append(a))
+    monkeypatch.setattr(config, "send_task", lambda name, args: sent.append((name, *args)))
     f1 = kept_findings(review)[0]
     decide(review, f1, alice, "accepted", "Always log before returning 500.")
     out = rules.start_suggest(alice, user=alice)
-    assert out.queued and sent == [(alice.pk, None, alice.pk)]
+    assert out.queued and sent == [("reviews_app.tasks.suggest_rules", alice.pk, None, alice.pk)]
     # The worker's side, with a scripted client standing in for the provider.
     model = QueueModel({"rules": [{"title": "Log before 500", "text": "Log, then 500.",
                                    "source_ids": [str(f1.pk)]}]})

@@ -143,27 +143,32 @@ def _installed(module: str) -> bool:
 
 
 class SqlCounter:
-    """Statements run on every Django connection of this process, while counting."""
+    """Statements run on every Django connection of this process, while counting; ``BEGIN``
+    counted apart, as transactions (as tests/test_engine_statements.py counts them)."""
 
     def __init__(self) -> None:
         from django.db.backends import utils
 
-        self.count = 0
+        self.count = self.begins = 0
         self._lock = threading.Lock()
         original = utils.CursorWrapper._execute_with_wrappers
         counter = self
 
         def counted(self, sql, params, many, executor):
             with counter._lock:
-                counter.count += 1
+                if sql.lstrip()[:5].upper() == "BEGIN":
+                    counter.begins += 1
+                else:
+                    counter.count += 1
             return original(self, sql, params, many, executor)
 
         utils.CursorWrapper._execute_with_wrappers = counted
 
-    def take(self) -> int:
+    def take(self) -> tuple[int, int]:
+        """(statements, transactions) since the last take."""
         with self._lock:
-            n, self.count = self.count, 0
-        return n
+            got, self.count, self.begins = (self.count, self.begins), 0, 0
+        return got
 
 
 class FakeProcess:
@@ -388,7 +393,8 @@ def report(args, inline, statements, creating, conc, memory, others) -> None:
     over = {k: 1000 * (med(w for w, _ in inline[k]) - direct_wall) / CALLS
             for k in ("quorum", "langgraph")}
     cpu = {k: 1000 * med(c for _, c in inline[k]) for k in ("direct", "quorum", "langgraph")}
-    n_sql = med(statements)
+    n_sql = med(n for n, _ in statements)
+    n_begin = med(b for _, b in statements)
     mode = (f"{args.workers} worker process(es) × {args.concurrency} threads (Celery threads "
             "pool), " + ("forked from one warm parent (`manage.py worker`, as make dev)"
                          if args.process_model == "forked" else "each started on its own"))
@@ -418,9 +424,10 @@ def report(args, inline, statements, creating, conc, memory, others) -> None:
     q_cpu, lg_cpu = med(conc["q_cpu"]), med(conc["lg_cpu"])
     row(f"CPU per run in the worker, {args.large} runs at once, ms", q_cpu, lg_cpu,
         f"≤ {TARGETS['cpu_worker']:g} ms", q_cpu <= TARGETS["cpu_worker"])
-    row(f"SQL statements per run ({CALLS} calls, 5 stages; creating it: {med(creating):g} more)",
-        n_sql, None, f"≤ {TARGETS['sql']}, ≤ 3 per call", n_sql <= TARGETS["sql"]
-        and n_sql / CALLS <= 3, fmt="{:g}")
+    row(f"SQL statements per run ({CALLS} calls, 5 stages; BEGIN counted apart: {n_begin:g} "
+        f"transactions; creating it: {med(n for n, _ in creating):g} more; per call: "
+        f"tests/test_engine_statements.py)", n_sql, None, f"≤ {TARGETS['sql']}",
+        n_sql <= TARGETS["sql"], fmt="{:g}")
     ql, ll = med(conc["q_large"]), med(conc["lg_large"])
     row(f"makespan, {args.large} runs at once ÷ one run, L = {args.large_latency:g} s", ql, ll,
         f"≤ {TARGETS['ratio_large']:g}×", ql <= TARGETS["ratio_large"], fmt="{:.2f}×")

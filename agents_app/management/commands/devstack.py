@@ -70,7 +70,7 @@ class Command(CheckedCommand):
         parser.add_argument("--host", default=os.environ.get("QUORUM_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=form_type(forms.IntegerField(
             min_value=1, max_value=65535), "a port number"),
-            default=int(os.environ.get("QUORUM_PORT", "8000")))
+            default=os.environ.get("QUORUM_PORT") or "8000")
         parser.add_argument("--concurrency", type=form_type(forms.IntegerField(
             min_value=1, max_value=1000), "a whole number"),
                             default=os.environ.get("QUORUM_WORKER_CONCURRENCY") or "100",
