@@ -10,11 +10,15 @@ The parent only waits: it holds no connection and runs no thread, so a fork copi
 that could be half-used. Each child's entry is called with its slot number (1, 2, …) and its
 return value is the child's exit status; the child dies with the parent (``PR_SET_PDEATHSIG``
 on Linux), so a parent killed outright never leaves workers behind under names its successor
-will use. SIGTERM, SIGINT and SIGHUP are passed on to every child, which is then not started
-again; a child ending with status 0 is not started again either (it was asked to stop). A slot
-whose child ends more than ``MAX_RESTARTS`` times within ``WINDOW`` seconds is left down, the
-others are stopped, and the parent exits with that child's status: a worker that cannot start
-stops ``make dev``'s stack, as a single worker process did. No Django here."""
+will use. SIGTERM and SIGINT are passed on to every child, SIGHUP as SIGTERM (a Celery worker
+takes SIGHUP as "restart yourself"); then no child is started again and the parent exits once
+they have. A child that ends unasked, whatever its status, is forked again after a pause
+(1 s, doubling with each end within ``WINDOW`` seconds, at most 30 s): only the parent's
+signal stops the set, so a worker told to shut down on its own does not leave its slot empty.
+A slot whose child ends more than ``MAX_RESTARTS`` times within ``WINDOW`` seconds is left
+down, the others are stopped, and the parent exits with that child's status (1 for a child
+that kept ending with 0): a worker that cannot start stops ``make dev``'s stack, as a single
+worker process did. No Django here."""
 
 from __future__ import annotations
 
@@ -54,15 +58,20 @@ class Forks:
         self.say = say or (lambda text: print(f"{name}s: {text}", file=sys.stderr, flush=True))
         self.children: dict[int, int] = {}  # pid → slot
         self.stopping = False
+        self.signal: int = signal.SIGTERM
         self.status = 0
 
     def stop(self, signum: int, frame: object = None) -> None:
         self.stopping = True
+        self.signal = signal.SIGTERM if signum == signal.SIGHUP else signum
         for pid in list(self.children):
-            try:
-                os.kill(pid, signum)
-            except ProcessLookupError:
-                pass
+            self._send(pid)
+
+    def _send(self, pid: int) -> None:
+        try:
+            os.kill(pid, self.signal)
+        except ProcessLookupError:
+            pass
 
     def fork(self, slot: int) -> int:
         parent = os.getpid()
@@ -71,6 +80,8 @@ class Forks:
         pid = os.fork()
         if pid:
             self.children[pid] = slot
+            if self.stopping:  # the signal came between the fork and the line above
+                self._send(pid)
             return pid
         code = 1  # the child from here on: it never returns into the parent's code
         try:
@@ -91,7 +102,6 @@ class Forks:
         for signum in FORWARDED:
             signal.signal(signum, self.stop)
         starts: dict[int, list[float]] = {slot: [] for slot in range(1, self.count + 1)}
-        pauses = dict.fromkeys(starts, self.first_pause)
         for slot in starts:
             starts[slot].append(time.monotonic())
             self.fork(slot)
@@ -104,8 +114,8 @@ class Forks:
                 continue
             slot = self.children.pop(pid)
             code = os.waitstatus_to_exitcode(wait_status)
-            if self.stopping or code == 0:
-                self.status = max(self.status, exit_status(code) if code > 0 else 0)
+            if self.stopping:
+                self.status = max(self.status, code if code > 0 else 0)
                 continue
             how = f"signal {-code}" if code < 0 else f"status {code}"
             now = time.monotonic()
@@ -113,15 +123,14 @@ class Forks:
             if len(starts[slot]) > MAX_RESTARTS:
                 self.say(f"{self.name}{slot} ended ({how}) {len(starts[slot])} times within "
                          f"{WINDOW:.0f} s; leaving it down")
-                self.status = max(self.status, exit_status(code))
+                self.status = max(self.status, exit_status(code) if code else 1)
                 self.stop(signal.SIGTERM)
                 continue
-            self.say(f"{self.name}{slot} ended ({how}); starting it again in "
-                     f"{pauses[slot]:g} s")
-            deadline = now + pauses[slot]
+            pause = min(self.first_pause * 2 ** max(len(starts[slot]) - 1, 0), 30.0)
+            self.say(f"{self.name}{slot} ended ({how}); starting it again in {pause:g} s")
+            deadline = now + pause
             while time.monotonic() < deadline and not self.stopping:
                 time.sleep(0.05)
-            pauses[slot] = min(pauses[slot] * 2, 30.0)
             if not self.stopping:
                 starts[slot].append(time.monotonic())
                 self.fork(slot)

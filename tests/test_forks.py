@@ -1,6 +1,6 @@
 """common/forks.py, the parent of ``manage.py worker``'s children: each slot forked once, a
-child that dies forked again, one that keeps dying stops them all, signals passed on, and no
-child outliving its parent. Each case runs in a Python process of its own (forking the test
+child that ends unasked forked again, one that keeps ending stops them all, signals passed on
+(SIGHUP as SIGTERM), and no child outliving its parent. Each case runs in a Python process of its own (forking the test
 runner, with its threads, is not what the worker does)."""
 
 from __future__ import annotations
@@ -30,20 +30,18 @@ def entry(slot):
     with open(path, "a") as f:
         f.write(f"{slot} {os.getpid()}\\n")
     starts = sum(1 for line in open(path) if line.split()[0] == str(slot))
-    if mode == "clean":
-        return 0
-    if mode == "crash-twice":  # slot 2 is killed by a signal twice, then ends cleanly
+    if mode == "crash-twice":  # slot 2 is killed by a signal twice, then stays
         if slot == 2 and starts <= 2:
             os.kill(os.getpid(), signal.SIGKILL)
-        return 0
-    if mode == "keeps-failing":  # slot 1 always fails; slot 2 waits to be stopped
+    elif mode == "keeps-failing":  # slot 1 always fails; slot 2 stays
         if slot == 1:
             return 3
-        time.sleep(60)
-        return 0
-    if mode == "raises":
+    elif mode == "keeps-ending-cleanly":  # slot 1 always ends with 0, unasked
+        if slot == 1:
+            return 0
+    elif mode == "raises":
         raise RuntimeError("boom in the child")
-    time.sleep(60)  # "wait": until a signal
+    time.sleep(60)  # until a signal
     return 0
 
 sys.exit(forks.Forks(entry, int(sys.argv[3]), name="w", pause=0.01).run())
@@ -69,9 +67,11 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_each_slot_is_forked_once_and_a_clean_exit_ends_it(tmp_path):
+def test_each_slot_is_forked_once(tmp_path):
     log = tmp_path / "starts"
-    proc = drive("clean", log, count=3)
+    proc = drive("wait", log, count=3)
+    wait_until(lambda: len(starts(log)) == 3, 30, what="three children")
+    proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     got = starts(log)
     assert sorted(slot for slot, _ in got) == [1, 2, 3]
@@ -82,11 +82,28 @@ def test_each_slot_is_forked_once_and_a_clean_exit_ends_it(tmp_path):
 def test_a_child_killed_by_a_signal_is_forked_again(tmp_path):
     log = tmp_path / "starts"
     proc = drive("crash-twice", log)
+    wait_until(lambda: [slot for slot, _ in starts(log)].count(2) == 3, 30,
+               what="slot 2 forked a third time")
+    proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0
-    assert [slot for slot, _ in starts(log)].count(2) == 3  # two deaths, then a clean end
     assert [slot for slot, _ in starts(log)].count(1) == 1
-    assert "w2 ended (signal 9); starting it again" in err
+    assert [slot for slot, _ in starts(log)].count(2) == 3
+    assert "w2 ended (signal 9); starting it again in 0.01 s" in err
+    assert "w2 ended (signal 9); starting it again in 0.02 s" in err  # doubling
+
+
+def test_a_child_ending_cleanly_unasked_is_forked_again_and_one_that_keeps_ending_stops_all(
+        tmp_path):
+    """Only the parent's signal stops the set: a worker told to shut down on its own (Celery's
+    remote shutdown, a SIGHUP sent to it) ends with 0, and its slot must not stay empty."""
+    log = tmp_path / "starts"
+    proc = drive("keeps-ending-cleanly", log)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert "w1 ended (status 0); starting it again" in err
+    assert "w1 ended (status 0) 3 times within 60 s; leaving it down" in err
+    assert not any(alive(pid) for _, pid in starts(log))
 
 
 def test_a_child_that_keeps_failing_stops_the_others_and_its_status_is_returned(tmp_path):
@@ -104,9 +121,10 @@ def test_an_exception_in_the_child_is_reported_and_is_a_failure(tmp_path):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1
     assert "RuntimeError: boom in the child" in err
+    assert "w1 ended (status 1) 3 times within 60 s; leaving it down" in err
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_a_signal_is_passed_on_and_no_child_is_forked_again(tmp_path, signum):
     log = tmp_path / "starts"
     proc = drive("wait", log)

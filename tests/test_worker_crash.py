@@ -3,9 +3,14 @@ run, which finishes with no duplicated step, call or event. No other worker runs
 
 import pytest
 
-from agents_app.models import Event, Run, StepResult
+from agents_app.models import Event, Run
 from tests.stack import start_worker, wait_until
-from tests.test_worker_integration import assert_no_duplicates, start, status_of
+from tests.test_worker_integration import (
+    assert_no_duplicates,
+    second_step_in_flight,
+    start,
+    status_of,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -15,13 +20,8 @@ def test_worker_killed_mid_step_restarts_and_finishes_without_duplicates(
     first = start_worker(stack_dir, node="killme", QUORUM_OFFLINE_LATENCY="1.0")
     try:
         run = start(alice, auto_approve=True)
-
-        def second_step_in_flight():
-            r = Run.objects.get(pk=run.pk)
-            return r.stage == "step:1:1" and r.lease_owner and \
-                StepResult.objects.filter(run_id=run.pk).count() == 1
-
-        wait_until(second_step_in_flight, 40, interval=0.05, what="step 2 in flight")
+        wait_until(lambda: second_step_in_flight(run.pk), 40, interval=0.05,
+                   what="step 2 in flight")
         first.kill()
         stuck = Run.objects.get(pk=run.pk)
         assert stuck.status == "executing" and stuck.lease_owner.startswith("killme@")

@@ -7,9 +7,14 @@ import signal
 
 import pytest
 
-from agents_app.models import Event, Run, StepResult
+from agents_app.models import Event, Run
 from tests.stack import child_pids, start_workers, wait_until
-from tests.test_worker_integration import assert_no_duplicates, start, status_of
+from tests.test_worker_integration import (
+    assert_no_duplicates,
+    second_step_in_flight,
+    start,
+    status_of,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -30,13 +35,8 @@ def test_forked_workers_killed_mid_step_are_forked_again_and_finish_the_run(
         first = child_pids(workers.popen.pid)
         assert len(first) == 2
         run = start(alice, auto_approve=True)
-
-        def second_step_in_flight():
-            r = Run.objects.get(pk=run.pk)
-            return r.stage == "step:1:1" and r.lease_owner and \
-                StepResult.objects.filter(run_id=run.pk).count() == 1
-
-        wait_until(second_step_in_flight, 40, interval=0.05, what="step 2 in flight")
+        wait_until(lambda: second_step_in_flight(run.pk), 40, interval=0.05,
+                   what="step 2 in flight")
         assert Run.objects.get(pk=run.pk).lease_owner.startswith(("forked1@", "forked2@"))
         for pid in first:
             os.kill(pid, signal.SIGKILL)

@@ -33,6 +33,13 @@ def start(owner, **options):
                              max_cost_usd=Decimal("1"), max_tokens=100_000)
 
 
+def second_step_in_flight(run_id) -> bool:
+    """A worker holds the run in its second step, the first step's result committed."""
+    r = Run.objects.get(pk=run_id)
+    return r.stage == "step:1:1" and bool(r.lease_owner) and \
+        StepResult.objects.filter(run_id=run_id).count() == 1
+
+
 def assert_no_duplicates(run_id, steps=3, calls=5):
     assert StepResult.objects.filter(run_id=run_id).count() == steps
     keys = list(ModelCall.objects.filter(run_id=run_id).values_list("stage", "key"))
