@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 
 from django.apps import apps
@@ -64,6 +65,16 @@ def check_with(field, value, option: str):
         return field.clean(value)
     except ValidationError as exc:
         raise bad_input(f"{option}: {refusal(field, exc)}") from None
+
+
+def option_or_env(value, var: str, field, fallback):
+    """An option's value when it was given; else the environment variable ``var``'s, cleaned
+    by the option's own form field (a bad one is refused naming the variable, not the
+    option); else ``fallback``."""
+    if value is not None:
+        return value
+    text = os.environ.get(var, "").strip()
+    return check_with(field, text, var) if text else fallback
 
 
 class CheckedCommand(BaseCommand):

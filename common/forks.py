@@ -102,14 +102,25 @@ class Forks:
         for signum in FORWARDED:
             signal.signal(signum, self.stop)
         starts: dict[int, list[float]] = {slot: [] for slot in range(1, self.count + 1)}
+        due: dict[int, float] = {}  # slot → when its child is forked again
         for slot in starts:
             starts[slot].append(time.monotonic())
             self.fork(slot)
-        while self.children:
+        while self.children or (due and not self.stopping):
+            for slot, when in list(due.items()):  # each slot's pause runs on its own clock
+                if self.stopping:
+                    due.clear()
+                elif time.monotonic() >= when:
+                    del due[slot]
+                    starts[slot].append(time.monotonic())
+                    self.fork(slot)
             try:
-                pid, wait_status = os.waitpid(-1, 0)
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                break
+                pid = 0
+            if not pid:
+                time.sleep(0.05)
+                continue
             if pid not in self.children:
                 continue
             slot = self.children.pop(pid)
@@ -128,10 +139,5 @@ class Forks:
                 continue
             pause = min(self.first_pause * 2 ** max(len(starts[slot]) - 1, 0), 30.0)
             self.say(f"{self.name}{slot} ended ({how}); starting it again in {pause:g} s")
-            deadline = now + pause
-            while time.monotonic() < deadline and not self.stopping:
-                time.sleep(0.05)
-            if not self.stopping:
-                starts[slot].append(time.monotonic())
-                self.fork(slot)
+            due[slot] = now + pause
         return self.status

@@ -8,8 +8,9 @@ its previous incarnation held and goes on with those runs (``engine.recover_afte
     python -m common.keepalive [--name worker2] -- celery -A config worker ...
 
 The command is started again after it ends by a signal or with a non-zero status, after a
-pause (1 s, doubling to 30 s); after ``MAX_RESTARTS`` starts within ``WINDOW`` seconds it is
-left down and its status returned, so a command that cannot start stops the stack as before.
+pause (1 s, doubling with each end within ``WINDOW`` seconds, at most 30 s); after
+``MAX_RESTARTS`` starts within ``WINDOW`` seconds it is left down and its status returned, so
+a command that cannot start stops the stack as before.
 A clean exit (0) ends this too. SIGTERM, SIGINT and SIGHUP are passed on to the command,
 which is then not started again. No Django: it starts before and outlives the command."""
 
@@ -41,7 +42,6 @@ class Keeper:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self.stop)
         starts: list[float] = []
-        pause = self.first_pause
         while True:
             starts = [t for t in starts if time.monotonic() - t < WINDOW] + [time.monotonic()]
             self.child = subprocess.Popen(self.command)  # noqa: S603 - our own command line
@@ -53,13 +53,16 @@ class Keeper:
                 self._say(f"{self.name} ended ({how}) {len(starts)} times within "
                           f"{WINDOW:.0f} s; leaving it down")
                 return code if code > 0 else 128 - code
+            # 1 s, doubling with each end within the window (at most 30 s): a command that
+            # kept running for a while is started again after the first pause.
+            recent = sum(1 for t in starts if time.monotonic() - t < WINDOW)
+            pause = min(self.first_pause * 2 ** max(recent - 1, 0), 30.0)
             self._say(f"{self.name} ended ({how}); starting it again in {pause:g} s")
             deadline = time.monotonic() + pause
             while time.monotonic() < deadline and not self.stopping:
                 time.sleep(0.05)
             if self.stopping:
                 return code if code > 0 else 128 - code
-            pause = min(pause * 2, 30.0)
 
     def _say(self, text: str) -> None:
         print(f"keepalive: {text}", file=sys.stderr, flush=True)

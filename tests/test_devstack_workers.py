@@ -42,22 +42,43 @@ def test_bad_process_counts_are_refused(monkeypatch, value):
     monkeypatch.setenv("QUORUM_WORKER_PROCESSES", value)
     with pytest.raises(CommandError) as err:
         call_command("devstack")
-    assert "--processes" in str(err.value)
+    assert str(err.value).startswith("QUORUM_WORKER_PROCESSES: ")  # the variable, not a flag
     monkeypatch.delenv("QUORUM_WORKER_PROCESSES")
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError) as err:
         call_command("devstack", "--processes", value)
+    assert "--processes" in str(err.value)
 
 
-def test_processes_and_concurrency_come_from_the_environment(monkeypatch):
+def test_processes_concurrency_and_port_come_from_the_environment(monkeypatch):
+    started = {}
+    monkeypatch.setattr(devstack, "Manager", lambda: pytest.fail("the stack started"))
+
+    def workers_command(bin_dir, processes, concurrency):
+        started.update(processes=processes, concurrency=concurrency)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(devstack, "workers_command", workers_command)
+    monkeypatch.setattr(devstack, "Manager", type("M", (), {"add_process": lambda *a, **k: None}))
     monkeypatch.setenv("QUORUM_WORKER_PROCESSES", "3")
     monkeypatch.setenv("QUORUM_WORKER_CONCURRENCY", "40")
-    opts = devstack.Command().create_parser("manage.py", "devstack").parse_args([])
-    assert (opts.processes, opts.concurrency) == (3, 40)
+    monkeypatch.setenv("QUORUM_PORT", "8123")
+    with pytest.raises(SystemExit):
+        call_command("devstack")
+    assert started == {"processes": 3, "concurrency": 40}
+    with pytest.raises(SystemExit):
+        call_command("devstack", "--processes", "2")  # the option wins over the variable
+    assert started["processes"] == 2
 
 
-@pytest.mark.parametrize("value", ["abc", "70000", "0", "-1", "80.5"])
-def test_a_bad_port_from_the_environment_is_refused_in_one_line(monkeypatch, value):
+@pytest.mark.parametrize(("value", "said"), [
+    ("abc", "QUORUM_PORT: Enter a whole number."), ("70000", "QUORUM_PORT: takes 1 to 65535."),
+    ("0", "QUORUM_PORT: takes 1 to 65535."), ("-1", "QUORUM_PORT: takes 1 to 65535."),
+    ("80.5", "QUORUM_PORT: Enter a whole number."),
+])
+def test_a_bad_port_from_the_environment_is_refused_naming_the_variable(monkeypatch, value,
+                                                                       said):
     monkeypatch.setenv("QUORUM_PORT", value)
     with pytest.raises(CommandError) as err:
         call_command("devstack")
-    assert "--port" in str(err.value) and "Traceback" not in str(err.value)
+    assert str(err.value) == said
+    assert err.value.returncode == 2

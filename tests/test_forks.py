@@ -28,7 +28,7 @@ forks.MAX_RESTARTS = 2
 
 def entry(slot):
     with open(path, "a") as f:
-        f.write(f"{slot} {os.getpid()}\\n")
+        f.write(f"{slot} {os.getpid()} {time.time()}\\n")
     starts = sum(1 for line in open(path) if line.split()[0] == str(slot))
     if mode == "crash-twice":  # slot 2 is killed by a signal twice, then stays
         if slot == 2 and starts <= 2:
@@ -39,24 +39,32 @@ def entry(slot):
     elif mode == "keeps-ending-cleanly":  # slot 1 always ends with 0, unasked
         if slot == 1:
             return 0
+    elif mode == "both-crash-once":  # every slot is killed at its first start
+        if starts == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
     elif mode == "raises":
         raise RuntimeError("boom in the child")
     time.sleep(60)  # until a signal
     return 0
 
-sys.exit(forks.Forks(entry, int(sys.argv[3]), name="w", pause=0.01).run())
+sys.exit(forks.Forks(entry, int(sys.argv[3]), name="w", pause=float(sys.argv[4])).run())
 """
 
 
-def drive(mode: str, path: Path, count: int = 2) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", DRIVER, mode, str(path), str(count)],
-                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+def drive(mode: str, path: Path, count: int = 2, pause: float = 0.01) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", DRIVER, mode, str(path), str(count),
+                             str(pause)], cwd=ROOT, stderr=subprocess.PIPE, text=True)
 
 
 def starts(path: Path) -> list[tuple[int, int]]:
     if not path.exists():
         return []
-    return [(int(a), int(b)) for a, b in (line.split() for line in path.read_text().splitlines())]
+    return [(int(a), int(b)) for a, b, _ in (line.split() for line in path.read_text().splitlines())]
+
+
+def times(path: Path, slot: int) -> list[float]:
+    return [float(t) for a, _, t in (line.split() for line in path.read_text().splitlines())
+            if int(a) == slot]
 
 
 def alive(pid: int) -> bool:
@@ -91,6 +99,20 @@ def test_a_child_killed_by_a_signal_is_forked_again(tmp_path):
     assert [slot for slot, _ in starts(log)].count(2) == 3
     assert "w2 ended (signal 9); starting it again in 0.01 s" in err
     assert "w2 ended (signal 9); starting it again in 0.02 s" in err  # doubling
+
+
+def test_each_slot_waits_its_own_pause_not_the_others(tmp_path):
+    """Both children killed at once come back together, one pause later: the parent does not
+    sleep through one slot's pause before it reaps the next (QA, 2026-11-26)."""
+    log = tmp_path / "starts"
+    proc = drive("both-crash-once", log, pause=1.0)
+    wait_until(lambda: len(starts(log)) == 4, 30, what="both slots forked again")
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    first = [times(log, slot)[0] for slot in (1, 2)]
+    again = [times(log, slot)[1] for slot in (1, 2)]
+    assert all(0.9 < b - a < 1.9 for a, b in zip(first, again, strict=True)), (first, again)
+    assert abs(again[0] - again[1]) < 0.5, again
 
 
 def test_a_child_ending_cleanly_unasked_is_forked_again_and_one_that_keeps_ending_stops_all(

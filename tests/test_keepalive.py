@@ -85,3 +85,24 @@ def test_no_leftover_child_after_sigterm(tmp_path):
     time.sleep(0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_the_pause_doubles_only_while_the_command_keeps_ending(tmp_path, monkeypatch, capsys):
+    """A command that ran longer than the window is started again after the first pause, not
+    after a pause doubled by ends long past (QA, 2026-11-26)."""
+    marker = tmp_path / "starts"
+    script = ("import sys, time; p = sys.argv[1]; open(p, 'a').write('x\\n');"
+              "n = len(open(p).read().split()); time.sleep(0.3); sys.exit(1 if n < 4 else 0)")
+    monkeypatch.setattr(keepalive, "WINDOW", 0.2)
+    assert keepalive.Keeper(child(script, str(marker)), "w", pause=0.01).run() == 0
+    said = capsys.readouterr().err
+    assert said.count("w ended (status 1); starting it again in 0.01 s") == 3, said
+
+
+def test_the_pause_doubles_while_the_command_keeps_ending(tmp_path, capsys):
+    marker = tmp_path / "starts"
+    script = ("import sys; p = sys.argv[1]; open(p, 'a').write('x\\n');"
+              "sys.exit(1 if len(open(p).read().split()) < 4 else 0)")
+    assert keepalive.Keeper(child(script, str(marker)), "w", pause=0.01).run() == 0
+    said = capsys.readouterr().err
+    assert [line.rsplit(" ", 2)[-2] for line in said.splitlines()] == ["0.01", "0.02", "0.04"]

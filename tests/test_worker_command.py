@@ -34,20 +34,35 @@ def test_bad_options_are_refused_before_anything_starts(option, value):
     assert option in str(err.value)
 
 
-@pytest.mark.parametrize("name", ["a b", "w@host", "", "w\x00", "../w"])
+@pytest.mark.parametrize("name", ["a b", "w@host", "", "w\x00", "../w", "wörker", "w" * 65])
 def test_a_node_name_that_is_not_a_word_is_refused(name, monkeypatch):
     monkeypatch.setattr(worker, "warm_up", lambda: pytest.fail("warmed up for a bad name"))
     with pytest.raises(CommandError) as err:
         call_command("worker", "--name", name)
-    assert "--name: it takes letters, digits and underscores only" in str(err.value)
+    assert "--name: it takes 1 to 64 letters (a-z, A-Z), digits and underscores" in str(err.value)
 
 
-@pytest.mark.parametrize("value", ["0", "65", "1.5", "-2"])
-def test_processes_from_the_environment_are_checked_too(monkeypatch, value):
-    monkeypatch.setenv("QUORUM_WORKER_PROCESSES", value)
+@pytest.mark.parametrize("name", ["1w", "worker", "W_2", "w" * 64])
+def test_a_node_name_of_letters_digits_and_underscores_is_taken(name):
+    parser = worker.Command().create_parser("manage.py", "worker")
+    assert parser.parse_args(["--name", name]).name == name
+
+
+@pytest.mark.parametrize(("var", "value", "said"), [
+    ("QUORUM_WORKER_PROCESSES", "0", "QUORUM_WORKER_PROCESSES: takes 1 to 64."),
+    ("QUORUM_WORKER_PROCESSES", "65", "QUORUM_WORKER_PROCESSES: takes 1 to 64."),
+    ("QUORUM_WORKER_PROCESSES", "1.5", "QUORUM_WORKER_PROCESSES: Enter a whole number."),
+    ("QUORUM_WORKER_PROCESSES", "abc", "QUORUM_WORKER_PROCESSES: Enter a whole number."),
+    ("QUORUM_WORKER_CONCURRENCY", "0", "QUORUM_WORKER_CONCURRENCY: takes 1 to 1000."),
+    ("QUORUM_WORKER_CONCURRENCY", "nan", "QUORUM_WORKER_CONCURRENCY: Enter a whole number."),
+])
+def test_values_from_the_environment_are_checked_naming_the_variable(monkeypatch, var, value,
+                                                                     said):
+    monkeypatch.setattr(worker, "warm_up", lambda: pytest.fail("warmed up for a bad value"))
+    monkeypatch.setenv(var, value)
     with pytest.raises(CommandError) as err:
         call_command("worker")
-    assert "--processes" in str(err.value)
+    assert str(err.value) == said
 
 
 def test_the_child_argv_is_a_thread_pool_worker_with_its_own_node_name():

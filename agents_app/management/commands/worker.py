@@ -15,15 +15,19 @@ import argparse
 import gc
 import importlib
 import os
+import re
 import threading
 
 from django import forms
 from django.db import connections
 
-from agents_app.cli import CheckedCommand, form_type
+from agents_app.cli import CheckedCommand, form_type, option_or_env, require_migrated
 from common.forks import Forks
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+PROCESSES = forms.IntegerField(min_value=1, max_value=64)
+CONCURRENCY = forms.IntegerField(min_value=1, max_value=1000)
+NODE_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 
 
 def default_processes() -> int:
@@ -90,8 +94,9 @@ def warm_up() -> None:
 
 
 def node_name(text: str) -> str:
-    if not text.isidentifier():
-        raise argparse.ArgumentTypeError("it takes letters, digits and underscores only")
+    if not NODE_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError("it takes 1 to 64 letters (a-z, A-Z), digits and "
+                                         "underscores")
     return text
 
 
@@ -105,17 +110,15 @@ class Command(CheckedCommand):
     help = ("Celery workers (thread pool), one process per core, forked from one process that "
             "has imported everything they share.")
     requires_system_checks: list[str] = []
+    needs_database = False  # checked in handle, after the options
 
     def add_arguments(self, parser):
-        parser.add_argument("--processes", type=form_type(forms.IntegerField(
-            min_value=1, max_value=64), "a whole number from 1 to 64"),
-            default=os.environ.get("QUORUM_WORKER_PROCESSES") or str(default_processes()),
-            help="worker processes (default: QUORUM_WORKER_PROCESSES, or one per core, "
-                 "at most four)")
-        parser.add_argument("--concurrency", type=form_type(forms.IntegerField(
-            min_value=1, max_value=1000), "a whole number from 1 to 1000"),
-            default=os.environ.get("QUORUM_WORKER_CONCURRENCY") or "100",
-            help="threads per process (default: QUORUM_WORKER_CONCURRENCY or 100)")
+        parser.add_argument("--processes", type=form_type(PROCESSES, "a whole number"),
+                            help="worker processes (default: QUORUM_WORKER_PROCESSES, or one "
+                                 "per core, at most four)")
+        parser.add_argument("--concurrency", type=form_type(CONCURRENCY, "a whole number"),
+                            help="threads per process (default: QUORUM_WORKER_CONCURRENCY "
+                                 "or 100)")
         parser.add_argument("--loglevel", type=str.upper, choices=LOG_LEVELS, default="INFO")
         parser.add_argument("--name", default="worker", type=node_name,
                             help="node names are NAME1@host, NAME2@host, …")
@@ -123,12 +126,17 @@ class Command(CheckedCommand):
                             help="more options for each `celery worker`, after --")
 
     def handle(self, *args, **opts):
+        processes = option_or_env(opts["processes"], "QUORUM_WORKER_PROCESSES", PROCESSES,
+                                  default_processes())
+        concurrency = option_or_env(opts["concurrency"], "QUORUM_WORKER_CONCURRENCY",
+                                    CONCURRENCY, 100)
+        require_migrated()
         warm_up()
         from config.celery import app
 
         def child(slot: int) -> int:
-            app.worker_main(celery_argv(opts["name"], slot, opts["concurrency"],
-                                        opts["loglevel"], opts["celery_args"]))
+            app.worker_main(celery_argv(opts["name"], slot, concurrency, opts["loglevel"],
+                                        opts["celery_args"]))
             return 0
 
-        raise SystemExit(Forks(child, opts["processes"], name=opts["name"]).run())
+        raise SystemExit(Forks(child, processes, name=opts["name"]).run())
