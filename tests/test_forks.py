@@ -75,10 +75,12 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_each_slot_is_forked_once(tmp_path):
+def test_each_slot_is_forked_once_under_a_name_of_its_own(tmp_path):
     log = tmp_path / "starts"
     proc = drive("wait", log, count=3)
     wait_until(lambda: len(starts(log)) == 3, 30, what="three children")
+    names = {slot: Path(f"/proc/{pid}/comm").read_text().strip() for slot, pid in starts(log)}
+    assert names == {1: "w1", 2: "w2", 3: "w3"}
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     got = starts(log)
