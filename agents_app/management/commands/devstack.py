@@ -20,7 +20,7 @@ from django.conf import settings
 from honcho.manager import Manager
 
 from agents_app.cli import CheckedCommand, form_type, option_or_env
-from agents_app.management.commands.worker import CONCURRENCY, PROCESSES, default_processes
+from agents_app.management.commands.worker import add_shape_options, shape
 
 PORT = forms.IntegerField(min_value=1, max_value=65535)
 
@@ -72,19 +72,11 @@ class Command(CheckedCommand):
         parser.add_argument("--host", default=os.environ.get("QUORUM_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=form_type(PORT, "a port number"),
                             help="default: QUORUM_PORT or 8000")
-        parser.add_argument("--concurrency", type=form_type(CONCURRENCY, "a whole number"),
-                            help="threads per worker process (default: "
-                                 "QUORUM_WORKER_CONCURRENCY or 100)")
-        parser.add_argument("--processes", type=form_type(PROCESSES, "a whole number"),
-                            help="worker processes (default: QUORUM_WORKER_PROCESSES, or one "
-                                 "per core, at most four)")
+        add_shape_options(parser)
 
     def handle(self, *args, **opts):
         opts["port"] = option_or_env(opts["port"], "QUORUM_PORT", PORT, 8000)
-        opts["processes"] = option_or_env(opts["processes"], "QUORUM_WORKER_PROCESSES",
-                                          PROCESSES, default_processes())
-        opts["concurrency"] = option_or_env(opts["concurrency"], "QUORUM_WORKER_CONCURRENCY",
-                                            CONCURRENCY, 100)
+        opts["processes"], opts["concurrency"] = shape(opts)
         bin_dir = Path(sys.executable).parent
         var = Path(settings.VAR_DIR)
         manager = Manager()

@@ -100,6 +100,23 @@ def node_name(text: str) -> str:
     return text
 
 
+def add_shape_options(parser) -> None:
+    """--processes and --concurrency, for this command and ``make dev``'s."""
+    parser.add_argument("--processes", type=form_type(PROCESSES, "a whole number"),
+                        help="worker processes (default: QUORUM_WORKER_PROCESSES, or one per "
+                             "core, at most four)")
+    parser.add_argument("--concurrency", type=form_type(CONCURRENCY, "a whole number"),
+                        help="threads per worker process (default: QUORUM_WORKER_CONCURRENCY "
+                             "or 100)")
+
+
+def shape(opts) -> tuple[int, int]:
+    """(processes, concurrency): the options, else their settings, else the defaults."""
+    return (option_or_env(opts["processes"], "QUORUM_WORKER_PROCESSES", PROCESSES,
+                          default_processes()),
+            option_or_env(opts["concurrency"], "QUORUM_WORKER_CONCURRENCY", CONCURRENCY, 100))
+
+
 def celery_argv(name: str, slot: int, concurrency: int, loglevel: str,
                 extra: list[str]) -> list[str]:
     return ["worker", "--pool", "threads", "--concurrency", str(concurrency),
@@ -113,12 +130,7 @@ class Command(CheckedCommand):
     needs_database = False  # checked in handle, after the options
 
     def add_arguments(self, parser):
-        parser.add_argument("--processes", type=form_type(PROCESSES, "a whole number"),
-                            help="worker processes (default: QUORUM_WORKER_PROCESSES, or one "
-                                 "per core, at most four)")
-        parser.add_argument("--concurrency", type=form_type(CONCURRENCY, "a whole number"),
-                            help="threads per process (default: QUORUM_WORKER_CONCURRENCY "
-                                 "or 100)")
+        add_shape_options(parser)
         parser.add_argument("--loglevel", type=str.upper, choices=LOG_LEVELS, default="INFO")
         parser.add_argument("--name", default="worker", type=node_name,
                             help="node names are NAME1@host, NAME2@host, …")
@@ -126,10 +138,7 @@ class Command(CheckedCommand):
                             help="more options for each `celery worker`, after --")
 
     def handle(self, *args, **opts):
-        processes = option_or_env(opts["processes"], "QUORUM_WORKER_PROCESSES", PROCESSES,
-                                  default_processes())
-        concurrency = option_or_env(opts["concurrency"], "QUORUM_WORKER_CONCURRENCY",
-                                    CONCURRENCY, 100)
+        processes, concurrency = shape(opts)
         require_migrated()
         warm_up()
         from config.celery import app
