@@ -40,7 +40,8 @@ os.register_at_fork(after_in_child=_new_boot)
 
 
 # Claims this process made: with the process and thread, unique within a boot (whose id is
-# random, and shared by processes forked from one: hence the pid), with no entropy per claim.
+# random and new in every fork; the pid stays in the token all the same), with no entropy per
+# claim.
 _claims = itertools.count(1)
 
 
