@@ -12,11 +12,11 @@ return value is the child's exit status; the child dies with the parent (``PR_SE
 on Linux), so a parent killed outright never leaves workers behind under names its successor
 will use. SIGTERM and SIGINT are passed on to every child, SIGHUP as SIGTERM (a Celery worker
 takes SIGHUP as "restart yourself"); then no child is started again and the parent exits once
-they have. A child that ends unasked, whatever its status, is forked again after a pause
-(1 s, doubling with each end within ``WINDOW`` seconds, at most 30 s): only the parent's
-signal stops the set, so a worker told to shut down on its own does not leave its slot empty.
-A slot whose child ends more than ``MAX_RESTARTS`` times within ``WINDOW`` seconds is left
-down, the others are stopped, and the parent exits with that child's status (1 for a child
+they have. A child that ends unasked, whatever its status, is forked again after a pause, as
+``common.keepalive`` restarts a command (``Restarts``: 1 s, doubling with each end within a
+minute, at most 30 s): only the parent's signal stops the set, so a worker told to shut down
+on its own does not leave its slot empty. A slot whose child ends more than five times within
+a minute is left down, the others are stopped, and the parent exits with that child's status (1 for a child
 that kept ending with 0): a worker that cannot start stops ``make dev``'s stack, as a single
 worker process did. No Django here."""
 
@@ -30,8 +30,8 @@ import time
 import traceback
 from collections.abc import Callable
 
-MAX_RESTARTS = 5
-WINDOW = 60.0
+from common.keepalive import Restarts, exit_status
+
 PR_SET_NAME = 15
 PR_SET_PDEATHSIG = 1
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -52,11 +52,6 @@ def name_process(name: str) -> None:
     children otherwise all read as their parent's command line."""
     if sys.platform == "linux":
         ctypes.CDLL(None).prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
-
-
-def exit_status(code: int) -> int:
-    """A shell's status for ``waitstatus_to_exitcode``'s value (-N: killed by signal N)."""
-    return code if code >= 0 else 128 - code
 
 
 class Forks:
@@ -110,10 +105,10 @@ class Forks:
     def run(self) -> int:
         for signum in FORWARDED:
             signal.signal(signum, self.stop)
-        starts: dict[int, list[float]] = {slot: [] for slot in range(1, self.count + 1)}
+        restarts = {slot: Restarts(self.first_pause) for slot in range(1, self.count + 1)}
         due: dict[int, float] = {}  # slot → when its child is forked again
-        for slot in starts:
-            starts[slot].append(time.monotonic())
+        for slot in restarts:
+            restarts[slot].started()
             self.fork(slot)
         while self.children or (due and not self.stopping):
             for slot, when in list(due.items()):  # each slot's pause runs on its own clock
@@ -121,7 +116,7 @@ class Forks:
                     due.clear()
                 elif time.monotonic() >= when:
                     del due[slot]
-                    starts[slot].append(time.monotonic())
+                    restarts[slot].started()
                     self.fork(slot)
             try:
                 pid, wait_status = os.waitpid(-1, os.WNOHANG)
@@ -138,15 +133,12 @@ class Forks:
                 self.status = max(self.status, code if code > 0 else 0)
                 continue
             how = f"signal {-code}" if code < 0 else f"status {code}"
-            now = time.monotonic()
-            starts[slot] = [t for t in starts[slot] if now - t < WINDOW]
-            if len(starts[slot]) > MAX_RESTARTS:
-                self.say(f"{self.name}{slot} ended ({how}) {len(starts[slot])} times within "
-                         f"{WINDOW:.0f} s; leaving it down")
+            pause = restarts[slot].ended()
+            if pause is None:
+                self.say(restarts[slot].given_up(f"{self.name}{slot}", how))
                 self.status = max(self.status, exit_status(code) if code else 1)
                 self.stop(signal.SIGTERM)
                 continue
-            pause = min(self.first_pause * 2 ** max(len(starts[slot]) - 1, 0), 30.0)
             self.say(f"{self.name}{slot} ended ({how}); starting it again in {pause:g} s")
-            due[slot] = now + pause
+            due[slot] = time.monotonic() + pause
         return self.status

@@ -27,6 +27,37 @@ MAX_RESTARTS = 5
 WINDOW = 60.0
 
 
+def exit_status(code: int) -> int:
+    """A shell's status for a return code (-N: killed by signal N)."""
+    return code if code >= 0 else 128 - code
+
+
+class Restarts:
+    """One command's starts, and when to start it again after it ended: after a pause of
+    ``first_pause``, doubling with each end within ``WINDOW`` seconds, at most 30 s (one that
+    kept running for a while starts again after the first pause); never once it has started
+    more than ``MAX_RESTARTS`` times within ``WINDOW`` seconds. Shared with common/forks.py."""
+
+    def __init__(self, first_pause: float = 1.0) -> None:
+        self.first_pause = first_pause
+        self.starts: list[float] = []
+
+    def started(self) -> None:
+        self.starts.append(time.monotonic())
+
+    def ended(self) -> float | None:
+        """The pause before the next start, or None: leave it down."""
+        now = time.monotonic()
+        self.starts = [t for t in self.starts if now - t < WINDOW]
+        if len(self.starts) > MAX_RESTARTS:
+            return None
+        return min(self.first_pause * 2 ** max(len(self.starts) - 1, 0), 30.0)
+
+    def given_up(self, name: str, how: str) -> str:
+        return (f"{name} ended ({how}) {len(self.starts)} times within {WINDOW:.0f} s; "
+                "leaving it down")
+
+
 class Keeper:
     def __init__(self, command: Sequence[str], name: str, pause: float = 1.0) -> None:
         self.command, self.name, self.first_pause = list(command), name, pause
@@ -41,28 +72,24 @@ class Keeper:
     def run(self) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self.stop)
-        starts: list[float] = []
+        restarts = Restarts(self.first_pause)
         while True:
-            starts = [t for t in starts if time.monotonic() - t < WINDOW] + [time.monotonic()]
+            restarts.started()
             self.child = subprocess.Popen(self.command)  # noqa: S603 - our own command line
             code = self.child.wait()
             if self.stopping or code == 0:
-                return code if code >= 0 else 128 - code
+                return exit_status(code)
             how = f"signal {-code}" if code < 0 else f"status {code}"
-            if len(starts) > MAX_RESTARTS:
-                self._say(f"{self.name} ended ({how}) {len(starts)} times within "
-                          f"{WINDOW:.0f} s; leaving it down")
-                return code if code > 0 else 128 - code
-            # 1 s, doubling with each end within the window (at most 30 s): a command that
-            # kept running for a while is started again after the first pause.
-            recent = sum(1 for t in starts if time.monotonic() - t < WINDOW)
-            pause = min(self.first_pause * 2 ** max(recent - 1, 0), 30.0)
+            pause = restarts.ended()
+            if pause is None:
+                self._say(restarts.given_up(self.name, how))
+                return exit_status(code)
             self._say(f"{self.name} ended ({how}); starting it again in {pause:g} s")
             deadline = time.monotonic() + pause
             while time.monotonic() < deadline and not self.stopping:
                 time.sleep(0.05)
             if self.stopping:
-                return code if code > 0 else 128 - code
+                return exit_status(code)
 
     def _say(self, text: str) -> None:
         print(f"keepalive: {text}", file=sys.stderr, flush=True)

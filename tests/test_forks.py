@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from common.forks import exit_status
+from common.keepalive import exit_status
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # The entry each child runs, by mode: it appends "slot pid" to the file named in argv[2].
 DRIVER = """
 import os, signal, sys, time
-from common import forks
+from common import forks, keepalive
 mode, path = sys.argv[1], sys.argv[2]
-forks.MAX_RESTARTS = 2
+keepalive.MAX_RESTARTS = 2
 
 def entry(slot):
     with open(path, "a") as f:

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from agents_app.engine import leases
 from agents_app.management.commands import worker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,14 +82,6 @@ def test_a_bad_option_from_a_terminal_is_one_line_and_status_2():
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert "--processes" in done.stderr
-
-
-def test_each_worker_start_is_a_boot_of_its_own():
-    before = leases.lease_token().split("|")[1]
-    leases.set_worker_identity("w1@host")
-    token = leases.lease_token()
-    assert token.startswith("w1@host|")
-    assert token.split("|")[1] != before
 
 
 WARM = """

@@ -47,9 +47,8 @@ _claims = itertools.count(1)
 
 def set_worker_identity(node: str) -> None:
     """Called when a Celery worker starts: leases carry its node name and this boot's id
-    (new at every start, so a worker started again tells its predecessor's leases apart)."""
+    (new in every process, forked ones included: see ``_new_boot``)."""
     _identity["node"] = node
-    _new_boot()
 
 
 def lease_token() -> str:
