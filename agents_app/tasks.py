@@ -9,9 +9,11 @@ import time
 
 import kombu
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
+from django.conf import settings
 
 import config.celery  # noqa: F401  (Quorum's app is the current one for these tasks)
+from common import turns
 
 from . import engine
 from .engine import scheduling
@@ -78,6 +80,7 @@ CONTINUE_IN_PLACE_SECONDS = 120.0
              ignore_result=True)
 def advance_run(run_id: int) -> None:
     deadline = time.monotonic() + CONTINUE_IN_PLACE_SECONDS
+    turns.take()  # queued behind the stages running in this process (common/turns.py)
     try:
         if engine.advance_in_place(run_id, deadline=deadline):  # time is up: queue it again
             scheduling.schedule(run_id)
@@ -85,11 +88,18 @@ def advance_run(run_id: int) -> None:
         log.warning("run %s: the database is unavailable (%s); trying again in %s s", run_id,
                     exc, engine.RETRY_AFTER_DB_ERROR)
         scheduling.schedule(run_id, countdown=engine.RETRY_AFTER_DB_ERROR)
+    finally:
+        turns.give_back()
 
 
 @shared_task(ignore_result=True)
 def sweep_stuck_runs() -> None:
     engine.sweep()
+
+
+@worker_init.connect
+def _take_turns(sender=None, **kwargs) -> None:
+    turns.enable(settings.QUORUM_WORKER_TURNS)
 
 
 @worker_ready.connect

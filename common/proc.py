@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import turns
+
 # What a child inherits from our environment: enough to find programs and nothing else.
 _INHERITED = ("PATH", "SYSTEMROOT")
 # Set for every child: plain locale, git never prompts, reads no system or user config and
@@ -129,11 +131,12 @@ class Child:
             pass
 
     def wait(self, timeout: float) -> Result:
-        timed_out = not _exited(self.proc, max(timeout, 0.0))
-        self.kill()  # on a timeout, and whatever the command left running behind it
-        self.proc.wait()
-        for reader in self._readers:
-            reader.join(timeout=5)
+        with turns.waiting():  # another run's stage goes on meanwhile (common/turns.py)
+            timed_out = not _exited(self.proc, max(timeout, 0.0))
+            self.kill()  # on a timeout, and whatever the command left running behind it
+            self.proc.wait()
+            for reader in self._readers:
+                reader.join(timeout=5)
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()

@@ -211,6 +211,9 @@ QUORUM_MAX_REPLANS = env.int("QUORUM_MAX_REPLANS", default=None)
 QUORUM_MAX_RUN_SECONDS = env.float("QUORUM_MAX_RUN_SECONDS", default=300.0)
 QUORUM_MAX_TASK_CHARS = env.int("QUORUM_MAX_TASK_CHARS", default=8000)
 QUORUM_STAGE_LEASE_SECONDS = env.float("QUORUM_STAGE_LEASE_SECONDS", default=300.0)
+# How many of a worker process's runs execute their stage's own code at once (common/turns.py);
+# the others queue, and a run waiting on its model is not counted. 0: no limit.
+QUORUM_WORKER_TURNS = env.int("QUORUM_WORKER_TURNS", default=1)
 
 # --- Code review ------------------------------------------------------------------------
 # Local repositories may be read only under these folders (empty: git ranges turned off).

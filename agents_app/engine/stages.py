@@ -11,6 +11,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from common import turns
+
 from ..events import append_events
 from ..llm.gateway import Gateway, is_offline, redact
 from ..llm.runtime import litellm as litellm_runtime
@@ -173,7 +175,8 @@ def _interrupted(run_id: int, tokens: tuple[str, ...], stage: str, exc: Exceptio
         except DB_UNAVAILABLE:  # a locked SQLite waits out its busy timeout on each try
             if time.monotonic() + pause > deadline:
                 break
-            time.sleep(pause)
+            with turns.waiting():
+                time.sleep(pause)
             pause = min(pause * 2, 10.0)
             continue
         if ready and enqueue:

@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel
 
-from common import secret_keys
+from common import secret_keys, turns
 
 from ..patterns.base import ModelError, Reply, Schema, StructuredOutputError
 from ..patterns.structured import (
@@ -343,18 +343,23 @@ class Gateway:
                 outcome.attempts = 0
                 return outcome
         if is_offline(model):
-            return _offline(outcome, kwargs)
+            with turns.waiting():
+                return _offline(outcome, kwargs)
         completion, retryable = _litellm().completion, _retryable()
         started = time.monotonic()
         for attempt in range(1, cfg.max_retries + 2):
             outcome.attempts = attempt
             try:
-                response = completion(**kwargs)
+                # The whole call is a wait, LiteLLM's own work included: measured faster than
+                # giving the turn up for the HTTP request alone (docs/BENCHMARKS.md, "Turns").
+                with turns.waiting():
+                    response = completion(**kwargs)
             except retryable as exc:
                 outcome.error, outcome.retryable = redact(_describe(exc)), True
                 if attempt > cfg.max_retries:
                     break
-                time.sleep(_backoff(exc, attempt, cfg.retry_base_delay))
+                with turns.waiting():
+                    time.sleep(_backoff(exc, attempt, cfg.retry_base_delay))
                 continue
             except Exception as exc:  # terminal: auth, bad request, unknown model, ...
                 outcome.error, outcome.retryable = redact(_describe(exc)), False

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import Any
 
+from common import turns
+
 from .base import ModelError, RunStopped, StageAbandoned
 
 
@@ -44,7 +46,8 @@ def run_parallel(jobs: dict[str, Any], timeout: float, limit: int) -> dict[str, 
             remaining = timeout - (time.monotonic() - started)
             if remaining <= 0:
                 break
-            done, pending = wait(pending, timeout=remaining, return_when=FIRST_EXCEPTION)
+            with turns.waiting():  # the jobs run in threads of their own, without turns
+                done, pending = wait(pending, timeout=remaining, return_when=FIRST_EXCEPTION)
             for fut in done:
                 exc = fut.exception()
                 if isinstance(exc, RunStopped | StageAbandoned):

@@ -9,6 +9,8 @@ DEBUG=false.
 
     .venv/bin/python tests/benchmarks/bench_worker_models.py [--models 1x200 2x100 2x100f] [--runs 3]
         [--n 200] [--latency 1.0]
+
+``2x100f/t0`` is make dev's shape with turns off (``QUORUM_WORKER_TURNS=0``, common/turns.py).
 """
 
 from __future__ import annotations
@@ -38,22 +40,29 @@ from tests.benchmarks.common import (  # noqa: E402
 )
 
 
-def shape(text: str) -> tuple[int, int, bool]:
-    """PROCESSESxTHREADS, with a trailing ``f``: forked from one parent after the imports."""
-    forked = text.lower().endswith("f")
+def shape(text: str) -> tuple[int, int, bool, int | None]:
+    """PROCESSESxTHREADS, with a trailing ``f``: forked from one parent after the imports; and
+    ``/tN``: N turns per process (``QUORUM_WORKER_TURNS``; default: the setting's)."""
+    body, _, turns = text.lower().partition("/t")
+    forked = body.endswith("f")
     try:
-        processes, threads = (int(x) for x in text.lower().removesuffix("f").split("x"))
+        processes, threads = (int(x) for x in body.removesuffix("f").split("x"))
+        turn_count = int(turns) if turns else None
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not PROCESSESxTHREADS, e.g. 2x100 or "
-                                         "2x100f") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not PROCESSESxTHREADS, e.g. 2x100, "
+                                         "2x100f or 2x100f/t0") from None
     if not (1 <= processes <= 16 and 1 <= threads <= 1000):
         raise argparse.ArgumentTypeError(f"{text}: 1–16 processes of 1–1000 threads")
-    return processes, threads, forked
+    if turn_count is not None and not 0 <= turn_count <= 1000:
+        raise argparse.ArgumentTypeError(f"{text}: 0–1000 turns")
+    return processes, threads, forked, turn_count
 
 
-def label(model: tuple[int, int, bool]) -> str:
-    processes, threads, forked = model
-    return f"{processes} × {threads}" + (" forked from one parent" if forked else "")
+def label(model: tuple[int, int, bool, int | None]) -> str:
+    processes, threads, forked, turn_count = model
+    return (f"{processes} × {threads}" + (" forked from one parent" if forked else "")
+            + ("" if turn_count is None else
+               f", {turn_count or 'unlimited'} turn{'' if turn_count == 1 else 's'}"))
 
 
 def start_forked(var: Path, processes: int, threads: int, env: dict):
@@ -68,7 +77,8 @@ def start_forked(var: Path, processes: int, threads: int, env: dict):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=shape, nargs="+",
-                        default=[(1, 200, False), (2, 100, False), (2, 100, True)])
+                        default=[(1, 200, False, None), (2, 100, False, None),
+                                 (2, 100, True, None)])
     parser.add_argument("--runs", type=positive(int, 1, 20), default=3)
     parser.add_argument("--n", type=positive(int, 1, 1000), default=200)
     parser.add_argument("--latency", type=positive(float, 0.0, 10.0), default=1.0)
@@ -79,7 +89,7 @@ def main() -> None:
     from tests.fakeprovider import fake_models
     from tests.stack import free_port, start_redis, start_worker
 
-    rows: dict[tuple[int, int, bool], list[tuple[float, float, float, float]]] = {
+    rows: dict[tuple[int, int, bool, int | None], list[tuple[float, float, float, float]]] = {
         m: [] for m in args.models}
     with tempfile.TemporaryDirectory(prefix="quorum-worker-models-") as tmp:
         var = Path(tmp)
@@ -94,13 +104,15 @@ def main() -> None:
             try:
                 for _ in range(args.runs):
                     for model in args.models:
-                        processes, threads, forked = model
+                        processes, threads, forked, turn_count = model
+                        shaped = env if turn_count is None else {
+                            **env, "QUORUM_WORKER_TURNS": str(turn_count)}
                         if forked:
-                            workers, pids = start_forked(var, processes, threads, env)
+                            workers, pids = start_forked(var, processes, threads, shaped)
                         else:
                             workers = [start_worker(var, node=f"w{processes}x{threads}-{i}",
                                                     concurrency=threads, QUORUM_VAR_DIR=var,
-                                                    **env)
+                                                    **shaped)
                                        for i in range(processes)]
                             pids = [w.popen.pid for w in workers]
                         try:
