@@ -61,6 +61,9 @@ def test_langgraph_stays_out_of_the_app():
     ("bench_watchers", ["--clients", "-1"]), ("bench_watchers", ["--late", "2"]),
     ("bench_watchers", ["--latency", "inf"]), ("bench_cli_review", ["--runs", "0"]),
     ("bench_worker_models", ["--models", "0x5"]), ("bench_worker_models", ["--n", "nan"]),
+    ("bench_worker_models", ["--models", "2x100f/tx"]),
+    ("bench_worker_models", ["--models", "2x100f/t-1"]),
+    ("bench_worker_models", ["--models", "2x100f/t1001"]),
 ])
 def test_the_rows_siblings_refuse_bad_flags_in_one_line(script, argv):
     """The benchmarks whose figures fill the table's Quorum-only rows (and the worker shapes)
@@ -74,3 +77,12 @@ def test_the_rows_siblings_refuse_bad_flags_in_one_line(script, argv):
                          timeout=120, check=False)
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith(f"{script}: ") and out.stderr.count("\n") == 1, out.stderr
+
+
+def test_a_worker_shape_may_name_its_turns():
+    from tests.benchmarks.bench_worker_models import label, shape
+
+    assert shape("2x100f/t0") == (2, 100, True, 0)
+    assert shape("2x100") == (2, 100, False, None)
+    assert label(shape("2x100f/t0")) == "2 × 100 forked from one parent, unlimited turns"
+    assert label(shape("1x200/t2")) == "1 × 200, 2 turns"

@@ -117,15 +117,16 @@ def main() -> None:
                             pids = [w.popen.pid for w in workers]
                         try:
                             quorum_batch(owner, models, 2 * processes, pids)  # warm-up
-                            one, _ = quorum_batch(owner, models, 1, pids)
-                            makespan, cpu = quorum_batch(owner, models, args.n, pids)
+                            one = quorum_batch(owner, models, 1, pids).makespan
+                            makespan, cpu, created = quorum_batch(owner, models, args.n, pids)
                             rss = sum(peak_rss_mb(pid) for pid in pids)
                             pss = sum(pss_mb(pid) for pid in pids)
                         finally:
                             for w in workers:
                                 w.stop()
                         rows[model].append((makespan / one, 1000 * cpu / args.n, rss, pss))
-                        print(f"# {label(model)}: {makespan:.1f} s, one run {one:.1f} s "
+                        print(f"# {label(model)}: {makespan:.1f} s (the last run created "
+                              f"after {created:.1f} s), one run {one:.1f} s "
                               f"({makespan / one:.2f}×), {1000 * cpu / args.n:.0f} ms CPU per "
                               f"run, peak RSS {rss:.0f} MB, PSS {pss:.0f} MB; load "
                               f"{os.getloadavg()[0]:.1f}", flush=True)
