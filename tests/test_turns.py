@@ -211,3 +211,63 @@ def test_a_worker_takes_its_turns_from_the_setting(settings, monkeypatch):
     settings.QUORUM_WORKER_TURNS = 0
     tasks._take_turns()
     assert not turns.enabled()
+
+
+def test_a_request_to_a_code_host_gives_the_turn_up():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from reviews_app.hosting.base import RepoRef
+    from reviews_app.hosting.http import Api
+
+    others: list[Contender] = []
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_GET(self):  # answers once the other thread has had its turn (or after 5 s)
+            others[0].got.wait(5)
+            body = b'{"ok": true}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    api = Api(RepoRef("github", f"http://127.0.0.1:{server.server_port}", "o/r", timeout=10),
+              name="GitHub", auth={})
+    log: list[str] = []
+
+    def wait(other):
+        others.append(other)
+        assert api.json("GET", "/repos/o/r", "the repository") == {"ok": True}
+
+    try:
+        holding_a_turn_while(wait, log)
+    finally:
+        api.close()
+        server.shutdown()
+    assert log == ["other thread's turn", "wait over"]
+
+
+def test_waiting_for_analyzers_started_ahead_gives_the_turn_up(monkeypatch):
+    from common.analyzers import runner
+
+    others: list[Contender] = []
+
+    def analyzers(inputs, timeout, off):
+        others[0].got.wait(5)
+        return "report"
+
+    monkeypatch.setattr(runner, "_run", analyzers)
+    log: list[str] = []
+
+    def wait(other):
+        others.append(other)
+        ahead = runner.Ahead(("key",), [], 10, set())
+        assert ahead.report() == "report"
+
+    holding_a_turn_while(wait, log)
+    assert log == ["other thread's turn", "wait over"]

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import proc
+from .. import proc, turns
 from .evidence import merge
 from .fragments import Unit, file_order, units_for
 from .inputs import AnalyzerInput
@@ -290,7 +290,8 @@ class Ahead:
             self._error = exc
 
     def report(self) -> AnalyzerReport:
-        self._thread.join()
+        with turns.waiting():  # on the analyzers' processes
+            self._thread.join()
         if self._error is not None:
             raise self._error
         assert self._result is not None
@@ -298,7 +299,8 @@ class Ahead:
 
     def close(self) -> None:
         _take_ahead(self.key, self)
-        self._thread.join()
+        with turns.waiting():
+            self._thread.join()
 
 
 _ahead: dict[tuple, Ahead] = {}

@@ -15,6 +15,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from common import turns
 from reviews_app.pipeline.diffs.limits import coverage_entry
 
 from .base import ChangedFile, HostClient
@@ -144,7 +145,7 @@ def pull_input(client: HostClient, number: int, *, head_sha: str, from_sha: str 
               if k == "new" or safe_repo_path(p)]
     got: dict[tuple[str, str], _Got] = {}
     if wanted:
-        with ThreadPoolExecutor(max_workers=min(POOL, len(wanted))) as pool:
+        with turns.waiting(), ThreadPoolExecutor(max_workers=min(POOL, len(wanted))) as pool:
             results = pool.map(lambda w: _fetch(client, w[1], w[2], max_file_bytes), wanted)
             for (k, _r, p), g in zip(wanted, results, strict=True):
                 got[(k, p)] = g

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 
 import httpx
 
+from common import turns
+
 from .base import HostError, RepoRef
 
 MAX_ANSWER_BYTES = 20_000_000   # a JSON answer or a diff; file contents have their own cap
@@ -180,7 +182,15 @@ class Api:
         """One request; returns (response, body). The body is read up to ``limit`` bytes
         (default: the answer cap) and ``TooLarge`` is raised past it, or with ``cut`` the
         first ``limit + 1`` bytes are returned (longer than ``limit``: it was cut). With
-        ``missing_ok`` a 404 gives (None, b"")."""
+        ``missing_ok`` a 404 gives (None, b""). A wait on the host: a worker's other runs go
+        on meanwhile (common/turns.py)."""
+        with turns.waiting():
+            return self._call(method, path, what, params=params, json_body=json_body,
+                              accept=accept, limit=limit, missing_ok=missing_ok, cut=cut)
+
+    def _call(self, method: str, path: str, what: str, *, params, json_body, accept,
+              limit: int | None, missing_ok: bool, cut: bool
+              ) -> tuple[httpx.Response | None, bytes]:
         limit = self.max_answer_bytes if limit is None else limit
         url = self.url(path)
         headers = {"Accept": accept} if accept else None

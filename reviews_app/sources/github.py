@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from concurrent.futures import ThreadPoolExecutor
 
+from common import turns
 from reviews_app.hosting.base import HostError, RepoRef
 from reviews_app.hosting.github import GitHubClient
 from reviews_app.hosting.http import TooLarge, safe_repo_path
@@ -109,7 +110,7 @@ def github_pr(url: str, *, token: str | None, api_url: str = "https://api.github
             return None if body is None else text_or_none(body)
 
         if to_fetch:
-            with ThreadPoolExecutor(max_workers=min(_POOL, len(to_fetch))) as pool:
+            with turns.waiting(), ThreadPoolExecutor(max_workers=min(_POOL, len(to_fetch))) as pool:
                 for path, text in zip(to_fetch, pool.map(fetch, to_fetch), strict=True):
                     contents[path] = text
     except HostError as exc:
