@@ -14,7 +14,7 @@ Turns order the work; they never stop it. A thread that has queued ``PATIENCE`` 
 without a turn, so a wait this module was not told about cannot deadlock the process, it only
 slows it down. Threads that never took a turn (a parallel stage's helpers, the web server, the
 command line) are not counted, and ``waiting`` does nothing in them. Measured in
-docs/BENCHMARKS.md ("Turns")."""
+docs/BENCHMARKS.md ("Fifth round: turns")."""
 
 from __future__ import annotations
 

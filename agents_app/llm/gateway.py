@@ -351,7 +351,8 @@ class Gateway:
             outcome.attempts = attempt
             try:
                 # The whole call is a wait, LiteLLM's own work included: measured faster than
-                # giving the turn up for the HTTP request alone (docs/BENCHMARKS.md, "Turns").
+                # giving the turn up for the HTTP request alone (docs/BENCHMARKS.md, "Fifth
+                # round: turns").
                 with turns.waiting():
                     response = completion(**kwargs)
             except retryable as exc:
