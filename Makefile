@@ -17,9 +17,7 @@ $(STAMP): requirements.lock
 install: $(STAMP)
 
 dev: install
-	$(DEV_ENV) $(PY) manage.py migrate --noinput
-	$(DEV_ENV) $(PY) manage.py ensure_first_user
-	$(DEV_ENV) exec $(PY) manage.py devstack
+	$(DEV_ENV) exec $(PY) manage.py devstack --prepare
 
 # The whole suite, in two tiers: the unit tier (no servers) spread over every core, then the
 # integration and browser tier (real Redis, Celery worker, Daphne, Chromium) in one process,

@@ -82,3 +82,30 @@ def test_a_bad_port_from_the_environment_is_refused_naming_the_variable(monkeypa
         call_command("devstack")
     assert str(err.value) == said
     assert err.value.returncode == 2
+
+
+def test_make_dev_checks_its_settings_before_it_migrates(monkeypatch):
+    """``make dev`` is ``devstack --prepare``: a bad setting is its first line (exit 2) and
+    nothing is migrated; good settings migrate, make the first user, then start the stack."""
+    done = []
+    monkeypatch.setattr(devstack, "call_command", lambda name, **kw: done.append(name))
+    monkeypatch.setattr(devstack, "Manager", lambda: done.append("stack") or pytest.fail("ok"))
+    monkeypatch.setenv("QUORUM_PORT", "abc")
+    with pytest.raises(CommandError) as err:
+        call_command("devstack", "--prepare")
+    assert err.value.returncode == 2 and done == []
+    monkeypatch.setenv("QUORUM_PORT", "8123")
+    monkeypatch.setenv("QUORUM_WORKER_CONCURRENCY", "nan")
+    with pytest.raises(CommandError):
+        call_command("devstack", "--prepare")
+    assert done == []
+    monkeypatch.delenv("QUORUM_WORKER_CONCURRENCY")
+    with pytest.raises(pytest.fail.Exception):
+        call_command("devstack", "--prepare")
+    assert done == ["migrate", "ensure_first_user", "stack"]
+
+
+def test_make_dev_runs_devstack_prepare():
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    dev = makefile.split("\ndev:", 1)[1].split("\n\n", 1)[0]
+    assert "manage.py devstack --prepare" in dev and "migrate" not in dev

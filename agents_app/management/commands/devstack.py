@@ -17,6 +17,8 @@ from pathlib import Path
 
 from django import forms
 from django.conf import settings
+from django.core.management import call_command
+from django.db import connections
 from honcho.manager import Manager
 
 from agents_app.cli import CheckedCommand, form_type, option_or_env
@@ -66,17 +68,24 @@ def embedded_redis_command(port: int, data_dir: Path) -> str:
 
 class Command(CheckedCommand):
     help = "Run web (Daphne), worker (Celery) and, unless REDIS_URL is set, an embedded Redis."
-    needs_database = False  # make dev migrates before it starts the stack
+    needs_database = False  # migrated here with --prepare (make dev), after the options
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default=os.environ.get("QUORUM_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=form_type(PORT, "a port number"),
                             help="default: QUORUM_PORT or 8000")
         add_shape_options(parser)
+        parser.add_argument("--prepare", action="store_true",
+                            help="migrate the database and make the first user first (make "
+                                 "dev), once the options and their settings are checked")
 
     def handle(self, *args, **opts):
         opts["port"] = option_or_env(opts["port"], "QUORUM_PORT", PORT, 8000)
         opts["processes"], opts["concurrency"] = shape(opts)
+        if opts["prepare"]:  # a bad setting is the first thing said, before any migration
+            call_command("migrate", interactive=False)
+            call_command("ensure_first_user")
+            connections.close_all()
         bin_dir = Path(sys.executable).parent
         var = Path(settings.VAR_DIR)
         manager = Manager()
