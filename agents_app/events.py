@@ -290,13 +290,18 @@ class _Publisher:
     subscribers (each Daphne process) receive what ``group_send`` would have sent. Through
     ``group_send`` each announcement cost a turn of the asyncio loop and a round trip of
     redis' asyncio client, one after another: ~10 ms of CPU per run with 200 runs at once,
-    against ~3 ms this way (docs/BENCHMARKS.md, "Sixth round").
+    against ~7 ms this way, and ~3 ms with the announcer's window (docs/BENCHMARKS.md,
+    "Sixth round").
 
     Only for hosts given as an address (``redis://…``, as the settings give ``REDIS_URL``);
     for any other form (sentinels, options) ``for_layer`` gives None and ``group_send`` sends.
     ``tests/test_announce_publisher.py`` holds it to a real subscriber of the layer."""
 
-    TIMEOUT = 5.0  # s: a Redis that stops answering holds the announcer no longer than this
+    # A Redis that stops answering holds the announcer this long (a pipeline is not retried
+    # on a timeout; a refused connection fails at once), and a failed batch is the
+    # announcer's to repeat. A pooled connection that Redis closed by restarting is replaced
+    # when it is next taken from the pool.
+    TIMEOUT = 5.0
 
     def __init__(self, layer, half, clients: list) -> None:
         self._serialize = layer.serialize

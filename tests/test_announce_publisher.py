@@ -97,6 +97,42 @@ def test_redis_away_fails_the_whole_batch_at_once_and_says_so(caplog):
     assert "could not announce event" in caplog.text
 
 
+@pytest.mark.integration
+def test_after_redis_restarts_the_next_batch_goes_out_on_a_new_connection(tmp_path):
+    """The pooled connection is closed once Redis has restarted; the batch after the
+    restart is not lost to it."""
+    import redis
+
+    from agents_app.management.commands.devstack import redis_server_binary
+    from tests.stack import Proc, wait_for_port
+
+    port = free_port()
+
+    def start() -> Proc:
+        proc = Proc("redis-restart", [redis_server_binary(), "--bind", "127.0.0.1", "--port",
+                                      str(port), "--save", "", "--appendonly", "no"],
+                    {}, tmp_path)
+        wait_for_port(port)
+        return proc
+
+    url = f"redis://127.0.0.1:{port}/0"
+    server = start()
+    try:
+        publisher = events._Publisher.for_layer(RedisPubSubChannelLayer(hosts=[url]))
+        assert publisher is not None and publisher.send_all({1: 1}) == {}
+        server.stop()
+        server = start()
+        sub = redis.Redis.from_url(url).pubsub()
+        sub.subscribe("asgi__group__run-1")
+        assert sub.get_message(timeout=2)["type"] == "subscribe"
+        assert publisher.send_all({1: 2}) == {}
+        message = sub.get_message(timeout=2)
+        sub.close()
+        assert message is not None and message["type"] == "message"
+    finally:
+        server.stop()
+
+
 def test_layers_and_hosts_it_does_not_handle_are_left_to_group_send():
     assert events._Publisher.for_layer(InMemoryChannelLayer()) is None
     assert events._Publisher.for_layer(None) is None
