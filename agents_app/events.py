@@ -321,6 +321,7 @@ class _Publisher:
             # until used, and this one is never used.
             half = RedisPubSubLoopLayer(*layer._args, **layer._kwargs, channel_layer=layer)
             hosts = [dict(shard.host) for shard in half._shards]
+            half._shards.index(half._get_shard(half._get_group_channel_name(group_name(0))))
         except Exception:  # noqa: BLE001 - a layer unlike the one pinned: send its own way
             log.warning("announcing through group_send: the channel layer's hosts could not "
                         "be read", exc_info=True)

@@ -143,6 +143,17 @@ def test_layers_and_hosts_it_does_not_handle_are_left_to_group_send():
     assert events._Publisher.for_layer(RedisPubSubChannelLayer(hosts=[options])) is None
 
 
+def test_a_layer_unlike_the_pinned_one_is_left_to_group_send(monkeypatch, caplog):
+    """Should an upgrade of channels_redis rename what the publisher reads, it is found
+    when the publisher is made, not at the first send (which would stop the announcer)."""
+    from channels_redis.pubsub import RedisPubSubLoopLayer
+
+    monkeypatch.delattr(RedisPubSubLoopLayer, "_get_group_channel_name")
+    with caplog.at_level(logging.WARNING, logger="quorum.events"):
+        assert events._Publisher.for_layer(RedisPubSubChannelLayer(hosts=[_url()])) is None
+    assert "announcing through group_send" in caplog.text
+
+
 def test_the_announcer_gathers_runs_committing_within_its_window_into_one_batch(monkeypatch):
     batches: list[dict[int, int]] = []
     sent = threading.Event()
