@@ -73,8 +73,9 @@ class Proc:
         self._log.close()
 
 
-def start_redis(log_dir: Path) -> Proc:
-    port = redis_port()
+def start_redis(log_dir: Path, port: int | None = None) -> Proc:
+    """A Redis server on ``port`` (default: the run's, ``redis_port()``), saving nothing."""
+    port = redis_port() if port is None else port
     data = log_dir / "redis"
     data.mkdir(exist_ok=True)
     proc = Proc("redis", [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(port),

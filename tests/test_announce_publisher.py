@@ -16,7 +16,7 @@ from channels.layers import InMemoryChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 
 from agents_app import events
-from tests.stack import free_port, redis_port
+from tests.stack import free_port, redis_port, start_redis
 
 
 def _url() -> str:
@@ -103,25 +103,14 @@ def test_after_redis_restarts_the_next_batch_goes_out_on_a_new_connection(tmp_pa
     restart is not lost to it."""
     import redis
 
-    from agents_app.management.commands.devstack import redis_server_binary
-    from tests.stack import Proc, wait_for_port
-
     port = free_port()
-
-    def start() -> Proc:
-        proc = Proc("redis-restart", [redis_server_binary(), "--bind", "127.0.0.1", "--port",
-                                      str(port), "--save", "", "--appendonly", "no"],
-                    {}, tmp_path)
-        wait_for_port(port)
-        return proc
-
     url = f"redis://127.0.0.1:{port}/0"
-    server = start()
+    server = start_redis(tmp_path, port)
     try:
         publisher = events._Publisher.for_layer(RedisPubSubChannelLayer(hosts=[url]))
         assert publisher is not None and publisher.send_all({1: 1}) == {}
         server.stop()
-        server = start()
+        server = start_redis(tmp_path, port)
         sub = redis.Redis.from_url(url).pubsub()
         sub.subscribe("asgi__group__run-1")
         assert sub.get_message(timeout=2)["type"] == "subscribe"
