@@ -18,12 +18,14 @@ import threading
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import connections, models, transaction
+from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.models import Field, Model, QuerySet
 from django.db.models.expressions import Expression, SQLiteNumericMixin
 from django.db.models.signals import post_save, pre_save
 from django.db.models.sql import UpdateQuery
 from django.utils import timezone
+from django.utils.functional import cached_property
 
 
 class Slot(SQLiteNumericMixin, Expression):
@@ -60,10 +62,77 @@ class Slot(SQLiteNumericMixin, Expression):
 
     def bind(self, value: Any, connection) -> Any:
         """``value`` prepared for the database as ``Value.as_sql`` prepares its value."""
-        field = self.output_field
-        if self.for_save:
-            return field.get_db_prep_save(value, connection=connection)
-        return field.get_db_prep_value(value, connection=connection)
+        return self.preparer(value, connection)
+
+    @cached_property
+    def preparer(self) -> Callable[[Any, Any], Any]:
+        return preparer(self.output_field, self.for_save)
+
+
+# Django's own field classes whose values of one plain type go to the database as they are:
+# ``get_db_prep_save``/``get_db_prep_value`` of such a value returns it unchanged (``to_python``
+# of a str is the str, ``int()`` of an int the int, ...). Exact classes only: a subclass may
+# prepare its values in a way of its own.
+_PLAIN: dict[type[Field], type] = {
+    models.CharField: str, models.TextField: str, models.BooleanField: bool,
+    models.FloatField: float, models.IntegerField: int, models.BigIntegerField: int,
+    models.SmallIntegerField: int, models.PositiveIntegerField: int,
+    models.PositiveBigIntegerField: int, models.PositiveSmallIntegerField: int,
+    models.AutoField: int, models.BigAutoField: int}
+
+
+def preparer(field: Field, for_save: bool) -> Callable[[Any, Any], Any]:
+    """``(value, connection) -> value`` as the database gets it: what ``field``'s
+    ``get_db_prep_save`` (``for_save``) or ``get_db_prep_value`` returns, without the call
+    when ``value`` is None or of the plain type the field passes on unchanged."""
+    prep = field.get_db_prep_save if for_save else field.get_db_prep_value
+    target = field.target_field if type(field) is models.ForeignKey else field
+    plain = _PLAIN.get(type(target))
+    if plain is None:
+        return lambda value, connection: prep(value, connection=connection)
+
+    def fast(value: Any, connection) -> Any:
+        if value is None or type(value) is plain:
+            return value
+        return prep(value, connection=connection)
+
+    return fast
+
+
+class Sql:
+    """A statement's text as Django's cursor takes it (``%s`` placeholders) and, for SQLite,
+    as the driver takes it (``?``), converted once as Django's SQLite cursor converts it on
+    every execution."""
+
+    __slots__ = ("text", "qmark")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.qmark = FORMAT_QMARK_REGEX.sub("?", text).replace("%%", "%")
+
+
+def run_sql(connection, sql: Sql, params: Sequence[Any], fetch: bool) -> Any:
+    """Execute ``sql`` in ``connection``'s current transaction; its first row if ``fetch``.
+
+    On SQLite the driver's cursor runs it, after the checks Django's cursor makes (thread,
+    broken transaction, health check, connection) and under Django's error translation, so an
+    error is the same ``django.db`` exception. Django's cursor runs it when something watches
+    statements (an execute wrapper, such as a statement count; the query log of DEBUG) and on
+    other databases."""
+    if connection.vendor != "sqlite" or connection.execute_wrappers or connection.queries_logged:
+        with connection.cursor() as cursor:
+            cursor.execute(sql.text, params)
+            return cursor.fetchone() if fetch else None
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    connection.validate_no_broken_transaction()
+    with connection.wrap_database_errors:
+        cursor = connection.connection.execute(sql.qmark, params)
+        try:
+            return cursor.fetchone() if fetch else None
+        finally:
+            cursor.close()
 
 
 def slot(model: type[Model], name: str, field: str | None = None) -> Slot:
@@ -78,18 +147,39 @@ class _Update:
         self.model = model
         self.fields = ([model._meta.get_field(name) for name in returning]
                        if returning is not None else list(model._meta.concrete_fields))
-        self.sql, self.params = compile_update(queryset, values, self.fields)
-        self.converters: list[list[Callable]] | None = None
+        text, self.params = compile_update(queryset, values, self.fields)
+        self.sql = Sql(text)
+        # Per parameter: the slot's name and preparer, or the value Django's compiler bound.
+        self.binds = [(p.name, p.preparer) if isinstance(p, Slot) else (None, p)
+                      for p in self.params]
+        self.reader: _Reader | None = None
 
-    def converters_for(self, connection) -> list[list[Callable]]:
-        if self.converters is None:
-            out = []
-            for field in self.fields:
-                col = field.get_col(self.model._meta.db_table)
-                out.append([*connection.ops.get_db_converters(col),
-                             *field.get_db_converters(connection)])
-            self.converters = out
-        return self.converters
+
+class _Reader:
+    """An UPDATE's RETURNING row as ``{attname: value}``, each value through its field's
+    database converters, as a query's values are (the converters found once per
+    statement)."""
+
+    def __init__(self, model: type[Model], fields: Sequence[Field], connection):
+        table = model._meta.db_table
+        self.names = [f.attname for f in fields]
+        self.converted = []  # (position, column, converters)
+        for i, f in enumerate(fields):
+            col = f.get_col(table)
+            convs = [*connection.ops.get_db_converters(col), *f.get_db_converters(connection)]
+            if convs:
+                self.converted.append((i, col, convs))
+
+    def read(self, row: Sequence[Any], connection) -> dict[str, Any]:
+        if len(row) != len(self.names):
+            raise ValueError(f"RETURNING gave {len(row)} columns, {len(self.names)} expected")
+        values = list(row)
+        for i, col, convs in self.converted:
+            value = values[i]
+            for convert in convs:
+                value = convert(value, col, connection)
+            values[i] = value
+        return dict(zip(self.names, values, strict=True))
 
 
 def compile_update(queryset: QuerySet, values: dict[str, Any],
@@ -107,29 +197,13 @@ def compile_update(queryset: QuerySet, values: dict[str, Any],
 
 
 def execute_returning(sql: str, params: Sequence[Any], model: type[Model],
-                      fields: Sequence[Field], converters: list[list[Callable]] | None,
-                      using: str) -> dict[str, Any] | None:
+                      fields: Sequence[Field], using: str) -> dict[str, Any] | None:
     """Run an UPDATE … RETURNING; the first row as ``{attname: value}`` (converted as a
     query's values are), or None."""
     connection = connections[using]
-    with transaction.mark_for_rollback_on_error(using=using), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    if converters is None:
-        table = model._meta.db_table
-        converters = [[*connection.ops.get_db_converters(f.get_col(table)),
-                       *f.get_db_converters(connection)] for f in fields]
-    out = {}
-    table = model._meta.db_table
-    for field, convs, value in zip(fields, converters, row, strict=True):
-        if convs:
-            col = field.get_col(table)
-            for convert in convs:
-                value = convert(value, col, connection)
-        out[field.attname] = value
-    return out
+    with transaction.mark_for_rollback_on_error(using=using):
+        row = run_sql(connection, Sql(sql), params, fetch=True)
+    return None if row is None else _Reader(model, fields, connection).read(row, connection)
 
 
 _updates: dict[tuple[str, Hashable], _Update] = {}
@@ -150,28 +224,40 @@ def update(key: Hashable, build: Callable[[], tuple[QuerySet, dict[str, Any]]],
         with _lock:
             _updates[(using, key)] = stmt
     connection = connections[using]
-    params = [p.bind(binds[p.name], connection) if isinstance(p, Slot) else p
-              for p in stmt.params]
-    return execute_returning(stmt.sql, params, stmt.model, stmt.fields,
-                             stmt.converters_for(connection), using)
+    params = [value if name is None else value(binds[name], connection)
+              for name, value in stmt.binds]
+    with transaction.mark_for_rollback_on_error(using=using):
+        row = run_sql(connection, stmt.sql, params, fetch=True)
+    if row is None:
+        return None
+    reader = stmt.reader
+    if reader is None:
+        reader = stmt.reader = _Reader(stmt.model, stmt.fields, connection)
+    return reader.read(row, connection)
 
 
 # --- inserts -----------------------------------------------------------------------------------
-_inserts: dict[tuple[str, type[Model], int], tuple[str, list[Field]]] = {}
+class _Insert:
+    """A model's plain INSERT of ``rows`` rows: every concrete field but the automatic key, in
+    order, each with how ``Model.save`` would fill and prepare it."""
 
-
-def _insert_sql(model: type[Model], rows: int, using: str) -> tuple[str, list[Field]]:
-    found = _inserts.get((using, model, rows))
-    if found is None:
-        ops = connections[using].ops
+    def __init__(self, model: type[Model], rows: int, connection):
+        ops = connection.ops
         fields = [f for f in model._meta.concrete_fields if not f.primary_key]
         one = "(" + ", ".join(["%s"] * len(fields)) + ")"
         # Only the model's own table and column names (quoted) go into the text.
         table = ops.quote_name(model._meta.db_table)
         columns = ", ".join(ops.quote_name(f.column) for f in fields)
-        sql = f"INSERT INTO {table} ({columns}) VALUES " + ", ".join([one] * rows)  # noqa: S608
-        found = _inserts[(using, model, rows)] = (sql, fields)
-    return found
+        self.sql = Sql(f"INSERT INTO {table} ({columns}) VALUES "  # noqa: S608
+                       + ", ".join([one] * rows))
+        # (attname, fills with the time now (auto_now/auto_now_add: as ``pre_save`` sets it
+        # on an insert, whatever was given), the field, its preparer)
+        self.fields = [(f.attname, bool(getattr(f, "auto_now", False)
+                                        or getattr(f, "auto_now_add", False)),
+                        f, preparer(f, for_save=True)) for f in fields]
+
+
+_inserts: dict[tuple[str, type[Model], int], _Insert] = {}
 
 
 def insert(model: type[Model], rows: Sequence[dict[str, Any]], using: str = "default") -> None:
@@ -190,18 +276,20 @@ def insert(model: type[Model], rows: Sequence[dict[str, Any]], using: str = "def
         else:
             model._default_manager.using(using).bulk_create(objs)
         return
-    sql, fields = _insert_sql(model, len(rows), using)
     connection = connections[using]
+    stmt = _inserts.get((using, model, len(rows)))
+    if stmt is None:
+        stmt = _inserts[(using, model, len(rows))] = _Insert(model, len(rows), connection)
     now = timezone.now()
     params = []
     for row in rows:
-        for f in fields:
-            if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False):
-                value = now  # as ``pre_save`` sets it on an insert, whatever was given
-            elif f.attname in row:
-                value = row[f.attname]
+        for name, auto_now, field, prep in stmt.fields:
+            if auto_now:
+                value = now
+            elif name in row:
+                value = row[name]
             else:
-                value = f.get_default()
-            params.append(f.get_db_prep_save(value, connection=connection))
-    with transaction.mark_for_rollback_on_error(using=using), connection.cursor() as cursor:
-        cursor.execute(sql, params)
+                value = field.get_default()
+            params.append(prep(value, connection))
+    with transaction.mark_for_rollback_on_error(using=using):
+        run_sql(connection, stmt.sql, params, fetch=False)

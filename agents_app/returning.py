@@ -27,7 +27,7 @@ def update_returning(queryset: QuerySet, values: dict[str, Any],
     fields = ([model._meta.get_field(name) for name in returning] if returning is not None
               else list(model._meta.concrete_fields))
     sql, params = compile_update(queryset, values, fields)
-    return execute_returning(sql, params, model, fields, None, queryset.db)
+    return execute_returning(sql, params, model, fields, queryset.db)
 
 
 M = TypeVar("M", bound=Model)
