@@ -87,3 +87,59 @@ def test_env_secrets_finds_what_the_name_pattern_finds(monkeypatch):
     assert found == expected
     assert "ünïcødé-välue" in found and "short" not in found
     assert "value-0008-long" in found and "value-0009-long" not in found  # "…_API_KEY\n"
+
+
+# --- the memo of texts the patterns found nothing in ------------------------------------------
+PROSE = "Collect the logs of the service, then write a report on the errors. " * 6  # > CLEAN_MIN
+
+
+def test_long_texts_match_the_plain_version_the_first_time_and_again():
+    rng = random.Random(23)
+    secrets = ["envsecretvalue123"]
+    for _ in range(1500):
+        text = PROSE + "".join(rng.choice(PIECES + ["envsecretvalue123"])
+                               for _ in range(rng.randint(0, 4)))
+        want = plain_redact(text, secrets)
+        assert redact(text, secrets) == want, repr(text)
+        assert redact(text, secrets) == want, repr(text)  # the second time, maybe remembered
+    # only texts the plain version leaves as they are are kept: none holds a secret
+    assert gateway._clean and all(plain_redact(t, secrets) == t for t in gateway._clean)
+
+
+def test_a_clean_text_is_scanned_once_and_a_secret_one_every_time(monkeypatch):
+    monkeypatch.setattr(gateway, "_clean", set())
+    scans = []
+    real = gateway._redact_patterns
+    monkeypatch.setattr(gateway, "_redact_patterns", lambda t: scans.append(t) or real(t))
+    clean = PROSE + "token budget: the key figures are below."
+    assert redact(clean, []) == clean and redact(clean, []) == clean
+    assert len(scans) == 1 and clean in gateway._clean
+    secret = PROSE + "api_key=abcdefghijkl"
+    for _ in range(2):
+        assert redact(secret, []).endswith("api_key=[redacted]")
+    assert len(scans) == 3 and secret not in gateway._clean
+    short = "a short prompt"
+    redact(short, []), redact(short, [])
+    assert len(scans) == 5 and short not in gateway._clean  # cheaper to scan than to keep
+
+
+def test_a_remembered_text_still_loses_this_servers_secret_values(monkeypatch):
+    monkeypatch.setattr(gateway, "_clean", set())
+    text = PROSE + "the value is hosted-value-0123456789 today"
+    assert redact(text, []) == text and text in gateway._clean
+    # a secret set in the environment since: replaced before the memo is asked
+    assert redact(text, ["hosted-value-0123456789"]) == PROSE + "the value is [redacted] today"
+
+
+def test_the_memo_is_emptied_when_full(monkeypatch):
+    monkeypatch.setattr(gateway, "_clean", set())
+    monkeypatch.setattr(gateway, "_clean_chars", 0)
+    monkeypatch.setattr(gateway, "CLEAN_CHARS", 3 * len(PROSE) + 10)
+    texts = [f"{PROSE} part {i}" for i in range(7)]
+    for text in texts:
+        assert redact(text, []) == text
+        assert sum(map(len, gateway._clean)) <= gateway.CLEAN_CHARS
+        assert gateway._clean_chars == sum(map(len, gateway._clean))
+    assert texts[-1] in gateway._clean and texts[0] not in gateway._clean
+    huge = PROSE * 100  # larger than the whole memo: never kept
+    assert redact(huge, []) == huge and huge not in gateway._clean

@@ -95,6 +95,18 @@ _SECRET_LITERALS = ("sk-", "AIza", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_
 _ASSIGNED_WORDS = ("secret", "passw", "token", "key")
 
 
+# Texts the patterns below found nothing in, so that the same text again (a pattern's system
+# prompt, a schema's instructions: the same in every run) is not scanned again. Only texts
+# left unchanged are kept, so none holds anything the patterns would blank; the set is
+# emptied once it holds CLEAN_CHARS characters. This server's own secret values are
+# replaced before the set is asked: they may change with the environment.
+_clean: set[str] = set()
+_clean_chars = 0
+_clean_lock = threading.Lock()
+CLEAN_CHARS = 2_000_000
+CLEAN_MIN = 256  # shorter texts cost less to scan than to remember
+
+
 def redact(text: str, secrets: list[str] | None = None) -> str:
     """Blank anything that looks like a key or secret before it is stored, shown or logged.
     ``secrets``: ``env_secrets()`` read once by a caller redacting many texts."""
@@ -102,6 +114,26 @@ def redact(text: str, secrets: list[str] | None = None) -> str:
         return text
     for value in env_secrets() if secrets is None else secrets:
         text = text.replace(value, "[redacted]")
+    if text in _clean:
+        return text
+    out = _redact_patterns(text)
+    if len(text) >= CLEAN_MIN and out == text:
+        _remember_clean(text)
+    return out
+
+
+def _remember_clean(text: str) -> None:
+    global _clean_chars
+    with _clean_lock:
+        if _clean_chars + len(text) > CLEAN_CHARS:
+            _clean.clear()
+            _clean_chars = 0
+        if len(text) <= CLEAN_CHARS and text not in _clean:
+            _clean.add(text)
+            _clean_chars += len(text)
+
+
+def _redact_patterns(text: str) -> str:
     low = text.lower()
     if "ſ" in text or any(word in low for word in _ASSIGNED_WORDS):
         text = _ASSIGNED.sub(r"\1[redacted]", text)
