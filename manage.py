@@ -6,6 +6,12 @@ import sys
 if __name__ == "__main__":
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if sys.argv[1:2] == ["review"]:
+        # Its analyzers' slowest starts (bandit's and detect-secrets' imports) run while
+        # Django loads (common/prewarm.py).
+        from common import prewarm
+
+        prewarm.for_review(sys.argv[2:])
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
 

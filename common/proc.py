@@ -12,10 +12,13 @@ One set of rules for git, the analyzers and the commands an agent may run:
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import select
 import signal
 import subprocess  # noqa: S404 # nosec B404 - argument lists only, see start()
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -174,11 +177,25 @@ def start(argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str] | None
     with ``stop_when_full`` the process is killed once ``limit`` is passed. stderr keeps 64 KiB.
     OSError (no such program or directory, not executable) is raised for the caller to word."""
     argv = [str(a) for a in argv]
-    proc = subprocess.Popen(  # noqa: S603 # nosec B603 - argument list, no shell
+    proc = _popen(argv, cwd, env, home, piped_stdin=stdin is not None,
+                  merge_stderr=merge_stderr)
+    child = _collect(argv, proc, limit, tail, stop_when_full)
+    if proc.stdin is not None:  # fed from a thread: a child that never reads cannot block us
+        threading.Thread(target=_feed, args=(proc.stdin, stdin or b""), daemon=True).start()
+    return child
+
+
+def _popen(argv: list[str], cwd: str | Path, env: Mapping[str, str] | None, home: str | None,
+           *, piped_stdin: bool, merge_stderr: bool) -> subprocess.Popen:
+    return subprocess.Popen(  # noqa: S603 # nosec B603 - argument list, no shell
         argv, cwd=str(cwd), shell=False, env=child_env(env, home=home),
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         start_new_session=True)
+
+
+def _collect(argv: list[str], proc: subprocess.Popen, limit: int, tail: int,
+             stop_when_full: bool) -> Child:
     child = Child(argv, proc, _Capped(limit, tail), _Capped(65536), time.monotonic(),
                   stop_when_full)
     streams = [(proc.stdout, child.out, stop_when_full)]
@@ -189,9 +206,67 @@ def start(argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str] | None
                                   daemon=True)
         reader.start()
         child._readers.append(reader)
-    if proc.stdin is not None:  # fed from a thread: a child that never reads cannot block us
-        threading.Thread(target=_feed, args=(proc.stdin, stdin or b""), daemon=True).start()
     return child
+
+
+# --- started ahead -------------------------------------------------------------------------
+# A Python tool's interpreter and imports can take longer than its work (bandit and
+# detect-secrets: a quarter to a third of a second, most of it imports). ``Warm`` starts the
+# interpreter and imports the tool's modules before its arguments are known; ``launch`` then
+# hands it its argument list and directory on stdin, it runs its program (our constant text,
+# never anything from the change), and from there it is an ordinary ``Child``. Isolated mode
+# (``-I``): the directory it runs in (the code under review) is never on its import path and
+# no PYTHON* variable applies; ``-B``: no bytecode written. Its stdin ends after the job; a
+# child never launched exits when its stdin closes (``close``, or this process ending).
+_LAUNCHER = """\
+import importlib, json, os, sys
+for name in json.loads(sys.argv[1]):
+    importlib.import_module(name)
+program = compile(sys.argv[2], "<program>", "exec")
+job = json.loads(sys.stdin.readline() or "null")
+if not job:
+    sys.exit(0)
+os.chdir(job["cwd"])
+sys.argv = job["argv"]
+exec(program, {"__name__": "__main__"})
+"""
+
+
+class Warm:
+    """A Python program started ahead (see above) in the environment ``start`` gives for
+    ``env`` and ``home``: ``imports`` imported now, ``code`` run at :meth:`launch`."""
+
+    def __init__(self, imports: Sequence[str], code: str, *,
+                 env: Mapping[str, str] | None = None, home: str | None = None):
+        self.proc = _popen([sys.executable, "-I", "-B", "-c", _LAUNCHER, json.dumps(list(imports)),
+                            code], Path.cwd(), env, home, piped_stdin=True, merge_stderr=False)
+        self.used = False
+
+    def launch(self, argv: Sequence[str], *, cwd: str | Path, limit: int = 10_000_000,
+               tail: int = 0, stop_when_full: bool = False) -> Child:
+        """Run the program with ``sys.argv`` = ``argv`` in ``cwd``: a ``Child`` as ``start``
+        returns (its time counted from now). If it died meanwhile, the ``Child`` reports its
+        exit and its stderr."""
+        self.used = True
+        argv = [str(a) for a in argv]
+        child = _collect(argv, self.proc, limit, tail, stop_when_full)
+        _feed(self.proc.stdin, (json.dumps({"argv": argv, "cwd": str(cwd)}) + "\n").encode())
+        return child
+
+    def close(self) -> None:
+        """Stop it unless it was launched (a launched one belongs to its ``Child``)."""
+        if self.used:
+            return
+        self.used = True
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def _feed(pipe, data: bytes) -> None:

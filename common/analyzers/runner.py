@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import proc, turns
+from .. import prewarm, proc, turns
 from .evidence import merge
 from .fragments import Unit, file_order, units_for
 from .inputs import AnalyzerInput
@@ -120,8 +120,18 @@ def _start(tool: Tool, names: list[str], src: Path, work: Path, units: dict[str,
             env.update(XDG_CONFIG_HOME=str(mine / ".config"), XDG_CACHE_HOME=str(mine / ".cache"),
                        XDG_DATA_HOME=str(mine / ".local"))
         # Fixed argument list, no shell; the only variable parts are generated names.
-        run.child = proc.start(tool.command(exe, names, mine), cwd=src, env=env or None,
-                               home=home, limit=OUTPUT_LIMIT, stop_when_full=True)
+        argv = tool.command(exe, names, mine)
+        warm = prewarm.take(tool.name, exe) if tool.warm is not None else None
+        program_argv = tool.warm.argv(argv) if warm is not None and tool.warm else None
+        if warm is not None and program_argv is not None:
+            # started while the command loaded (common/prewarm.py)
+            run.child = warm.launch(program_argv, cwd=src, limit=OUTPUT_LIMIT,
+                                    stop_when_full=True)
+        else:
+            if warm is not None:
+                warm.close()
+            run.child = proc.start(argv, cwd=src, env=env or None, home=home,
+                                   limit=OUTPUT_LIMIT, stop_when_full=True)
     except OSError as exc:
         run.error = f"{tool.name} could not be started ({exe}): {exc.strerror or exc}; " \
                     f"its checks were skipped."

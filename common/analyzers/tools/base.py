@@ -21,6 +21,18 @@ Command = Callable[[str, list[str], Path], list[str]]
 
 
 @dataclass(frozen=True)
+class WarmStart:
+    """How a Python tool is started ahead of its arguments (``common.prewarm``): the modules
+    its interpreter imports meanwhile, the program it then runs (our constant text), and its
+    ``sys.argv`` from the argument list ``Tool.command`` gave (None: that form of the
+    command is started as usual)."""
+
+    imports: tuple[str, ...]
+    code: str
+    argv: Callable[[list[str]], list[str] | None]
+
+
+@dataclass(frozen=True)
 class Tool:
     name: str                       # shown in the report, the coverage and the evidence
     package: str                    # the Python distribution that installs it (its version)
@@ -36,6 +48,7 @@ class Tool:
     # that pass this test (with a line map back to the new file): a secrets scanner needs no
     # more, and reading every line of every file costs detect-secrets seconds.
     keep_line: Callable[[str], bool] | None = None
+    warm: WarmStart | None = None   # startable ahead of its arguments (common/prewarm.py)
 
 
 def unit_for(units: dict[str, Unit], filename: object) -> Unit | None:

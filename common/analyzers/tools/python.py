@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..evidence import from_bandit, from_ruff
 from ..rules import IGNORE_SUPPRESSIONS, RUFF_IGNORE, RUFF_SELECT, RUFF_TARGET
-from .base import Tool
+from .base import Tool, WarmStart
 
 
 def _ruff_cmd(exe: str, names: list[str], work: Path) -> list[str]:
@@ -31,4 +31,8 @@ RUFF = Tool(name="ruff", package="ruff", kinds=frozenset({"python"}), command=_r
             about="Python: pyflakes, bugbear, flake8-bandit and style rules")
 BANDIT = Tool(name="bandit", package="bandit", kinds=frozenset({"python"}),
               command=_bandit_cmd, parse=from_bandit,
-              about="Python: security checks")
+              about="Python: security checks",
+              # its console script: ``sys.argv`` is the command as it is
+              warm=WarmStart(("bandit.cli.main",),
+                             "import sys\nfrom bandit.cli.main import main\nsys.exit(main())\n",
+                             list))

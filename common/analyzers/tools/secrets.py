@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-from .base import Tool, item, unit_for
+from .base import Tool, WarmStart, item, unit_for
 
 NAME = "detect-secrets"
 _KEYWORD = "Secret Keyword"
@@ -72,6 +72,11 @@ def _python_for(exe: str) -> str:
 
 def _cmd(exe: str, names: list[str], work: Path) -> list[str]:
     return [_python_for(exe), "-I", "-c", _CHILD, *names]
+
+
+def _warm_argv(argv: list[str]) -> list[str] | None:
+    """``sys.argv`` of ``_CHILD`` run as ``_cmd`` runs it (``python -I -c _CHILD names``)."""
+    return ["-c", *argv[4:]] if argv[1:4] == ["-I", "-c", _CHILD] else None
 
 
 def grade(kind: str) -> tuple[str, float]:
@@ -130,4 +135,6 @@ DETECT_SECRETS = Tool(name=NAME, package="detect-secrets",
                                        "shell", "dockerfile", "other"}),
                       command=_cmd, parse=parse, ok_codes=(0,), reads_code=False,
                       private_home=True, keep_line=worth_scanning,
-                      about="every file type: secrets")
+                      about="every file type: secrets",
+                      warm=WarmStart(("detect_secrets.core.scan", "detect_secrets.settings"),
+                                     _CHILD, _warm_argv))
