@@ -5,7 +5,7 @@ interleaved (Quorum, LangGraph, Quorum, ...). DEBUG=false on the Quorum side.
 
 In process: LiteLLM alone (four ``litellm.completion`` calls in a loop), Quorum's
 ``engine.run_inline`` and LangGraph's ``invoke`` (``SqliteSaver``), each timed and its CPU
-counted; Quorum's SQL statements are counted on every connection. Concurrent: N runs at once
+counted; Quorum's SQL statements are counted in runs of their own. Concurrent: N runs at once
 through Redis and the Celery worker(s) for Quorum, ``asyncio.gather`` of ``ainvoke``
 (``AsyncSqliteSaver``) in a process of its own for LangGraph; the makespan over one run's,
 the CPU per run and the peak RSS of the process(es) doing the work.
@@ -144,31 +144,25 @@ def _installed(module: str) -> bool:
 
 
 class SqlCounter:
-    """Statements run on every Django connection of this process, while counting; ``BEGIN``
-    counted apart, as transactions (as tests/test_engine_statements.py counts them)."""
+    """Statements Django's cursor runs on this thread's connection while counting; ``BEGIN``
+    counted apart, as transactions (as tests/test_engine_statements.py counts them). An
+    execute wrapper: while it is installed the engine's prepared statements run on Django's
+    cursor instead of the driver's (agents_app/prepared.py), the same statements, so the
+    timed runs are not counted and the counted runs are not timed."""
 
     def __init__(self) -> None:
-        from django.db.backends import utils
-
         self.count = self.begins = 0
-        self._lock = threading.Lock()
-        original = utils.CursorWrapper._execute_with_wrappers
-        counter = self
 
-        def counted(self, sql, params, many, executor):
-            with counter._lock:
-                if sql.lstrip()[:5].upper() == "BEGIN":
-                    counter.begins += 1
-                else:
-                    counter.count += 1
-            return original(self, sql, params, many, executor)
-
-        utils.CursorWrapper._execute_with_wrappers = counted
+    def __call__(self, execute, sql, params, many, context):
+        if sql.lstrip()[:5].upper() == "BEGIN":
+            self.begins += 1
+        else:
+            self.count += 1
+        return execute(sql, params, many, context)
 
     def take(self) -> tuple[int, int]:
         """(statements, transactions) since the last take."""
-        with self._lock:
-            got, self.count, self.begins = (self.count, self.begins), 0, 0
+        got, self.count, self.begins = (self.count, self.begins), 0, 0
         return got
 
 
@@ -263,6 +257,7 @@ def quorum_batch(owner, models: dict, n: int, pids: list[int],
 
 def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, var: Path):
     import litellm
+    from django.db import connection
 
     from agents_app import engine
     from tests.benchmarks.langgraph_side import SyncRunner
@@ -282,15 +277,12 @@ def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, v
                                    num_retries=0)
             direct = (time.perf_counter() - wall, time.process_time() - cpu)
 
-            sql.take()
             pk = engine.create_run(owner, "plan_execute", TASK.format(i=i),
                                    options={"auto_approve": True}, models=models,
                                    enqueue=False).pk
-            created = sql.take()
             cpu, wall = time.process_time(), time.perf_counter()
             run = engine.run_inline(pk)
             quorum = (time.perf_counter() - wall, time.process_time() - cpu)
-            ran = sql.take()
             if run.status != "completed":
                 raise RuntimeError(f"Quorum run {pk}: {run.status} {run.error}")
 
@@ -301,8 +293,15 @@ def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, v
                 rows["direct"].append(direct)
                 rows["quorum"].append(quorum)
                 rows["langgraph"].append(langgraph)
-                statements.append(ran)
-                creating.append(created)
+        for i in range(3):  # counted, not timed (see SqlCounter)
+            with connection.execute_wrapper(sql):
+                pk = engine.create_run(owner, "plan_execute", TASK.format(i=i),
+                                       options={"auto_approve": True}, models=models,
+                                       enqueue=False).pk
+                creating.append(sql.take())
+                if engine.run_inline(pk).status != "completed":
+                    raise RuntimeError(f"Quorum run {pk} did not complete")
+                statements.append(sql.take())
     finally:
         lg.close()
     return rows, statements, creating
