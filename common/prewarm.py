@@ -51,7 +51,7 @@ def start(*names: str) -> None:
                 continue
             try:
                 _started[tool.name] = proc.Warm(tool.warm.imports, tool.warm.code, env=env or None,
-                                                home=home)
+                                                home=home, owns=home or "")
             except OSError:
                 continue
     atexit.register(close)

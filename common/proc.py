@@ -219,12 +219,14 @@ def _collect(argv: list[str], proc: subprocess.Popen, limit: int, tail: int,
 # no PYTHON* variable applies; ``-B``: no bytecode written. Its stdin ends after the job; a
 # child never launched exits when its stdin closes (``close``, or this process ending).
 _LAUNCHER = """\
-import importlib, json, os, sys
+import importlib, json, os, shutil, sys
 for name in json.loads(sys.argv[1]):
     importlib.import_module(name)
 program = compile(sys.argv[2], "<program>", "exec")
 job = json.loads(sys.stdin.readline() or "null")
 if not job:
+    if sys.argv[3]:
+        shutil.rmtree(sys.argv[3], ignore_errors=True)
     sys.exit(0)
 os.chdir(job["cwd"])
 sys.argv = job["argv"]
@@ -234,12 +236,16 @@ exec(program, {"__name__": "__main__"})
 
 class Warm:
     """A Python program started ahead (see above) in the environment ``start`` gives for
-    ``env`` and ``home``: ``imports`` imported now, ``code`` run at :meth:`launch`."""
+    ``env`` and ``home``: ``imports`` imported now, ``code`` run at :meth:`launch`.
+    ``owns``: a directory of its own (its ``home``) that it removes if it is never launched,
+    even when this process is killed first."""
 
     def __init__(self, imports: Sequence[str], code: str, *,
-                 env: Mapping[str, str] | None = None, home: str | None = None):
+                 env: Mapping[str, str] | None = None, home: str | None = None,
+                 owns: str = ""):
         self.proc = _popen([sys.executable, "-I", "-B", "-c", _LAUNCHER, json.dumps(list(imports)),
-                            code], Path.cwd(), env, home, piped_stdin=True, merge_stderr=False)
+                            code, owns], Path.cwd(), env, home, piped_stdin=True,
+                           merge_stderr=False)
         self.used = False
 
     def launch(self, argv: Sequence[str], *, cwd: str | Path, limit: int = 10_000_000,

@@ -135,3 +135,23 @@ def test_the_report_is_the_same_with_tools_started_ahead(monkeypatch):
     assert warm.errors == cold.errors == []
     assert warm.examined == {"app/a.py": ["ruff", "bandit", "detect-secrets"]}
     assert {e["rule"] for e in warm.evidence} >= {"B404", "B602"}
+
+
+def test_a_home_of_its_own_is_removed_when_it_is_never_launched(tmp_path):
+    """Its parent killed (no exit handler ran): the child removes the directory itself."""
+    code = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r}); from common import prewarm; "
+            "prewarm.start('detect-secrets'); print(prewarm._homes[0], flush=True); "
+            "time.sleep(60)")
+    env = {k: v for k, v in os.environ.items() if k != runner.DISABLE_ENV}
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              env=env)
+    home = Path(parent.stdout.readline().strip())
+    assert home.is_dir() and home.name.startswith("quorum-detect-secrets-")
+    time.sleep(0.5)
+    parent.kill()
+    parent.wait()
+    for _ in range(100):
+        if not home.exists():
+            break
+        time.sleep(0.05)
+    assert not home.exists()
