@@ -21,6 +21,7 @@ from . import proc
 _started: dict[str, proc.Warm] = {}
 _homes: list[str] = []
 _lock = threading.Lock()
+_registered = False
 
 
 def _ours(exe: str | None) -> bool:
@@ -31,30 +32,33 @@ def _ours(exe: str | None) -> bool:
 def start(*names: str) -> None:
     """Start each named tool ahead, unless it is turned off, cannot be, or is not installed
     next to this Python."""
-    from .analyzers.runner import disabled_tools, find_tool
+    global _registered
+    from .analyzers.runner import disabled_tools, find_tool, private_dirs
     from .analyzers.tools import TOOLS
 
+    with _lock:
+        if not _registered:
+            atexit.register(close)
+            _registered = True
     off = disabled_tools()
     for tool in TOOLS:
         if tool.name not in names or tool.warm is None or tool.name in off:
             continue
         if not _ours(find_tool(tool.name)):
             continue
-        env, home = dict(tool.env), None
-        if tool.private_home:  # a directory of its own, as the runner gives it one
-            home = tempfile.mkdtemp(prefix=f"quorum-{tool.name}-")
-            _homes.append(home)
-            env.update(XDG_CONFIG_HOME=f"{home}/.config", XDG_CACHE_HOME=f"{home}/.cache",
-                       XDG_DATA_HOME=f"{home}/.local")
         with _lock:
             if tool.name in _started:
                 continue
+            env, home = dict(tool.env), None
+            if tool.private_home:  # a directory of its own, as the runner gives it one
+                home = tempfile.mkdtemp(prefix=f"quorum-{tool.name}-")
+                _homes.append(home)
+                env.update(private_dirs(Path(home)))
             try:
                 _started[tool.name] = proc.Warm(tool.warm.imports, tool.warm.code, env=env or None,
                                                 home=home, owns=home or "")
             except OSError:
                 continue
-    atexit.register(close)
 
 
 # A file's new name in a diff's headers: ``+++ b/path`` or ``diff --git a/… b/path``.

@@ -55,6 +55,12 @@ def find_tool(name: str) -> str | None:
     return shutil.which(name)
 
 
+def private_dirs(home: Path) -> dict[str, str]:
+    """The XDG directories of a tool given a home of its own (``Tool.private_home``)."""
+    return {"XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
+            "XDG_DATA_HOME": str(home / ".local")}
+
+
 def disabled_tools() -> set[str]:
     return {n.strip() for n in os.environ.get(DISABLE_ENV, "").split(",") if n.strip()}
 
@@ -117,8 +123,7 @@ def _start(tool: Tool, names: list[str], src: Path, work: Path, units: dict[str,
             src, run.units = _own_copy(tool, names, mine, units, inputs)
         if tool.private_home:
             home = str(mine)
-            env.update(XDG_CONFIG_HOME=str(mine / ".config"), XDG_CACHE_HOME=str(mine / ".cache"),
-                       XDG_DATA_HOME=str(mine / ".local"))
+            env.update(private_dirs(mine))
         # Fixed argument list, no shell; the only variable parts are generated names.
         argv = tool.command(exe, names, mine)
         warm = prewarm.take(tool.name, exe) if tool.warm is not None else None
