@@ -60,12 +60,10 @@ class Slot(SQLiteNumericMixin, Expression):
     def get_group_by_cols(self):
         return []
 
-    def bind(self, value: Any, connection) -> Any:
-        """``value`` prepared for the database as ``Value.as_sql`` prepares its value."""
-        return self.preparer(value, connection)
-
     @cached_property
     def preparer(self) -> Callable[[Any, Any], Any]:
+        """``(value, connection) -> value`` prepared for the database as ``Value.as_sql``
+        prepares its value."""
         return preparer(self.output_field, self.for_save)
 
 
@@ -171,8 +169,6 @@ class _Reader:
                 self.converted.append((i, col, convs))
 
     def read(self, row: Sequence[Any], connection) -> dict[str, Any]:
-        if len(row) != len(self.names):
-            raise ValueError(f"RETURNING gave {len(row)} columns, {len(self.names)} expected")
         values = list(row)
         for i, col, convs in self.converted:
             value = values[i]
@@ -201,9 +197,13 @@ def execute_returning(sql: str, params: Sequence[Any], model: type[Model],
     """Run an UPDATE … RETURNING; the first row as ``{attname: value}`` (converted as a
     query's values are), or None."""
     connection = connections[using]
-    with transaction.mark_for_rollback_on_error(using=using):
-        row = run_sql(connection, Sql(sql), params, fetch=True)
+    row = _first_row(connection, using, Sql(sql), params)
     return None if row is None else _Reader(model, fields, connection).read(row, connection)
+
+
+def _first_row(connection, using: str, sql: Sql, params: Sequence[Any]) -> Any:
+    with transaction.mark_for_rollback_on_error(using=using):
+        return run_sql(connection, sql, params, fetch=True)
 
 
 _updates: dict[tuple[str, Hashable], _Update] = {}
@@ -226,8 +226,7 @@ def update(key: Hashable, build: Callable[[], tuple[QuerySet, dict[str, Any]]],
     connection = connections[using]
     params = [value if name is None else value(binds[name], connection)
               for name, value in stmt.binds]
-    with transaction.mark_for_rollback_on_error(using=using):
-        row = run_sql(connection, stmt.sql, params, fetch=True)
+    row = _first_row(connection, using, stmt.sql, params)
     if row is None:
         return None
     reader = stmt.reader

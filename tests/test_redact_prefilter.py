@@ -141,5 +141,6 @@ def test_the_memo_is_emptied_when_full(monkeypatch):
         assert sum(map(len, gateway._clean)) <= gateway.CLEAN_CHARS
         assert gateway._clean_chars == sum(map(len, gateway._clean))
     assert texts[-1] in gateway._clean and texts[0] not in gateway._clean
-    huge = PROSE * 100  # larger than the whole memo: never kept
+    huge = PROSE * 100  # larger than the whole memo: never kept, and empties nothing
     assert redact(huge, []) == huge and huge not in gateway._clean
+    assert texts[-1] in gateway._clean

@@ -117,7 +117,7 @@ def redact(text: str, secrets: list[str] | None = None) -> str:
     if text in _clean:
         return text
     out = _redact_patterns(text)
-    if len(text) >= CLEAN_MIN and out == text:
+    if CLEAN_MIN <= len(text) <= CLEAN_CHARS and out == text:
         _remember_clean(text)
     return out
 
@@ -125,12 +125,13 @@ def redact(text: str, secrets: list[str] | None = None) -> str:
 def _remember_clean(text: str) -> None:
     global _clean_chars
     with _clean_lock:
+        if text in _clean:
+            return
         if _clean_chars + len(text) > CLEAN_CHARS:
             _clean.clear()
             _clean_chars = 0
-        if len(text) <= CLEAN_CHARS and text not in _clean:
-            _clean.add(text)
-            _clean_chars += len(text)
+        _clean.add(text)
+        _clean_chars += len(text)
 
 
 def _redact_patterns(text: str) -> str:
