@@ -31,14 +31,15 @@ def group_name(run_id: int) -> str:
     return f"run-{run_id}"
 
 
-def append_events(run_id: int, specs: Iterable[EventSpec], **run_updates) -> None:
-    """Write ``specs`` as the run's next events. ``run_updates`` (e.g. counters as F
-    expressions) go into the same UPDATE of the run row that numbers the events."""
+def append_events(run_id: int, specs: Iterable[EventSpec], **run_updates) -> int | None:
+    """Write ``specs`` as the run's next events, and return the number of the last one (None
+    when there were none). ``run_updates`` (e.g. counters as F expressions) go into the same
+    UPDATE of the run row that numbers the events."""
     specs = list(specs)
     if not specs:
         if run_updates:
             Run.objects.filter(pk=run_id).update(**run_updates)
-        return
+        return None
     # One UPDATE … RETURNING numbers the events (the row's write lock orders writers), then
     # one INSERT writes them. No savepoint: inside a stage's transaction a failure here fails
     # that whole transaction anyway.
@@ -56,6 +57,7 @@ def append_events(run_id: int, specs: Iterable[EventSpec], **run_updates) -> Non
         if row is None:
             raise Run.DoesNotExist(f"run {run_id} does not exist")
         write_events(run_id, row["last_event_seq"], specs)
+    return row["last_event_seq"]
 
 
 def _numbering(names: tuple[str, ...]):

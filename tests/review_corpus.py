@@ -142,3 +142,21 @@ def git_repo(path, *versions: dict[str, str]):
         subprocess.run([*git, "add", "-A"], check=True)
         subprocess.run([*git, "commit", "-qm", f"version {i + 1}"], check=True)
     return path
+
+
+def review_at_triage(user, diff: str = "", min_kept: int = 3):
+    """A review of ``diff`` (GOOD + JS by default) started for ``user`` and brought to its
+    triage gate by the worker: (run, review, the keys of its kept findings)."""
+    from agents_app.models import Run
+    from reviews_app import services
+    from reviews_app.models import Review
+    from tests.stack import wait_until
+
+    inp = services.from_text(diff or GOOD + JS)
+    run = services.start_review(user, inp, services.prepare(inp))
+    wait_until(lambda: Run.objects.get(pk=run.pk).status == "awaiting_triage", timeout=60,
+               what="the review at its triage gate")
+    review = Review.objects.get(run=run)
+    keys = list(review.findings.filter(kept=True).values_list("key", flat=True))
+    assert len(keys) >= min_kept, keys
+    return run, review, keys

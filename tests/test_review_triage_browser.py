@@ -8,11 +8,9 @@ import re
 import pytest
 
 from agents_app.models import Run
-from reviews_app import services
-from reviews_app.models import Review, TriageDecision
+from reviews_app.models import TriageDecision
 from tests.conftest import sign_in
-from tests.review_corpus import GOOD, JS
-from tests.stack import wait_until
+from tests.review_corpus import review_at_triage
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration,
               pytest.mark.django_db(transaction=True)]
@@ -26,13 +24,7 @@ def alice(browser_alice):
 
 
 def test_triage_finalise_history_lock_and_reopen(live_stack, page, alice):
-    inp = services.from_text(GOOD + JS)
-    run = services.start_review(alice, inp, services.prepare(inp))
-    wait_until(lambda: Run.objects.get(pk=run.pk).status == "awaiting_triage", timeout=60,
-               what="the review at its triage gate")
-    review = Review.objects.get(run=run)
-    keys = list(review.findings.filter(kept=True).values_list("key", flat=True))
-    assert len(keys) >= 3, keys
+    run, review, keys = review_at_triage(alice)
     page.on("dialog", lambda dialog: dialog.accept())  # the confirmations (hx-confirm)
     sign_in(page, live_stack)
     page.goto(f"{live_stack}/reviews/{run.pk}/")
@@ -102,12 +94,7 @@ def test_triage_finalise_history_lock_and_reopen(live_stack, page, alice):
 def test_a_decision_in_one_tab_shows_live_in_another(live_stack, page, alice):
     """Two pages open on one review (two people, or one in two tabs): a finding decided in
     one appears decided in the other without a reload, with the history and the count."""
-    inp = services.from_text(GOOD + JS)
-    run = services.start_review(alice, inp, services.prepare(inp))
-    wait_until(lambda: Run.objects.get(pk=run.pk).status == "awaiting_triage", timeout=60,
-               what="the review at its triage gate")
-    keys = list(Review.objects.get(run=run).findings.filter(kept=True)
-                .values_list("key", flat=True))
+    run, _, keys = review_at_triage(alice, min_kept=1)
     other = page.context.browser.new_page(viewport={"width": 1300, "height": 900})
     other_errors: list[str] = []
     other.on("pageerror", lambda e: other_errors.append(str(e)))

@@ -45,30 +45,118 @@
     renumber(list);
   });
 
-  // --- gates: a live update does not replace a panel whose form is being sent ---------------
-  // The decision's own event reaches the page over the WebSocket, often before the answer to
-  // the form. Were the panel replaced then, the answer (and the status it announces) would be
-  // swapped into a panel no longer on the page and lost; the answer replaces the panel itself.
+  // --- live updates and a form's answer: the newer state wins -------------------------------
+  // Every panel carries the number of the run's last event as it was when the panel was
+  // rendered (data-as-of), live update and form answer alike. Three rules follow:
+  // - A panel is never replaced by an older render of itself (a live update that was on its
+  //   way while the answer to a form was rendered, or the other way round).
+  // - A live update does not replace a panel whose form is being sent. The decision's own
+  //   event often reaches the page before the answer to the form; were the panel replaced
+  //   then, the answer (and the status it announces) would be swapped into a panel no longer on
+  //   the page and lost. The update is kept instead...
+  // - ...and applied once the answer is in, if it is newer than what the answer shows: the
+  //   work the decision set going (the worker closing a review, say) can finish while the
+  //   answer is on its way, and its last update would otherwise never reach the page.
+  // A live update kept back because the person is typing in the panel waits the same way.
+  var kept = {}; // region id -> { html, seq } of the newest live update kept back
+
+  function seqOf(el) {
+    var seq = el && el.getAttribute ? parseInt(el.getAttribute("data-as-of") || "", 10) : NaN;
+    return isNaN(seq) ? -1 : seq;
+  }
+
+  function typedIn(region) {
+    return Array.prototype.some.call(region.querySelectorAll("textarea, input[type=text]"),
+      function (f) { return f.value !== f.defaultValue; });
+  }
+
+  function reopenDetails(region, classes) {
+    classes.forEach(function (c) {
+      var d = region.querySelector("details." + c.trim().split(/\s+/).join("."));
+      if (d) d.open = true;
+    });
+  }
+
+  function keep(region, incoming) {
+    var seq = seqOf(incoming);
+    var was = kept[region.id];
+    if (was && was.seq > seq) return;
+    var copy = incoming.cloneNode(true);
+    copy.removeAttribute("hx-swap-oob");
+    kept[region.id] = { html: copy.outerHTML, seq: seq };
+  }
+
   document.addEventListener("htmx:oobBeforeSwap", function (ev) {
     var target = ev.detail.target;
-    if (target && target.querySelector && target.querySelector("form.htmx-request")) {
+    var fragment = ev.detail.fragment;
+    var incoming = fragment && fragment.firstElementChild;
+    if (!target || !target.id || !target.querySelector || !incoming || incoming.id !== target.id) {
+      return; // not a whole panel (an innerHTML swap into a status line): nothing to compare
+    }
+    if (seqOf(incoming) >= 0 && seqOf(target) > seqOf(incoming)) {
+      ev.preventDefault(); // the page already shows a newer state of this panel
+    } else if (target.querySelector("form.htmx-request") || typedIn(target)) {
       ev.preventDefault();
+      keep(target, incoming);
     }
   });
 
-  // --- a live update keeps what the person opened, and never wipes what they typed ----------
-  // A panel redrawn by a live event while the person types a note (reopen, override, edit a
-  // step) would lose the text: that update is skipped, and the form's own answer (or the next
-  // update) brings the panel up to date. A section the person opened ("Reopen triage…") stays
-  // open in the redrawn panel.
+  // An answer that replaced a part of a panel (one finding's card) makes that panel as new
+  // as the answer: the decision's own live update, kept back meanwhile, is then not applied
+  // over the answer's message.
+  function answerSeq(xhr) {
+    var text = (xhr && xhr.responseText) || "";
+    var best = -1;
+    text.replace(/data-as-of="(\d+)"/g, function (_, n) { best = Math.max(best, parseInt(n, 10)); });
+    return best;
+  }
+  document.addEventListener("htmx:afterSwap", function (ev) {
+    var swapped = ev.target;
+    if (!ev.detail || !ev.detail.xhr || !swapped || !swapped.parentElement) return;
+    var panel = swapped.parentElement.closest("[data-as-of]");
+    var seq = answerSeq(ev.detail.xhr);
+    if (panel && seq > seqOf(panel)) panel.setAttribute("data-as-of", String(seq));
+  });
+
+  function applyKept() {
+    Object.keys(kept).forEach(function (id) {
+      var region = document.getElementById(id);
+      var update = kept[id];
+      if (!region) { delete kept[id]; return; }
+      if (region.querySelector("form.htmx-request") || typedIn(region)) return; // later
+      delete kept[id];
+      if (update.seq <= seqOf(region)) return; // the answer is as new: it stays
+      var active = document.activeElement;
+      var focused = active && active !== document.body && region.contains(active);
+      var focusedId = focused ? active.id : "";
+      var open = Array.prototype.map.call(region.querySelectorAll("details[open][class]"),
+        function (d) { return d.className; });
+      htmx.swap(region, update.html, { swapStyle: "outerHTML" });
+      var fresh = document.getElementById(id);
+      if (fresh) reopenDetails(fresh, open);
+      if (focused && fresh) {
+        var same = focusedId && document.getElementById(focusedId);
+        var to = same && fresh.contains(same) ? same : fresh;
+        if (!to.matches("a[href], button, input, select, textarea, [tabindex]")) {
+          to.setAttribute("tabindex", "-1");
+        }
+        to.focus();
+      }
+    });
+  }
+
+  // Once a form's answer is in (swapped, refused or lost), what was kept back is looked at.
+  document.addEventListener("htmx:afterRequest", function () {
+    window.setTimeout(applyKept, 0);
+  });
+
+  // --- a live update keeps what the person opened ------------------------------------------
+  // A section the person opened ("Reopen triage…") stays open in the redrawn panel.
   var opened = null;
   document.addEventListener("htmx:oobBeforeSwap", function (ev) {
     var target = ev.detail.target;
     opened = null;
-    if (!target || !target.querySelectorAll) return;
-    var typed = Array.prototype.some.call(target.querySelectorAll("textarea, input[type=text]"),
-      function (f) { return f.value !== f.defaultValue; });
-    if (typed) { ev.preventDefault(); return; }
+    if (ev.defaultPrevented || !target || !target.querySelectorAll) return;
     opened = { region: target.id, classes: Array.prototype.map.call(
       target.querySelectorAll("details[open][class]"), function (d) { return d.className; }) };
   });
@@ -76,11 +164,7 @@
     var was = opened;
     opened = null;
     var region = was && was.region && document.getElementById(was.region);
-    if (!region) return;
-    was.classes.forEach(function (c) {
-      var d = region.querySelector("details." + c.trim().split(/\s+/).join("."));
-      if (d) d.open = true;
-    });
+    if (region) reopenDetails(region, was.classes);
   });
 
   // --- start form: show the roles and options of the chosen pattern only ---------------------
@@ -269,6 +353,7 @@
   document.addEventListener("htmx:oobBeforeSwap", function (ev) {
     var region = ev.detail.target;
     var active = document.activeElement;
+    if (ev.defaultPrevented) return;
     if (region && region.id && active && active !== document.body && region.contains(active)) {
       refocus = { region: region.id, id: active.id };
     }
