@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.core.validators import ProhibitNullCharactersValidator
 
 from agents_app.forms import check_models
 from agents_app.models import Status
@@ -34,10 +35,21 @@ class MultipleFileField(forms.FileField):
 MAX_SARIF_FILES = 10
 
 
+class DiffTextField(forms.CharField):
+    """A text field that takes NUL characters (Django's CharField refuses them)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.validators = [v for v in self.validators
+                           if not isinstance(v, ProhibitNullCharactersValidator)]
+
+
 class NewReviewForm(forms.Form):
     source = forms.ChoiceField(choices=Review.Source.choices, initial="paste",
                                widget=forms.RadioSelect)
-    diff = forms.CharField(required=False, strip=False, label="Unified diff",
+    # A pasted diff may hold NUL characters like an uploaded one: both are reviewed with them
+    # replaced, and the coverage says so (services.replace_nul).
+    diff = DiffTextField(required=False, strip=False, label="Unified diff",
                            widget=forms.Textarea(attrs={
                                "rows": 12, "spellcheck": "false",
                                "placeholder": "Paste the output of `git diff` here."}))

@@ -165,6 +165,7 @@ REASON_TEXT = {
     "rename_only": "renamed without changes", "mode_only": "only the file mode changed",
     "unreadable": "could not be read", "over_file_limit": "over the file limit",
     "over_byte_limit": "over the size limit", "clipped": "clipped", "not_utf8": "not UTF-8",
+    "nul_bytes": "NUL bytes replaced",
     "model_only": "reviewed by the models only", "analyzers_only": "checked by the analyzers only",
     "imported": "reported on by imported analyzers (SARIF)",
     "not_examined": "not examined by any analyzer or model",
@@ -172,8 +173,27 @@ REASON_TEXT = {
 }
 
 
+def replace_nul(inp: ReviewInput) -> None:
+    """NUL characters become U+FFFD, and the coverage says so. A diff of text has none, but a
+    file made with ``git diff --text`` or cut from a binary does; PostgreSQL stores neither
+    the raw diff nor its per-file JSON with one in it, and the analyzers and the models read
+    the replaced text, so the review is of a changed text and cannot pass as a full one."""
+    texts = [inp.diff_text, *(t for t in (inp.contents or {}).values() if t)]
+    count = sum(t.count("\x00") for t in texts)
+    if not count:
+        return
+    inp.diff_text = inp.diff_text.replace("\x00", "\ufffd")
+    inp.contents = {path: text.replace("\x00", "\ufffd") if text else text
+                    for path, text in (inp.contents or {}).items()}
+    inp.coverage.append({
+        "path": inp.label or "the diff", "reason": "nul_bytes", "reviewed": True,
+        "detail": f"The diff held {count:,} NUL byte{'s' if count != 1 else ''}; each was "
+                  "replaced with \ufffd and the rest was reviewed."})
+
+
 def prepare(inp: ReviewInput) -> diffs.Prepared:
     """Parse the input within the limits. Raises InputError when nothing can be reviewed."""
+    replace_nul(inp)
     try:
         prepared = diffs.prepare(inp.diff_text, contents=inp.contents or None, limits=limits())
     except diffs.DiffError as exc:

@@ -105,6 +105,9 @@ def many_files(n: int) -> str:
         f"diff --git a/pkg/m{i}.txt b/pkg/m{i}.txt\nnew file mode 100644\n--- /dev/null\n"
         f"+++ b/pkg/m{i}.txt\n@@ -0,0 +1 @@\n+line {i}\n" for i in range(n))
 
+# GOOD with two NUL bytes in a comment on an added line: text that a paste, an upload and a
+# command-line file can all carry (PostgreSQL stores none of it as it is).
+NUL = GOOD.replace("import subprocess", "import subprocess  # \x00marker\x00", 1)
 
 CASES = [
     ("empty", b"", ("error", "empty")),
@@ -122,6 +125,7 @@ CASES = [
     ("no newline at end of file", NO_NEWLINE.encode(), ("review", set())),
     ("non-utf-8 bytes", GOOD.replace("grep", "gr\xe9p").encode("latin-1"),
      ("review", {"not_utf8"})),
+    ("nul bytes", NUL.encode(), ("review", {"nul_bytes"})),
     ("../ and html file names", EVIL_NAMES.encode(), ("review", {"unreadable"})),
     ("thousands of files", many_files(5000).encode(), ("review", {"over_file_limit"})),
     ("ruby only", RUBY.encode(), ("review", {"model_only"})),

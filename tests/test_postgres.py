@@ -38,7 +38,8 @@ if __name__ != "__main__":
     import pytest
 
     pytestmark = pytest.mark.integration
-    IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate", "triage_race", "prepared")
+    IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate", "triage_race", "prepared",
+                  "nul_review")
 
     @pytest.fixture(scope="module")
     def cluster():
@@ -116,6 +117,9 @@ if __name__ != "__main__":
 
     def test_the_engines_prepared_statements_keep_their_semantics(engine_cases):
         assert "events" in check(engine_cases, "prepared")
+
+    def test_a_diff_holding_nul_bytes_is_reviewed_and_stored(engine_cases):
+        assert "nul_bytes" in check(engine_cases, "nul_review")
 
     def test_worker_killed_mid_stage_recovers_without_duplicates(cluster, tmp_path):
         require(cluster)
@@ -433,6 +437,28 @@ def case_prepared() -> str:
     from tests.prepared_checks import check_prepared_statements
 
     return check_prepared_statements(_setup())
+
+
+def case_nul_review() -> str:
+    """A diff holding NUL bytes (PostgreSQL's text and jsonb refuse the character), uploaded
+    and pasted: reviewed to its triage gate, stored, and the coverage says what was replaced."""
+    from agents_app import engine
+    from reviews_app import services
+    from reviews_app.models import Review
+    from tests.review_corpus import GOOD, NUL
+
+    engine.scheduling.schedule = lambda run_id, countdown=None: None  # run inline below
+    alice = _setup()
+    reasons = set()
+    for inp in (services.from_bytes(NUL.encode(), name="nul.diff"), services.from_text(NUL)):
+        run = engine.run_inline(services.start_review(alice, inp, services.prepare(inp),
+                                                      enqueue=False).pk)
+        assert run.status == "awaiting_triage", run.error
+        review = Review.objects.get(run=run)
+        assert "\x00" not in review.diff_text and "\ufffd" in review.diff_text
+        reasons |= {c["reason"] for c in review.coverage}
+    assert GOOD.splitlines()[0] in NUL
+    return " ".join(sorted(reasons))
 
 
 if __name__ == "__main__":

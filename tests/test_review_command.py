@@ -111,8 +111,25 @@ def test_bad_input_corpus_through_the_command(tmp_path, name, data, expect):
     # what the parser left to the models, the offline model did not read: not reviewed
     detail = {"not_examined" if r == "model_only" else r for r in detail}
     assert detail <= reasons
-    assert code == 1 or not {"not_examined", "over_file_limit", "unreadable"} & reasons
+    assert code == 1 or not {"not_examined", "over_file_limit", "unreadable", "not_utf8",
+                             "nul_bytes"} & reasons
     assert Run.objects.get().status == "completed"
+
+
+def test_nul_bytes_in_a_clean_diff_are_said_and_never_approved(tmp_path):
+    """A diff file with NUL bytes (refused by PostgreSQL's text as they are) is reviewed with
+    them replaced; the coverage says how many, and the review cannot pass as an approval."""
+    clean = NO_NEWLINE.replace("+DEBUG = False", "+DEBUG = False  # \x00\x00")
+    assert clean.count("\x00") == 2
+    path = tmp_path / "nul.diff"
+    path.write_text(clean)
+    code, out, err = review(str(path), "--format", "json")
+    assert code == 1, err
+    notes = [c for c in json.loads(out)["coverage"] if c["reason"] == "nul_bytes"]
+    assert len(notes) == 1 and "2 NUL bytes" in notes[0]["detail"], notes
+    assert "Incomplete review" in err
+    review_row = Review.objects.get()
+    assert "\x00" not in review_row.diff_text and review_row.diff_text.count("\ufffd") == 2
 
 
 def test_an_input_over_the_upload_limit_exits_2_and_saves_nothing(tmp_path, settings):

@@ -583,10 +583,12 @@ def test_files_in_a_batch_every_reviewer_failed_on_are_not_reviewed():
 
 
 @pytest.mark.parametrize("reason", ["clipped", "over_file_limit", "over_byte_limit",
-                                    "unreadable"])
-def test_any_part_left_out_by_the_limits_prevents_approve(reason):
+                                    "unreadable", "not_utf8", "nul_bytes"])
+def test_any_part_left_unexamined_prevents_approve(reason):
+    """Also bytes replaced with U+FFFD (not UTF-8, NUL): the review never read them."""
     state = new_state()
-    state["coverage"] = [{"path": "big.py", "reason": reason, "reviewed": reason == "clipped",
+    state["coverage"] = [{"path": "big.py", "reason": reason,
+                          "reviewed": reason in ("clipped", "not_utf8", "nul_bytes"),
                           "detail": "cut"}]
     result, _ = run_to_gate(approving(), state)
     rec = result.records[0]
@@ -595,7 +597,7 @@ def test_any_part_left_out_by_the_limits_prevents_approve(reason):
 
 
 @pytest.mark.parametrize("reason", ["binary", "deleted", "generated", "rename_only",
-                                    "mode_only", "not_utf8"])
+                                    "mode_only"])
 def test_files_with_nothing_to_review_do_not_prevent_approve(reason):
     state = new_state()
     state["coverage"] = [{"path": "x.bin", "reason": reason, "reviewed": False, "detail": "-"}]

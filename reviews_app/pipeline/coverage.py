@@ -11,9 +11,10 @@ failed or timed out read nothing, so neither counts. A file nobody examined is l
 ``not_examined`` (``reviewed: False``).
 
 A review is *incomplete* when some part of the change was left unexamined: a file nobody
-examined, files cut by the limits, unreadable parts, clipped lines. An incomplete review
-never proposes "approve". Files with nothing to review (deleted, binary, generated, renamed
-or mode-only) do not make it incomplete.
+examined, files cut by the limits, unreadable parts, clipped lines, bytes replaced because
+they were not UTF-8 or were NUL. An incomplete review never proposes "approve". Files with
+nothing to review (deleted, binary, generated, renamed or mode-only) do not make it
+incomplete.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from common.analyzers.tools import BY_NAME, code_readers
 
 NOT_EXAMINED = "not_examined"
 EXAMINED = "examined"  # an analyzer that reads its code ran on it and a code-reading model
-# Coverage reasons that leave part of the change unexamined.
+# Coverage reasons that leave part of the change unexamined. Bytes replaced with U+FFFD
+# (``not_utf8``, ``nul_bytes``) were never read as they are.
 INCOMPLETE_REASONS = frozenset({NOT_EXAMINED, "over_file_limit", "over_byte_limit",
-                                "unreadable", "clipped"})
+                                "unreadable", "clipped", "not_utf8", "nul_bytes"})
 # Entries this module writes per file (it replaces them, so running it twice is harmless).
 _PER_FILE = frozenset({"model_only", "analyzers_only", "imported", EXAMINED, NOT_EXAMINED})
 # Tools that look for secrets only: running them does not examine a file's code.
