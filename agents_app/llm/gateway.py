@@ -38,6 +38,7 @@ from . import offline, pricing
 from .runtime import (
     OFFLINE_MODELS,
     OFFLINE_PROVIDER,
+    ours,
     set_offline_latency,  # noqa: F401 - the app's settings set it from here
 )
 from .runtime import litellm as _litellm
@@ -386,7 +387,7 @@ class Gateway:
                 # The whole call is a wait, LiteLLM's own work included: measured faster than
                 # giving the turn up for the HTTP request alone (docs/BENCHMARKS.md, "Fifth
                 # round: turns").
-                with turns.waiting():
+                with turns.waiting(), ours():
                     response = completion(**kwargs)
             except retryable as exc:
                 outcome.error, outcome.retryable = redact(_describe(exc)), True
