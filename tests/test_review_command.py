@@ -128,6 +128,8 @@ def test_nul_bytes_in_a_clean_diff_are_said_and_never_approved(tmp_path):
     notes = [c for c in json.loads(out)["coverage"] if c["reason"] == "nul_bytes"]
     assert len(notes) == 1 and "2 NUL bytes" in notes[0]["detail"], notes
     assert "Incomplete review" in err
+    assert "Reviewed in part: nul.diff: The diff held 2 NUL bytes" in err
+    assert "Not reviewed: nul.diff" not in err
     review_row = Review.objects.get()
     assert "\x00" not in review_row.diff_text and review_row.diff_text.count("\ufffd") == 2
 

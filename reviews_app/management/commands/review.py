@@ -115,7 +115,9 @@ class Command(CheckedCommand):
         left = coverage.unexamined(review.coverage)
         for c in left:
             detail = str(c.get("detail") or c["reason"]).removeprefix("Not reviewed: ")
-            self.stderr.write(self.style.WARNING(f"Not reviewed: {_oneline(c['path'])}: "
+            # Clipped lines and replaced bytes: the rest of that part was reviewed.
+            said = "Reviewed in part" if c.get("reviewed") else "Not reviewed"
+            self.stderr.write(self.style.WARNING(f"{said}: {_oneline(c['path'])}: "
                                                  f"{_oneline(detail)}"))
         self.stderr.write(f"Verdict: {verdict}. Cost ${run.cost_usd:.4f}, "
                           f"{run.total_tokens:,} tokens.")
