@@ -42,7 +42,7 @@ def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
         locked.gate = ""
         locked.stage_seq += 1
         locked.save(update_fields=["state", "stage", "status", "gate", "stage_seq", "updated_at"])
-        # The answer's panels are stamped with the run's last event (``data-seq``): the page
+        # The answer's panels are stamped with the run's last event (``data-as-of``): the page
         # keeps a live update newer than the answer, and drops the decision's own.
         locked.last_event_seq = append_events(locked.pk, result.events) or locked.last_event_seq
         schedule_on_commit(locked.pk, enqueue)
