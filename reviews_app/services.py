@@ -187,8 +187,9 @@ def replace_nul(inp: ReviewInput) -> None:
                     for path, text in (inp.contents or {}).items()}
     inp.coverage.append({
         "path": inp.label or "the diff", "reason": "nul_bytes", "reviewed": True,
-        "detail": f"The diff held {count:,} NUL byte{'s' if count != 1 else ''}; each was "
-                  "replaced with \ufffd and the rest was reviewed."})
+        "detail": f"The diff{' and its files' if inp.contents else ''} held {count:,} NUL "
+                  f"byte{'s' if count != 1 else ''}; each was replaced with \ufffd and the "
+                  "rest was reviewed."})
 
 
 def prepare(inp: ReviewInput) -> diffs.Prepared:

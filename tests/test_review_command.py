@@ -290,3 +290,20 @@ def test_an_incomplete_review_reads_as_written_in_the_markdown_export(tmp_path):
     rendered = MarkdownIt("commonmark").render(out)
     assert "Incomplete review: 1 file not examined" in rendered
     assert "\\*" not in out and "**Incomplete" not in rendered
+
+
+def test_nul_bytes_in_the_files_of_a_change_are_replaced_and_counted():
+    """A source that brings the changed files' contents (a git range) has them replaced too,
+    a file without contents (None) left as it is, and the note counts both."""
+    from reviews_app import services
+
+    inp = services.ReviewInput(kind="git", label="main..x", diff_text="+a\x00\n",
+                               contents={"a.py": "b\x00\x00", "gone.py": None})
+    services.replace_nul(inp)
+    assert inp.diff_text == "+a\ufffd\n" and inp.contents == {"a.py": "b\ufffd\ufffd",
+                                                              "gone.py": None}
+    [note] = inp.coverage
+    assert note["reason"] == "nul_bytes" and note["reviewed"] is True
+    assert "The diff and its files held 3 NUL bytes" in note["detail"]
+    services.replace_nul(inp)  # prepared twice (the form, then the start): one note
+    assert len(inp.coverage) == 1

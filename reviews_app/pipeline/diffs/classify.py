@@ -26,7 +26,7 @@ def language_of(basename: str) -> tuple[str, str]:
     # costs more than the lookup.
     try:
         lexer = lexer_class_for(basename)
-    except Exception:             # a broken Pygments plugin must not break the review
+    except Exception:             # a broken lexer module must not break the review
         return "", "text"
     if lexer is None:
         return "", "text"
