@@ -64,6 +64,8 @@ def test_langgraph_stays_out_of_the_app():
     ("bench_worker_models", ["--models", "2x100f/tx"]),
     ("bench_worker_models", ["--models", "2x100f/t-1"]),
     ("bench_worker_models", ["--models", "2x100f/t1001"]),
+    ("bench_memory_design", ["--n", "0"]), ("bench_memory_design", ["--latency", "nan"]),
+    ("bench_memory_design", ["--db-threads", "-1"]), ("bench_memory_design", ["--child"]),
 ])
 def test_the_rows_siblings_refuse_bad_flags_in_one_line(script, argv):
     """The benchmarks whose figures fill the table's Quorum-only rows (and the worker shapes)

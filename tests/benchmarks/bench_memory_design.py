@@ -1,0 +1,189 @@
+"""What the worker's memory target would take: the figure for a design Quorum does not have.
+
+The worker holds each run in flight in a thread of a Celery thread pool, two processes forked
+from one parent (``manage.py worker``). bench_vs_langgraph measures it at ~500 MB PSS with 200
+runs in flight, against LangGraph's ~257 MB for one asyncio process, and the target is 260.
+This script measures the design that docs/BENCHMARKS.md names instead: **one process holding
+every run as a coroutine**, its model calls awaited (``litellm.acompletion``) and its database
+writes handed to a pool of a few threads. It is a model of that design, not an engine: each
+"run" makes the Plan-and-Execute run's four calls to the same fake provider and appends one
+event to its run row after each, with Quorum's own ``append_events``, so what is held per run
+in flight is a coroutine, an HTTP request and its answer, not a pattern's stages.
+
+Printed, all in one process of its own (a child, so that its memory is its own):
+  - the floor: PSS after importing what a worker imports (``manage.py worker``'s warm-up,
+    LiteLLM and its provider modules), before any run;
+  - the peak PSS and RSS with N runs in flight, and the makespan ratio N at once ÷ one run.
+
+    .venv/bin/python tests/benchmarks/bench_memory_design.py [--n 200] [--latency 1.0]
+        [--db-threads 4] [--runs 3]
+
+DEBUG=false. Needs nothing beyond the app's own requirements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess  # nosec B404: this repository's own script as a child
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.benchmarks.common import machine, positive, pss_mb, setup_django  # noqa: E402
+
+ROLES = ("planner", "executor", "executor", "synthesizer")  # the run's four calls
+TARGET_MB = 260.0
+
+
+def _own_peak_rss() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class OwnPss(threading.Thread):
+    """This process's largest PSS, sampled every 0.1 s."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak, self.done = 0.0, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.1):
+            self.peak = max(self.peak, pss_mb(os.getpid()))
+
+
+def child(args) -> None:
+    """One process: the worker's imports, then runs as coroutines."""
+    import django
+
+    django.setup()
+    from agents_app.events import EventSpec, append_events
+    from agents_app.llm.runtime import litellm as litellm_runtime
+    from agents_app.management.commands.worker import PROVIDER_MODULES, preload, warm_up
+
+    warm_up()
+    litellm = litellm_runtime()
+    preload(PROVIDER_MODULES)
+    floor = pss_mb(os.getpid())
+    run_ids = [int(x) for x in args.run_ids.split(",")]
+
+    async def one_run(run_id: int) -> None:
+        loop = asyncio.get_running_loop()
+        for i, role in enumerate(ROLES):
+            reply = await litellm.acompletion(
+                model=f"openai/fake-{role}", api_base=args.url, api_key="sk-bench-fake",
+                timeout=60, num_retries=0,
+                messages=[{"role": "system", "content": f"You are the {role}."},
+                          {"role": "user", "content": f"Run {run_id}, call {i + 1} of 4."}])
+            text = reply.choices[0].message.content or ""
+            await loop.run_in_executor(None, append_events, run_id, [
+                EventSpec("model_call", f"{role} answered", {"chars": len(text)})])
+
+    async def main() -> dict:
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(args.db_threads,
+                                                     thread_name_prefix="db"))
+        await one_run(run_ids[0])  # warm-up: connections, LiteLLM's client cache
+        started = time.monotonic()
+        await one_run(run_ids[1])
+        single = time.monotonic() - started
+        sampler = OwnPss()
+        sampler.start()
+        started = time.monotonic()
+        await asyncio.gather(*(one_run(r) for r in run_ids[2:]))
+        makespan = time.monotonic() - started
+        sampler.done.set()
+        sampler.join()
+        return {"floor_pss": floor, "peak_pss": max(sampler.peak, pss_mb(os.getpid())),
+                "peak_rss": _own_peak_rss(), "one": single, "makespan": makespan}
+
+    print(json.dumps(asyncio.run(main())), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=positive(int, 1, 2000), default=200)
+    parser.add_argument("--latency", type=positive(float, 0.0, 10.0), default=1.0)
+    parser.add_argument("--db-threads", type=positive(int, 1, 1000), default=4)
+    parser.add_argument("--runs", type=positive(int, 1, 20), default=3)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--run-ids", help=argparse.SUPPRESS)
+    parser.error = lambda message: parser.exit(2, f"bench_memory_design: {message}\n")
+    args = parser.parse_args()
+    if args.child and not (args.url and args.run_ids):
+        parser.error("--child is this script's own: it takes --url and --run-ids")
+    if args.child:
+        child(args)
+        return
+
+    from tests.benchmarks.bench_vs_langgraph import FakeProcess
+    from tests.stack import free_port, start_redis
+
+    load = os.getloadavg()[0]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="quorum-memory-design-") as tmp:
+        var = Path(tmp)
+        fake = FakeProcess(args.latency)
+        try:
+            setup_django(var, free_port(), DEBUG="false", QUORUM_LOG_LEVEL="ERROR",
+                         QUORUM_API_BASE=fake.url, OPENAI_API_KEY="sk-bench-fake",
+                         SECRET_KEY="bench-not-secret")
+            from agents_app.models import Run
+            from tests.benchmarks.common import make_user
+
+            owner = make_user()
+            redis = start_redis(var)  # the events are announced, as the worker's are
+            for _ in range(args.runs):
+                ids = [Run.objects.create(owner=owner, pattern="plan_execute",
+                                          task=f"memory design {i}").pk
+                       for i in range(args.n + 2)]
+                out = subprocess.run(  # nosec B603: our own script, no shell
+                    [sys.executable, __file__, "--child", "--url", fake.url, "--n", str(args.n),
+                     "--db-threads", str(args.db_threads),
+                     "--run-ids", ",".join(map(str, ids))],
+                    capture_output=True, text=True, cwd=ROOT, env=os.environ.copy(),
+                    timeout=900, check=False)
+                if out.returncode != 0:
+                    raise RuntimeError(f"the child failed:\n{out.stderr[-3000:]}")
+                got = json.loads(out.stdout.strip().splitlines()[-1])
+                written = Run.objects.filter(pk__in=ids, last_event_seq=4).count()
+                if written != len(ids):
+                    raise RuntimeError(f"{len(ids) - written} runs lack their four events")
+                rows.append(got)
+                print(f"# floor {got['floor_pss']:.0f} MB PSS; {args.n} runs in flight: peak "
+                      f"PSS {got['peak_pss']:.0f} MB, peak RSS {got['peak_rss']:.0f} MB; "
+                      f"{got['makespan']:.1f} s ÷ one run {got['one']:.1f} s = "
+                      f"{got['makespan'] / got['one']:.2f}×", flush=True)
+            redis.stop()
+        finally:
+            fake.stop()
+
+    med = statistics.median
+    print(f"\n# {machine()}; load {load:.1f}; DEBUG=false; L = {args.latency} s; "
+          f"{args.db_threads} database threads; medians of {args.runs}")
+    print("| design | PSS before any run | peak PSS, N in flight | per run in flight | "
+          "N at once ÷ one |")
+    print("|---|---:|---:|---:|---:|")
+    floor, peak = med(r["floor_pss"] for r in rows), med(r["peak_pss"] for r in rows)
+    print(f"| one asyncio process, N = {args.n} | {floor:.1f} MB | {peak:.1f} MB "
+          f"({'meets' if peak <= TARGET_MB else 'misses'} ≤ {TARGET_MB:.0f}) | "
+          f"{1000 * (peak - floor) / args.n:.0f} kB | "
+          f"{med(r['makespan'] / r['one'] for r in rows):.2f}× |")
+
+
+if __name__ == "__main__":
+    main()
