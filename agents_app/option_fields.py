@@ -159,15 +159,24 @@ def options_from(pattern: Pattern, fields: dict[str, OptionField], values: dict[
         if entry.kind == "flag" and not value:
             continue
         data[entry.option] = value
+    site: dict[str, str] = {}  # option → the setting its value came from
     for option, info in pattern.options.model_fields.items():
         if option not in data and (extra(info).get("setting") or extra(info).get("hidden")):
             value = default_of(pattern, option)
             if value is not None:
                 data[option] = list(value) if isinstance(value, (list, tuple)) else value
+                if (setting := extra(info).get("setting")) and \
+                        getattr(settings, setting, None) is not None:
+                    site[option] = setting
     try:
         return pattern.check_options(data, headless=headless), None
     except ValidationError as exc:
         option, message = first_error(exc)
+        if option in site:  # nobody typed it: say where it came from (and the way round it)
+            hidden = extra(pattern.options.model_fields[option]).get("hidden")
+            message = (f"{message}: the site's setting {site[option]} is out of range"
+                       + (" and must be changed." if hidden else
+                          "; give this option a value instead."))
         return None, (field_of.get(option, ""), message)
 
 

@@ -2,7 +2,10 @@
 cannot be used stops start-up with what the variable takes (``manage.py`` prints it on one
 line and exits 2), never a cast's traceback and never the value itself (a misplaced secret
 stays unprinted). Numbers are read strictly: ``12abc``, ``nan``, ``inf`` and negatives are
-refused rather than read as 12 or passed on; an empty value counts as unset."""
+refused rather than read as 12 or passed on; an empty value counts as unset. Each number has
+an upper bound too (by default what a database integer column holds, or a billion for a
+duration or price), so a typo of a few extra digits stops start-up instead of failing the
+first run that stores or sleeps on it."""
 
 from __future__ import annotations
 
@@ -14,13 +17,18 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+INT_HIGH = 2_147_483_647  # the largest value a database integer column holds (PostgreSQL)
+FLOAT_HIGH = 1e9  # seconds (31 years) or dollars: past any real setting, within every library
+
 
 class Env(environ.Env):
-    def int(self, var: str, default: Any = environ.Env.NOTSET) -> Any:  # type: ignore[override]
-        return self._number(var, default, int, "a whole number")
+    def int(self, var: str, default: Any = environ.Env.NOTSET,  # type: ignore[override]
+            *, high: int = INT_HIGH) -> Any:
+        return self._number(var, default, int, "a whole number", high)
 
-    def float(self, var: str, default: Any = environ.Env.NOTSET) -> Any:  # type: ignore[override]
-        return self._number(var, default, float, "a number")
+    def float(self, var: str, default: Any = environ.Env.NOTSET,  # type: ignore[override]
+              *, high: float = FLOAT_HIGH) -> Any:
+        return self._number(var, default, float, "a number", high)
 
     def port(self, var: str, default: int) -> int:
         value = self.int(var, default=default)
@@ -28,7 +36,7 @@ class Env(environ.Env):
             raise ImproperlyConfigured(f"{var} takes a port number from 1 to 65535.")
         return value
 
-    def _number(self, var: str, default: Any, kind: type, what: str) -> Any:
+    def _number(self, var: str, default: Any, kind: type, what: str, high: float) -> Any:
         raw = self.ENVIRON.get(var, "").strip()
         if not raw:
             if default is environ.Env.NOTSET:
@@ -43,6 +51,9 @@ class Env(environ.Env):
             raise ImproperlyConfigured(f"{var} takes a finite number, not NaN or an infinity.")
         if value < 0:  # every number Quorum reads is a count, size, duration, price or port
             raise ImproperlyConfigured(f"{var} takes {what} of 0 or more; it is set below 0.")
+        if value > high:
+            shown = f"{int(high):,}" if float(high).is_integer() else f"{high:g}"
+            raise ImproperlyConfigured(f"{var} takes {what} up to {shown}; it is set above that.")
         return value
 
     def db_url(self, var: str = environ.Env.DEFAULT_DATABASE_ENV,  # type: ignore[override]

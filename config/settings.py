@@ -201,10 +201,10 @@ QUORUM_LLM_MAX_RETRIES = env.int("QUORUM_LLM_MAX_RETRIES", default=2)
 QUORUM_LLM_RETRY_BASE_DELAY = env.float("QUORUM_LLM_RETRY_BASE_DELAY", default=1.0)
 # Tests set this to False: then only the offline model and loopback base URLs are called.
 QUORUM_ALLOW_MODEL_REQUESTS = env.bool("QUORUM_ALLOW_MODEL_REQUESTS", default=True)
-QUORUM_OFFLINE_LATENCY = env.float("QUORUM_OFFLINE_LATENCY", default=0.0)
+QUORUM_OFFLINE_LATENCY = env.float("QUORUM_OFFLINE_LATENCY", default=0.0, high=600.0)
 
-QUORUM_DEFAULT_MAX_COST_USD = env.float("QUORUM_MAX_COST_USD", default=1.0)
-QUORUM_DEFAULT_MAX_TOKENS = env.int("QUORUM_MAX_TOKENS", default=200_000)
+QUORUM_DEFAULT_MAX_COST_USD = env.float("QUORUM_MAX_COST_USD", default=1.0, high=1000.0)
+QUORUM_DEFAULT_MAX_TOKENS = env.int("QUORUM_MAX_TOKENS", default=200_000, high=50_000_000)
 # Site-wide overrides of pattern option defaults (unset: the pattern's own default).
 QUORUM_MAX_STEPS = env.int("QUORUM_MAX_STEPS", default=None)
 QUORUM_MAX_REPLANS = env.int("QUORUM_MAX_REPLANS", default=None)
@@ -247,9 +247,9 @@ QUORUM_REVIEW_DAILY_MAX_COST_USD = env.float("QUORUM_REVIEW_DAILY_MAX_COST_USD",
 # An optional cap on the number of reviews started per day, offline ones included: off (0)
 # unless set.
 QUORUM_REVIEW_DAILY_LIMIT = env.int("QUORUM_REVIEW_DAILY_LIMIT", default=0)
-QUORUM_REVIEW_MIN_CONFIDENCE = env.float("QUORUM_REVIEW_MIN_CONFIDENCE", default=0.5)
+QUORUM_REVIEW_MIN_CONFIDENCE = env.float("QUORUM_REVIEW_MIN_CONFIDENCE", default=0.5, high=1.0)
 QUORUM_REVIEW_TIMEOUT = env.float("QUORUM_REVIEW_TIMEOUT", default=180.0)
-QUORUM_REVIEW_MAX_COST_USD = env.float("QUORUM_REVIEW_MAX_COST_USD", default=2.0)
+QUORUM_REVIEW_MAX_COST_USD = env.float("QUORUM_REVIEW_MAX_COST_USD", default=2.0, high=999_999.0)
 QUORUM_REVIEW_MAX_TOKENS = env.int("QUORUM_REVIEW_MAX_TOKENS", default=10_000_000)
 # publish (issue 15): publishing reviews to their pull requests. QUORUM_PUBLIC_URL is this
 # site's address as the pull request's readers reach it (the summary links back to the review;

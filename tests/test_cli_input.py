@@ -127,6 +127,19 @@ BAD_SETTINGS = [
      "QUORUM_EMBEDDED_REDIS_PORT takes a port number from 1 to 65535."),
     ("QUORUM_EMBEDDED_REDIS_PORT", "0",
      "QUORUM_EMBEDDED_REDIS_PORT takes a port number from 1 to 65535."),
+    # Huge numbers stop start-up: each once failed the first run that stored or slept on it
+    # (a 500, a run stuck with decimal.InvalidOperation or OverflowError, a run asleep).
+    ("QUORUM_MAX_COST_USD", "10000000",
+     "QUORUM_MAX_COST_USD takes a number up to 1,000; it is set above that."),
+    ("QUORUM_MAX_TOKENS", "100000000000000000000",
+     "QUORUM_MAX_TOKENS takes a whole number up to 50,000,000; it is set above that."),
+    ("QUORUM_STAGE_LEASE_SECONDS", "1e300",
+     "QUORUM_STAGE_LEASE_SECONDS takes a number up to 1,000,000,000; it is set above that."),
+    ("QUORUM_OFFLINE_LATENCY", "601", "QUORUM_OFFLINE_LATENCY takes a number up to 600;"),
+    ("QUORUM_REVIEW_MIN_CONFIDENCE", "5",
+     "QUORUM_REVIEW_MIN_CONFIDENCE takes a number up to 1; it is set above that."),
+    ("CONN_MAX_AGE", "2147483648",
+     "CONN_MAX_AGE takes a whole number up to 2,147,483,647; it is set above that."),
 ]
 
 
@@ -143,7 +156,12 @@ def test_each_bad_setting_is_named_on_one_line_without_its_value(tmp_path):
         assert value not in err and "hunter2" not in err, err  # never the value
     # An empty value is unset (the default); Python's number forms are numbers.
     fine = run_all([["check"]], {**cli_env(tmp_path), "DATABASE_URL": "",
-                                 "QUORUM_MAX_TOKENS": "200_000", "CONN_MAX_AGE": ""})[0]
+                                 "QUORUM_MAX_TOKENS": "200_000", "CONN_MAX_AGE": "",
+                                 # each upper bound itself is allowed
+                                 "QUORUM_MAX_COST_USD": "1000", "QUORUM_OFFLINE_LATENCY": "600",
+                                 "QUORUM_STAGE_LEASE_SECONDS": "1e9",
+                                 "QUORUM_REVIEW_MIN_CONFIDENCE": "1",
+                                 "QUORUM_MAX_STEPS": "2147483647"})[0]
     assert fine.returncode == 0, fine.stderr
 
 
@@ -158,6 +176,16 @@ def test_each_bad_setting_is_named_on_one_line_without_its_value(tmp_path):
 def test_input_checked_after_parsing_is_bad_input_too(args, message):
     with pytest.raises(CommandError, match=message) as caught:
         call_command("run_pattern", *args, stdout=StringIO())
+    assert caught.value.returncode == 2
+    assert not Run.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_pattern_setting_out_of_range_is_named_on_the_command_line_too(settings):
+    settings.QUORUM_MAX_STEPS = 100
+    with pytest.raises(CommandError, match="the site's setting QUORUM_MAX_STEPS is out of "
+                                           "range; give this option a value instead") as caught:
+        call_command("run_pattern", "plan_execute", "--task", "x", stdout=StringIO())
     assert caught.value.returncode == 2
     assert not Run.objects.exists()
 

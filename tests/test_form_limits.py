@@ -71,3 +71,37 @@ def test_other_bodies_and_forms_within_the_limits_pass_through(client, alice):
     response = client.post("/webhooks/github/nosuchhook/", {"a": list(range(5_000))},
                            content_type="application/json")
     assert response.status_code == 404
+
+
+def test_settings_at_their_upper_bounds_start_and_run(client, alice, settings):
+    """The largest budget and lease the settings allow (config/env.py) are stored and run:
+    a default budget past the columns' range once failed the run on its first stage
+    (decimal.InvalidOperation), a lease past timedelta's range with OverflowError."""
+    from agents_app.engine import run_inline
+
+    settings.QUORUM_DEFAULT_MAX_COST_USD = 1000.0
+    settings.QUORUM_DEFAULT_MAX_TOKENS = 50_000_000
+    settings.QUORUM_STAGE_LEASE_SECONDS = 1e9
+    client.force_login(alice)
+    response = client.post("/runs/new/", {"pattern": "plan_execute",
+                                          "task": "Collect logs, then find the error."})
+    assert response.status_code == 302
+    run = Run.objects.get()
+    assert (run.max_cost_usd, run.max_tokens) == (1000, 50_000_000)
+    assert run_inline(run.pk).status == "awaiting_plan_approval"
+
+
+def test_a_pattern_setting_out_of_range_is_named_and_can_be_overridden(client, alice, settings):
+    """QUORUM_MAX_STEPS past the option's limit: the empty field's error says which setting
+    it came from (nobody typed it), nothing is saved, and a typed value still starts a run."""
+    settings.QUORUM_MAX_STEPS = 100
+    client.force_login(alice)
+    data = {"pattern": "plan_execute", "task": "Collect logs, then find the error."}
+    response = client.post("/runs/new/", data)
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert "less than or equal to 30" in text
+    assert "the site&#x27;s setting QUORUM_MAX_STEPS is out of range" in text
+    assert not Run.objects.exists()
+    assert client.post("/runs/new/", {**data, "max_steps": "5"}).status_code == 302
+    assert Run.objects.get().options["max_steps"] == 5
