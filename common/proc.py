@@ -7,7 +7,9 @@ One set of rules for git, the analyzers and the commands an agent may run:
   (no provider keys, no database URL, no ``GIT_*`` that could point git elsewhere);
 - a time limit, after which the whole process group is killed (and it is killed at the end in
   any case, so nothing a command left behind keeps running);
-- output read as it comes and capped, keeping its head (and optionally its tail).
+- output read as it comes and capped, keeping its head (and optionally its tail);
+- a thread that waits on a child can be watched (:func:`watched`): a check made every second
+  or so that may end the wait (the run was cancelled) and kill the child.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import subprocess  # noqa: S404 # nosec B404 - argument lists only, see start()
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -134,20 +136,56 @@ class Child:
             pass
 
     def wait(self, timeout: float) -> Result:
+        """Wait up to ``timeout`` seconds, then kill what is left of the child's group. What
+        this thread's watch (:func:`watched`) raises ends the wait early, the child killed."""
         with turns.waiting():  # another run's stage goes on meanwhile (common/turns.py)
-            timed_out = not _exited(self.proc, max(timeout, 0.0))
-            self.kill()  # on a timeout, and whatever the command left running behind it
-            self.proc.wait()
-            for reader in self._readers:
-                reader.join(timeout=5)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
+            try:
+                timed_out = not self._exited_watched(max(timeout, 0.0))
+            finally:
+                self.kill()  # on a timeout, and whatever the command left running behind it
+                self.proc.wait()
+                for reader in self._readers:
+                    reader.join(timeout=5)
+                for stream in (self.proc.stdout, self.proc.stderr):
+                    if stream is not None:
+                        stream.close()
         out_head, out_tail = self.out.parts()
         return Result(argv=self.argv, returncode=None if timed_out else self.proc.returncode,
                       stdout=out_head, stdout_tail=out_tail, stderr=self.err.parts()[0],
                       timed_out=timed_out, truncated=self.out.truncated,
                       seconds=round(time.monotonic() - self.began, 3))
+
+
+    def _exited_watched(self, timeout: float) -> bool:
+        watch = getattr(_watch, "current", None)
+        if watch is None:
+            return _exited(self.proc, timeout)
+        check, every = watch
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if _exited(self.proc, max(min(left, every), 0.0)):
+                return True
+            if left <= every:
+                return False
+            check()
+
+
+_watch = threading.local()
+
+
+@contextlib.contextmanager
+def watched(check: Callable[[], None], every: float = 1.0) -> Iterator[None]:
+    """While this thread waits on a child process (:meth:`Child.wait`), ``check`` is called
+    every ``every`` seconds; what it raises kills the child and ends the wait with that
+    exception. The engine watches a stage's thread for a cancel request. Other threads, and
+    waits outside the block, are not watched."""
+    previous = getattr(_watch, "current", None)
+    _watch.current = (check, every)
+    try:
+        yield
+    finally:
+        _watch.current = previous
 
 
 def _exited(proc: subprocess.Popen, timeout: float) -> bool:

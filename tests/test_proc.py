@@ -76,3 +76,42 @@ def test_a_child_that_never_reads_stdin_cannot_block_us(tmp_path):
 def test_missing_program_is_an_oserror_for_the_caller_to_word(tmp_path):
     with pytest.raises(FileNotFoundError):
         proc.run(["no-such-program-quorum"], cwd=tmp_path, timeout=5)
+
+
+class Stop(Exception):
+    pass
+
+
+def test_a_watch_that_raises_kills_the_group_and_ends_the_wait(tmp_path):
+    pidfile = tmp_path / "grandchild"
+    calls = []
+
+    def check():
+        calls.append(time.monotonic())
+        if len(calls) == 3:
+            raise Stop("cancelled")
+
+    started = time.monotonic()
+    child = proc.start(["sh", "-c", f"sleep 60 & echo $! > {pidfile}; wait"], cwd=tmp_path)
+    with proc.watched(check, every=0.05), pytest.raises(Stop):
+        child.wait(30)
+    assert time.monotonic() - started < 5 and len(calls) == 3
+    deadline = time.monotonic() + 10
+    while not _gone(int(pidfile.read_text())) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _gone(int(pidfile.read_text())) and _gone(child.proc.pid)
+    assert child.proc.stdout.closed
+
+
+def test_a_quiet_watch_changes_nothing_and_the_time_limit_still_holds(tmp_path):
+    calls = []
+    with proc.watched(lambda: calls.append(1), every=0.05):
+        done = proc.run([sys.executable, "-c", "import time; time.sleep(0.4); print('ok')"],
+                        cwd=tmp_path, timeout=30)
+        late = proc.run(["sleep", "60"], cwd=tmp_path, timeout=0.3)
+    assert done.returncode == 0 and done.stdout == b"ok\n" and not done.timed_out
+    assert late.timed_out and late.returncode is None and late.seconds < 5
+    assert len(calls) >= 4  # checked while each waited
+    calls.clear()
+    proc.run(["sleep", "0.2"], cwd=tmp_path, timeout=30)  # outside the block: not watched
+    assert calls == []

@@ -61,7 +61,9 @@ def cancel(run: Run, user: User) -> str:
             return "Run cancelled."
         Run.objects.filter(pk=locked.pk).update(cancel_requested=True)
         append_events(locked.pk, [Event("cancel_requested", f"{user} asked to cancel: the run "
-                                        "stops before its next model call.")])
-        return "Cancelling: the run stops before its next model call."
+                                        "stops before its next model call, or within a second "
+                                        "if it is running a command.")])
+        return ("Cancelling: the run stops before its next model call, or within a second if "
+                "it is running a command.")
 
 

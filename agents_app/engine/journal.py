@@ -5,6 +5,7 @@ stage's lease."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ class _Limits:
 # call's own update of the run, so a call made right after another (or after the claim) needs
 # no read of its own; one made later (a tool ran in between) reads them again.
 SNAPSHOT = ("lease_owner", "cancel_requested", "cost_usd", "prompt_tokens", "completion_tokens")
+log = logging.getLogger(__name__)
+
 FRESH_SECONDS = 1.0
 
 
@@ -169,6 +172,25 @@ class DbJournal:
         if ident != self.thread:
             with self.lock:
                 self.checked.add(ident)
+
+    def while_waiting(self) -> None:
+        """Called about once a second while the stage's own thread waits on a child process
+        (a test command, an analyzer; ``common.proc.watched``): extends the lease when due,
+        so a long command does not lose it, and ends the wait when the lease is lost or the
+        run is to be cancelled. A database that cannot be read leaves the command running:
+        the next model call checks again."""
+        try:
+            self._refresh()
+        except DB_UNAVAILABLE as exc:
+            log.warning("run %s: could not check the run while a command ran: %s",
+                        self.run_id, exc)
+            return
+        with self.lock:
+            owner, cancel = self.snapshot["lease_owner"], self.snapshot["cancel_requested"]
+        if owner != self.token:
+            raise LeaseLost()
+        if cancel:
+            raise Cancelled("Cancelled on request, while a command was running.")
 
     def _check_and_extend(self, role: str) -> None:
         self._refresh()

@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from common import turns
+from common import proc, turns
 
 from ..events import append_events
 from ..llm.gateway import Gateway, is_offline, redact
@@ -115,8 +115,9 @@ def _run_stage(run: Run, pattern: Pattern, token: str, enqueue: bool, next_token
     started = time.monotonic()
     journal = DbJournal(run, stage, token)
     try:
-        result = run_checked(pattern, stage, run.state, Gateway(
-            gateway_config(run.models_used), journal))
+        with proc.watched(journal.while_waiting):  # a cancel stops a running command
+            result = run_checked(pattern, stage, run.state, Gateway(
+                gateway_config(run.models_used), journal))
     except LeaseLost:
         log.warning("run %s: lease lost during stage %s; result dropped", run_id, stage)
         return Next(False)
