@@ -28,20 +28,21 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_cancel_kills_the_running_test_command_and_ends_the_run(alice, repo, settings,  # noqa: F811
-                                                                tmp_path):
-    marker = tmp_path / "test-command-pid"
+def running_tests(alice, repo_path, settings, marker):
+    """A change run whose test command writes its pid to ``marker`` and sleeps, run in a
+    thread of its own (a worker's stage thread) until the command has started. Returns the
+    run, the thread, and what the thread ended with (``run``, or ``error``)."""
     command = (f"{sys.executable} -c \"import os, pathlib, time; "
                f"pathlib.Path(r'{marker}').write_text(str(os.getpid())); time.sleep(120)\"")
     settings.QUORUM_TEST_COMMANDS = [command]
-    run = start_change(alice, repo=str(repo), base="main", task=TASK, models=OFFLINE,
+    run = start_change(alice, repo=str(repo_path), base="main", task=TASK, models=OFFLINE,
                        test_command=command, auto_approve_plan=True, enqueue=False)
     outcome: dict[str, object] = {}
 
     def worker():
         try:
             outcome["run"] = engine.run_inline(run.pk)
-        except BaseException as exc:  # reported below, not lost in the thread
+        except BaseException as exc:  # reported by the test, not lost in the thread
             outcome["error"] = exc
         finally:
             from django.db import connection
@@ -51,9 +52,17 @@ def test_cancel_kills_the_running_test_command_and_ends_the_run(alice, repo, set
     thread = threading.Thread(target=worker, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline and thread.is_alive():
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline \
+            and thread.is_alive():
         time.sleep(0.02)
     assert marker.exists() and not outcome, outcome
+    return run, thread, outcome
+
+
+def test_cancel_kills_the_running_test_command_and_ends_the_run(alice, repo, settings,  # noqa: F811
+                                                                tmp_path):
+    marker = tmp_path / "test-command-pid"
+    run, thread, outcome = running_tests(alice, repo, settings, marker)
     pid = int(marker.read_text())
     assert _alive(pid)
 
@@ -77,27 +86,7 @@ def test_a_command_longer_than_the_lease_keeps_it(alice, repo, settings, tmp_pat
     """The watch also extends the stage's lease while the command runs: a test command that
     outlasts the lease no longer leaves the run looking abandoned to the sweeper."""
     settings.QUORUM_STAGE_LEASE_SECONDS = 2.0
-    marker = tmp_path / "started"
-    command = (f"{sys.executable} -c \"import pathlib, time; "
-               f"pathlib.Path(r'{marker}').touch(); time.sleep(60)\"")
-    settings.QUORUM_TEST_COMMANDS = [command]
-    run = start_change(alice, repo=str(repo), base="main", task=TASK, models=OFFLINE,
-                       test_command=command, auto_approve_plan=True, enqueue=False)
-
-    def worker():
-        try:
-            engine.run_inline(run.pk)
-        finally:
-            from django.db import connection
-
-            connection.close()
-
-    thread = threading.Thread(target=worker, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert marker.exists()
+    run, thread, _ = running_tests(alice, repo, settings, tmp_path / "started")
     time.sleep(3.0)  # past the 2 s lease the claim gave
     from django.utils import timezone
 
