@@ -537,7 +537,9 @@ def test_a_file_nobody_examined_is_shown_as_not_reviewed(transactional_db, alice
     assert "<dd>0 reviewed of 1</dd>" in page
     assert "0 of 1 file reviewed." in page
     assert "Incomplete review: 1 part of the change was left unexamined" in page
-    assert "Not reviewed (1)" in page and "not_examined" in page
+    assert "Not reviewed (1)" in page
+    assert ('<span class="reason" title="not_examined">not examined by any analyzer or model'
+            '</span>') in page
     assert "Reviewed with limits" not in page  # no longer claimed as "reviewed by the models"
 
 
@@ -549,4 +551,4 @@ def test_the_coverage_panel_updates_live_when_the_review_is_synthesized(transact
     run = engine.run_inline(start(alice, RUBY).pk)
     html = render_live_update(run, [Event("review_synthesized", "ready")], set())
     assert 'id="coverage-panel" hx-swap-oob="true"' in html
-    assert "not_examined" in html
+    assert "not examined by any analyzer or model" in html

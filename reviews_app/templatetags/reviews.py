@@ -11,3 +11,12 @@ register = template.Library()
 def review_usage():
     """Today's reviews against the daily limit, and their spend (for the dashboard)."""
     return {"usage": daily_usage()}
+
+
+@register.filter
+def coverage_reason(code: str) -> str:
+    """A coverage entry's reason in words (``not_examined`` → "not examined by any analyzer or
+    model"); a code without words is shown as it is."""
+    from ..services import REASON_TEXT
+
+    return REASON_TEXT.get(code, code)
