@@ -33,7 +33,7 @@ from .forms import (
     VerdictForm,
 )
 from .models import Finding, Review
-from .pipeline import coverage, export
+from .pipeline import coverage, export, synthesis
 from .pipeline.pattern import VERDICT_LABELS
 from .pipeline.schema import SEVERITIES
 from .rendering import anchors, file_views
@@ -157,11 +157,30 @@ def review_context(review: Review, *, with_diff: bool = True, timeline: bool = T
     }
 
 
+def triaged_verdict(review: Review, kept: list[Finding]) -> str:
+    """The verdict the severity rules give for the findings the person accepted, once every
+    finding is triaged (else ""). Like the proposed one it is never approve for a review
+    that left part of the change unexamined or missed a reviewer."""
+    if not review.proposed_verdict or any(f.decision == Finding.Decision.PENDING for f in kept):
+        return ""
+    rule = synthesis.rule_verdict([{"severity": f.severity, "category": f.category}
+                                   for f in kept if f.decision == Finding.Decision.ACCEPTED])
+    missing = any((r or {}).get("status") != "ok" for r in (review.reviewers or {}).values())
+    if rule == "approve" and (missing or coverage.unexamined(review.coverage)):
+        return "needs_discussion"
+    return rule
+
+
 def _triage_context(review: Review, kept: list[Finding]) -> dict:
     closed = triage.closed_reason(review)
     pending = [f.key for f in kept if f.decision == Finding.Decision.PENDING]
     decisions = triage.history(review)
+    after = triaged_verdict(review, kept) if closed is None else ""
     return {"triage_open": closed is None, "triage_closed": closed,
+            "triaged_verdict": after,
+            "triaged_verdict_label": dict(Review._meta.get_field("proposed_verdict").choices)
+            .get(after, ""),
+            "suggested_verdict": after if after != review.proposed_verdict else "",
             "pending_keys": pending, "version_text": triage.version_text(review),
             "settle_choices": [("accepted", "Accept"), ("rejected", "Reject")],
             "history": [(d, triage.describe(d)) for d in decisions],

@@ -541,3 +541,37 @@ def test_notes_in_the_history_are_escaped(alice_client, triage_run):  # noqa: F8
     history = html[html.index('id="history-panel"'):html.index('id="diff-panel"')]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in history
     assert "<script>" not in history and "<img" not in history
+
+
+def test_once_triaged_the_page_says_what_the_accepted_findings_call_for(
+        alice_client, triage_run):  # noqa: F811
+    """Rejecting every finding leaves nothing that blocks: the panel says the accepted ones
+    call for approve (needs discussion if part of the change went unexamined) and chooses it
+    under "Override the verdict", the person still giving the reason; accepting them again
+    brings the rules' verdict back. Nothing is decided for the person."""
+    from reviews_app.pipeline import coverage
+    from reviews_app.views import triaged_verdict
+
+    review = review_of(triage_run)
+    assert review.proposed_verdict == "request_changes"
+    url = reverse("review_detail", args=[triage_run.pk])
+    assert "triaged-verdict" not in alice_client.get(url).content.decode()  # not triaged yet
+    assert post(alice_client, "settle_rest", triage_run, {"decision": "rejected"}).status_code == 200
+    expected = "needs_discussion" if coverage.unexamined(review.coverage) else "approve"
+    assert triaged_verdict(review_of(triage_run), kept(review)) == expected
+    page = alice_client.get(url).content.decode()
+    label = {"approve": "Approve", "needs_discussion": "Needs discussion"}[expected]
+    assert (f"the findings you accepted call for “{label}”, not the proposed “Request "
+            "changes”") in page
+    assert '<details class="reject" open>' in page
+    assert f'<option value="{expected}" selected>' in page
+    assert review_of(triage_run).final_verdict == ""  # only suggested
+    # Accepting them all: the rules' verdict for them, as proposed.
+    for f in kept(review):  # undo each rejection, then accept it
+        for decision in ("pending", "accepted"):
+            r = post(alice_client, "finding_decision", triage_run, {"decision": decision},
+                     f.key)
+            assert r.status_code == 200, r.content[:300]
+    page = alice_client.get(url).content.decode()
+    assert "call for “Request changes”, as proposed." in page
+    assert '<details class="reject">' in page and " selected>" not in page
