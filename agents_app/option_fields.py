@@ -70,6 +70,37 @@ def default_of(pattern: Pattern, option: str) -> Any:
     return info.get_default(call_default_factory=True)
 
 
+def setting_errors(patterns: list[Pattern]) -> list[str]:
+    """One sentence for each number a site setting gives a pattern option that the option
+    refuses (``QUORUM_MAX_STEPS=100`` where at most 30 is allowed): a worker and ``make dev``
+    stop on it at start, instead of each run's form finding out."""
+    out: dict[str, str] = {}
+    for pattern in patterns:
+        for option, info in pattern.options.model_fields.items():
+            setting = extra(info).get("setting")
+            value = getattr(settings, setting, None) if setting else None
+            if setting in out or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            try:
+                pattern.check_options({option: value}, headless=True)
+            except ValidationError as exc:
+                refused, message = first_error(exc)
+                if refused == option:
+                    out[setting] = f"{setting} is out of range for {pattern.label}: {message}."
+    return list(out.values())
+
+
+def check_pattern_settings() -> None:
+    """At a worker's or ``make dev``'s start: every pattern loaded, its options' settings
+    checked (ImproperlyConfigured: manage.py says it on one line, exit 2)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from .patterns.registry import load_all
+
+    if errors := setting_errors(load_all()):
+        raise ImproperlyConfigured(" ".join(errors))
+
+
 def _placeholder(value: Any) -> str:
     if isinstance(value, list):
         if value and isinstance(value[0], dict):  # named lines: shown as they are typed

@@ -180,6 +180,33 @@ def test_input_checked_after_parsing_is_bad_input_too(args, message):
     assert not Run.objects.exists()
 
 
+@pytest.mark.slow  # fresh processes
+def test_a_worker_and_make_dev_refuse_a_pattern_setting_out_of_range(tmp_path):
+    """Checked at start, before the database: one line naming the setting, exit 2, and
+    nothing migrated or started."""
+    env = {**cli_env(tmp_path), "QUORUM_MAX_STEPS": "100", "QUORUM_CHANGE_MAX_ROUNDS": "0"}
+    for done in run_all([["worker"], ["devstack", "--prepare"]], env):
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith("manage.py: QUORUM_MAX_STEPS is out of range for Plan "
+                                      "and execute: Input should be less than or equal to 30. "
+                                      "QUORUM_CHANGE_MAX_ROUNDS is out of range"), done.stderr
+    assert not (tmp_path / "fresh.sqlite3").exists()
+
+
+def test_pattern_settings_in_range_are_not_reported(settings):
+    from agents_app.option_fields import setting_errors
+    from agents_app.patterns.registry import load_all
+
+    settings.QUORUM_MAX_STEPS, settings.QUORUM_MAX_REPLANS = 30, 0
+    settings.QUORUM_CHANGE_MAX_ROUNDS = 1
+    assert setting_errors(load_all()) == []
+    settings.QUORUM_MAX_REPLANS = 11
+    assert setting_errors(load_all()) == [
+        "QUORUM_MAX_REPLANS is out of range for Plan and execute: Input should be less than or "
+        "equal to 10."]
+
+
 @pytest.mark.django_db
 def test_a_pattern_setting_out_of_range_is_named_on_the_command_line_too(settings):
     settings.QUORUM_MAX_STEPS = 100

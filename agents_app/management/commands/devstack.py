@@ -83,6 +83,9 @@ class Command(CheckedCommand):
         opts["port"] = option_or_env(opts["port"], "QUORUM_PORT", PORT, 8000)
         opts["processes"], opts["concurrency"] = shape(opts)
         if opts["prepare"]:  # a bad setting is the first thing said, before any migration
+            from agents_app.option_fields import check_pattern_settings
+
+            check_pattern_settings()
             call_command("migrate", interactive=False)
             call_command("ensure_first_user")
             connections.close_all()

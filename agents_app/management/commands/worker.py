@@ -22,6 +22,7 @@ from django import forms
 from django.db import connections
 
 from agents_app.cli import CheckedCommand, form_type, option_or_env, require_migrated
+from agents_app.option_fields import check_pattern_settings
 from common.forks import Forks
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -139,6 +140,7 @@ class Command(CheckedCommand):
 
     def handle(self, *args, **opts):
         processes, concurrency = shape(opts)
+        check_pattern_settings()  # before the database: a bad setting is said first
         require_migrated()
         warm_up()
         from config.celery import app
