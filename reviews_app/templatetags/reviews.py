@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django import template
 
-from ..services import daily_usage
+from ..services import REASON_TEXT, daily_usage
 
 register = template.Library()
 
@@ -17,6 +17,4 @@ def review_usage():
 def coverage_reason(code: str) -> str:
     """A coverage entry's reason in words (``not_examined`` → "not examined by any analyzer or
     model"); a code without words is shown as it is."""
-    from ..services import REASON_TEXT
-
     return REASON_TEXT.get(code, code)
