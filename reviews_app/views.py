@@ -163,12 +163,11 @@ def triaged_verdict(review: Review, kept: list[Finding]) -> str:
     that left part of the change unexamined or missed a reviewer."""
     if not review.proposed_verdict or any(f.decision == Finding.Decision.PENDING for f in kept):
         return ""
-    rule = synthesis.rule_verdict([{"severity": f.severity, "category": f.category}
-                                   for f in kept if f.decision == Finding.Decision.ACCEPTED])
     missing = any((r or {}).get("status") != "ok" for r in (review.reviewers or {}).values())
-    if rule == "approve" and (missing or coverage.unexamined(review.coverage)):
-        return "needs_discussion"
-    return rule
+    return synthesis.rule_verdict(
+        [{"severity": f.severity, "category": f.category}
+         for f in kept if f.decision == Finding.Decision.ACCEPTED],
+        incomplete=missing or bool(coverage.unexamined(review.coverage)))
 
 
 def _triage_context(review: Review, kept: list[Finding]) -> dict:

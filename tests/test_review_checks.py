@@ -102,6 +102,7 @@ def test_offline_code_without_tests_is_one_low_tests_finding():
     assert xf["locations"] == [{"file": "app/invoices.py", "line": 1, "end_line": None}]
     assert "no language model read" in xf["description"]
     assert synthesis.rule_verdict([xf]) == "approve"  # a low finding does not block
+    assert synthesis.rule_verdict([xf], incomplete=True) == "needs_discussion"  # unless
     assert any("mechanical rules only" in e.message for e in events)
 
 

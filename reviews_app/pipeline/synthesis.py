@@ -285,13 +285,15 @@ def verdict_findings(kept: list[Finding]) -> list[Finding]:
     return [f for f in kept if f.get("category") != "style"]
 
 
-def rule_verdict(kept: list[Finding]) -> str:
+def rule_verdict(kept: list[Finding], *, incomplete: bool = False) -> str:
     """The mildest verdict the findings allow: a critical or high finding needs changes; a
-    medium one needs a discussion; low and info findings alone do not block."""
+    medium one needs a discussion; low and info findings alone do not block. An
+    ``incomplete`` review (part of the change unexamined, or a reviewer that did not finish)
+    is never approve: nobody checked what was missed."""
     ranks = {SEVERITY_RANK[f["severity"]] for f in verdict_findings(kept)}
     if ranks & {SEVERITY_RANK["critical"], SEVERITY_RANK["high"]}:
         return "request_changes"
-    if SEVERITY_RANK["medium"] in ranks:
+    if SEVERITY_RANK["medium"] in ranks or incomplete:
         return "needs_discussion"
     return "approve"
 

@@ -228,9 +228,7 @@ class CodeReview(Pattern):
         kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
         state["coverage"] = true_coverage(state)
         left = coverage.incomplete_text(coverage.unexamined(state["coverage"]))
-        rule = synthesis.rule_verdict(kept)
-        if left and rule == "approve":
-            rule = "needs_discussion"  # what the synthesizer is told the rules allow
+        rule = synthesis.rule_verdict(kept, incomplete=bool(left))  # told to the synthesizer
         notes = [*(state.get("check_notes") or []), *(state.get("amendment_notes") or [])]
         model_verdict, summary = "", ""
         coverage_notes = [f"{c['path']}: {c['reason']}" for c in state["coverage"]][:50]
@@ -253,19 +251,14 @@ class CodeReview(Pattern):
             notes.append(synth_note)
         kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
         dropped = [f for f in findings if f["status"] == "dropped"]
-        rule = synthesis.rule_verdict(kept)
         missing = [r for r, v in state["reviewers"].items() if v["status"] != "ok"]
-        if missing and rule == "approve":
-            # An incomplete review cannot approve: nobody checked what the missing
-            # reviewer would have looked at.
-            rule = "needs_discussion"
+        if missing and synthesis.rule_verdict(kept) == "approve":
             notes.append(f"Incomplete review: {', '.join(missing)} did not finish, so the "
                          "verdict cannot be approve.")
         if left:
             # Nobody looked at part of the change: approving it would claim otherwise.
             notes.append(f"Incomplete review: {left}. The verdict cannot be approve.")
-            if rule == "approve":
-                rule = "needs_discussion"
+        rule = synthesis.rule_verdict(kept, incomplete=bool(missing or left))
         verdict = synthesis.combine_verdicts(rule, model_verdict or None)
         if not summary:
             summary = fallback_summary(kept, verdict, state["reviewers"])
