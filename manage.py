@@ -23,8 +23,9 @@ if __name__ == "__main__":
     except ImproperlyConfigured as exc:
         # A setting missing or wrong (config/env.py says what it takes): one line, not
         # Django's traceback, and not a pointer to a traceback that is not shown.
-        text = " ".join(str(exc).replace(" Check the above exception.", "").split())
-        sys.stderr.write(f"manage.py: {text}\n")
+        from config.env import one_line
+
+        sys.stderr.write(f"manage.py: {one_line(exc)}\n")
         sys.exit(2)
     finally:
         # The process ends here: its teardown need not walk every object it made (the final

@@ -21,6 +21,12 @@ INT_HIGH = 2_147_483_647  # the largest value a database integer column holds (P
 FLOAT_HIGH = 1e9  # seconds (31 years) or dollars: past any real setting, within every library
 
 
+def one_line(exc: ImproperlyConfigured) -> str:
+    """What a process that cannot start prints (manage.py, config/asgi.py): the setting's
+    message on one line, without Django's pointer to a traceback that is not shown."""
+    return " ".join(str(exc).replace(" Check the above exception.", "").split())
+
+
 class Env(environ.Env):
     def int(self, var: str, default: Any = environ.Env.NOTSET,  # type: ignore[override]
             *, high: int = INT_HIGH) -> Any:

@@ -194,6 +194,26 @@ def test_a_worker_and_make_dev_refuse_a_pattern_setting_out_of_range(tmp_path):
     assert not (tmp_path / "fresh.sqlite3").exists()
 
 
+
+@pytest.mark.slow  # fresh processes
+def test_the_web_server_refuses_a_bad_setting_on_one_line(tmp_path):
+    """Daphne imports config.asgi before it listens (the Dockerfile starts it alone): a bad
+    setting and a pattern setting out of range stop it as they stop manage.py."""
+    cases = [({"QUORUM_MAX_COST_USD": "10000000"},
+              "quorum: QUORUM_MAX_COST_USD takes a number up to 1,000; it is set above that.\n"),
+             ({"QUORUM_MAX_STEPS": "100"},
+              "quorum: QUORUM_MAX_STEPS is out of range for Plan and execute: Input should be "
+              "less than or equal to 30.\n"),
+             ({}, "")]
+    procs = [subprocess.Popen([sys.executable, "-c", "import config.asgi"], cwd=ROOT,
+                              env={**cli_env(tmp_path), **extra}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for extra, _ in cases]
+    for (extra, message), proc in zip(cases, procs, strict=True):
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == (2 if message else 0), (extra, err)
+        assert "Traceback" not in err and "10000000" not in err, err  # nor the value
+        assert err.count("quorum:") == (1 if message else 0) and err.endswith(message), err
+
 def test_pattern_settings_in_range_are_not_reported(settings):
     from agents_app.option_fields import setting_errors
     from agents_app.patterns.registry import load_all
