@@ -166,3 +166,28 @@ def test_helper_threads_keep_one_connection_for_the_stage_then_it_is_closed(alic
     journal.finish()
     assert wrapper.connection is None  # closed with the stage
     assert ModelCall.objects.filter(run=run).count() == 3
+
+
+def test_a_database_outage_during_a_command_is_logged_once_not_each_second(alice, monkeypatch,
+                                                                            caplog):
+    from django.db import OperationalError
+
+    journal, _ = claimed_journal(new_run(alice))
+    real = journal._refresh
+
+    def unavailable():
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(journal, "_refresh", unavailable)
+    with caplog.at_level("INFO", logger="agents_app.engine.journal"):
+        for _ in range(5):  # five seconds of an outage: the command runs on
+            journal.while_waiting()
+        said = [r.getMessage() for r in caplog.records]
+        assert len(said) == 1 and "cannot check the run" in said[0] and "locked" in said[0]
+        monkeypatch.setattr(journal, "_refresh", real)
+        journal.while_waiting()  # readable again: said once, and the next outage is said anew
+        monkeypatch.setattr(journal, "_refresh", unavailable)
+        journal.while_waiting()
+        journal.while_waiting()
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 3 and "can be checked again" in said[1] and "cannot check" in said[2]

@@ -82,6 +82,7 @@ class DbJournal:
         self.helpers: dict[int, BaseDatabaseWrapper] = {}  # helper thread → idle connection
         self.checked: set[int] = set()  # helper threads that have read the run themselves
         self.closed = False
+        self.unreadable_since: float | None = None  # while_waiting could not read the run
 
     # --- helper threads' connections ----------------------------------------------------------
     def _busy(self) -> None:
@@ -182,9 +183,15 @@ class DbJournal:
         try:
             self._refresh()
         except DB_UNAVAILABLE as exc:
-            log.warning("run %s: could not check the run while a command ran: %s",
-                        self.run_id, exc)
+            if self.unreadable_since is None:  # said once, not every second of an outage
+                self.unreadable_since = time.monotonic()
+                log.warning("run %s: cannot check the run while a command runs (trying again "
+                            "each second): %s", self.run_id, exc)
             return
+        if self.unreadable_since is not None:
+            log.warning("run %s: the run can be checked again, after %.0f s", self.run_id,
+                        time.monotonic() - self.unreadable_since)
+            self.unreadable_since = None
         with self.lock:
             owner, cancel = self.snapshot["lease_owner"], self.snapshot["cancel_requested"]
         if owner != self.token:
