@@ -15,6 +15,9 @@ Printed, all in one process of its own (a child, so that its memory is its own):
     LiteLLM and its provider modules), before any run, and again after one run (warm);
   - the peak PSS and RSS with N runs in flight, and the makespan ratio N at once ÷ one run.
 
+What the floor is made of, each in a fresh process: ``import litellm`` alone, and Django with
+Celery, the tasks and every pattern without LiteLLM.
+
 And for comparison the floor of the process that hosts runs today: one Celery worker (threads
 pool, concurrency N, started on its own as ``celery -A config worker``), its PSS when ready and
 after four Plan-and-Execute runs through it, none in flight. Whatever a run in flight costs, it
@@ -176,6 +179,7 @@ def main() -> None:
                       f"{got['makespan']:.1f} s ÷ one run {got['one']:.1f} s = "
                       f"{got['makespan'] / got['one']:.2f}×", flush=True)
             worker = celery_floor(var, owner, args.n, fake.url)
+            parts = {what: import_pss(code) for what, code in IMPORTS.items()}
             redis.stop()
         finally:
             fake.stop()
@@ -196,10 +200,34 @@ def main() -> None:
     room = TARGET_MB - after
     print(f"| one Celery worker (threads pool), as runs are hosted today | {ready:.1f} MB | "
           f"{after:.1f} MB | — | — | — |")
+    for what, mb in parts.items():
+        print(f"| {what} | {mb:.1f} MB | — | — | — | — |")
     print(f"# On the Celery worker's warm floor, the target leaves {room:.0f} MB for {args.n} "
           f"runs in flight: {1000 * room / args.n:.0f} kB each"
           + ("." if room <= 0 else f", against the design's {1000 * (peak - warm) / args.n:.0f} "
              "kB."))
+
+
+PSS = ("def pss():\n"
+       "    for line in open('/proc/self/smaps_rollup'):\n"
+       "        if line.startswith('Pss:'):\n"
+       "            return int(line.split()[1]) / 1024\n")
+IMPORTS = {  # what, and the code a fresh interpreter runs (PSS after minus before)
+    "`import litellm` alone (in both sides' processes)": "import litellm",
+    "Django, Celery, the tasks, every pattern; no LiteLLM": (
+        "import django\ndjango.setup()\nimport agents_app.tasks, config.celery\n"
+        "from agents_app.patterns.registry import load_all\nload_all()\n"
+        "import sys\nassert 'litellm' not in sys.modules"),
+}
+
+
+def import_pss(code: str) -> float:
+    """PSS (MB) that ``code`` adds to a fresh interpreter."""
+    script = f"{PSS}before = pss()\n{code}\nprint(pss() - before)"
+    out = subprocess.run(  # nosec B603: our own code, no shell
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT,
+        env=os.environ.copy(), timeout=300, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def celery_floor(var: Path, owner, n: int, url: str) -> tuple[float, float]:
