@@ -194,7 +194,6 @@ def test_a_worker_and_make_dev_refuse_a_pattern_setting_out_of_range(tmp_path):
     assert not (tmp_path / "fresh.sqlite3").exists()
 
 
-
 @pytest.mark.slow  # fresh processes
 def test_the_web_server_refuses_a_bad_setting_on_one_line(tmp_path):
     """Daphne imports config.asgi before it listens (the Dockerfile starts it alone): a bad
@@ -213,6 +212,7 @@ def test_the_web_server_refuses_a_bad_setting_on_one_line(tmp_path):
         assert proc.returncode == (2 if message else 0), (extra, err)
         assert "Traceback" not in err and "10000000" not in err, err  # nor the value
         assert err.count("quorum:") == (1 if message else 0) and err.endswith(message), err
+
 
 def test_pattern_settings_in_range_are_not_reported(settings):
     from agents_app.option_fields import setting_errors
