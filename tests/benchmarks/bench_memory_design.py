@@ -208,10 +208,6 @@ def main() -> None:
              "kB."))
 
 
-PSS = ("def pss():\n"
-       "    for line in open('/proc/self/smaps_rollup'):\n"
-       "        if line.startswith('Pss:'):\n"
-       "            return int(line.split()[1]) / 1024\n")
 IMPORTS = {  # what, and the code a fresh interpreter runs (PSS after minus before)
     "`import litellm` alone (in both sides' processes)": "import litellm",
     "Django, Celery, the tasks, every pattern; no LiteLLM": (
@@ -223,7 +219,8 @@ IMPORTS = {  # what, and the code a fresh interpreter runs (PSS after minus befo
 
 def import_pss(code: str) -> float:
     """PSS (MB) that ``code`` adds to a fresh interpreter."""
-    script = f"{PSS}before = pss()\n{code}\nprint(pss() - before)"
+    script = ("import os\nfrom tests.benchmarks.common import pss_mb\n"  # standard library only
+              f"before = pss_mb(os.getpid())\n{code}\nprint(pss_mb(os.getpid()) - before)")
     out = subprocess.run(  # nosec B603: our own code, no shell
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT,
         env=os.environ.copy(), timeout=300, check=True)
