@@ -155,7 +155,6 @@ class Child:
                       timed_out=timed_out, truncated=self.out.truncated,
                       seconds=round(time.monotonic() - self.began, 3))
 
-
     def _exited_watched(self, timeout: float) -> bool:
         watch = getattr(_watch, "current", None)
         if watch is None:

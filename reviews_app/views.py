@@ -163,11 +163,11 @@ def triaged_verdict(review: Review, kept: list[Finding]) -> str:
     that left part of the change unexamined or missed a reviewer."""
     if not review.proposed_verdict or any(f.decision == Finding.Decision.PENDING for f in kept):
         return ""
-    missing = any((r or {}).get("status") != "ok" for r in (review.reviewers or {}).values())
     return synthesis.rule_verdict(
         [{"severity": f.severity, "category": f.category}
          for f in kept if f.decision == Finding.Decision.ACCEPTED],
-        incomplete=missing or bool(coverage.unexamined(review.coverage)))
+        incomplete=bool(coverage.unfinished(review.reviewers)
+                        or coverage.unexamined(review.coverage)))
 
 
 def _triage_context(review: Review, kept: list[Finding]) -> dict:

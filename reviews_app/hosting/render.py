@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..pipeline.coverage import INCOMPLETE_REASONS, unexamined
+from ..pipeline.coverage import INCOMPLETE_REASONS, unexamined, unfinished
 from ..pipeline.export.common import is_hidden
 from ..pipeline.export.markdown_text import md_block, md_code, md_inline
 from ..pipeline.schema import SEVERITIES, SEVERITY_RANK
@@ -198,11 +198,10 @@ def partial_reasons(coverage: Iterable[dict], reviewers: dict | None) -> list[st
     if left:
         reasons.append(f"{len(left)} part{'s' if len(left) != 1 else ''} of the change "
                        f"{'were' if len(left) != 1 else 'was'} not examined")
-    unfinished = sorted(name for name, r in (reviewers or {}).items()
-                        if isinstance(r, dict) and r.get("status") != "ok")
-    if unfinished:
-        reasons.append("the " + ", ".join(unfinished) + " reviewer"
-                       + ("s" if len(unfinished) > 1 else "") + " did not finish")
+    missing = unfinished(reviewers)
+    if missing:
+        reasons.append("the " + ", ".join(missing) + " reviewer"
+                       + ("s" if len(missing) > 1 else "") + " did not finish")
     return reasons
 
 

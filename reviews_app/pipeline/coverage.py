@@ -41,6 +41,13 @@ def unexamined(coverage: list[dict]) -> list[dict]:
             and c.get("reason") in INCOMPLETE_REASONS]
 
 
+def unfinished(reviewers: dict | None) -> list[str]:
+    """The reviewers that did not finish (failed, timed out, skipped), sorted: with
+    :func:`unexamined` what makes a review incomplete, and never an approval."""
+    return sorted(name for name, r in (reviewers or {}).items()
+                  if not isinstance(r, dict) or r.get("status") != "ok")
+
+
 def _names(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 

@@ -251,7 +251,7 @@ class CodeReview(Pattern):
             notes.append(synth_note)
         kept = synthesis.ordered([f for f in findings if f["status"] == "kept"])
         dropped = [f for f in findings if f["status"] == "dropped"]
-        missing = [r for r, v in state["reviewers"].items() if v["status"] != "ok"]
+        missing = coverage.unfinished(state["reviewers"])
         if missing and synthesis.rule_verdict(kept) == "approve":
             notes.append(f"Incomplete review: {', '.join(missing)} did not finish, so the "
                          "verdict cannot be approve.")
