@@ -9,10 +9,16 @@ class AgentsAppConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
+        from common import netguard
+
         from .llm.gateway import set_offline_latency
         from .patterns.registry import when_loaded
 
         set_offline_latency(settings.QUORUM_OFFLINE_LATENCY)
+        # Under DEBUG and in the tests a provider or model call inside a transaction raises
+        # (common/netguard.py); in production the check costs nothing.
+        netguard.install(netguard.django_check if settings.QUORUM_NET_GUARD else None)
+        netguard.ALLOW_REMOTE_HOSTS = settings.QUORUM_ALLOW_PROVIDER_REQUESTS
         # Each pattern's Django side is set up when its package loads (on first use: a
         # command that runs one pattern loads only that one).
         when_loaded(_set_up_django_side)

@@ -202,6 +202,12 @@ QUORUM_LLM_RETRY_BASE_DELAY = env.float("QUORUM_LLM_RETRY_BASE_DELAY", default=1
 # Tests set this to False: then only the offline model and loopback base URLs are called.
 QUORUM_ALLOW_MODEL_REQUESTS = env.bool("QUORUM_ALLOW_MODEL_REQUESTS", default=True)
 QUORUM_OFFLINE_LATENCY = env.float("QUORUM_OFFLINE_LATENCY", default=0.0, high=600.0)
+# A provider or model call made inside a database transaction raises instead of holding the
+# transaction's locks for the whole wait (common/netguard.py). On under DEBUG and in tests.
+QUORUM_NET_GUARD = env.bool("QUORUM_NET_GUARD", default=DEBUG)
+# Tests set this to False: then code hosts (GitHub, GitLab, Forgejo) are called only on
+# loopback addresses (the test suite's fake provider servers).
+QUORUM_ALLOW_PROVIDER_REQUESTS = env.bool("QUORUM_ALLOW_PROVIDER_REQUESTS", default=True)
 
 QUORUM_DEFAULT_MAX_COST_USD = env.float("QUORUM_MAX_COST_USD", default=1.0, high=1000.0)
 QUORUM_DEFAULT_MAX_TOKENS = env.int("QUORUM_MAX_TOKENS", default=200_000, high=50_000_000)
@@ -261,6 +267,8 @@ QUORUM_PUBLISH_MAX_ATTEMPTS = env.int("QUORUM_PUBLISH_MAX_ATTEMPTS", default=5)
 QUORUM_PUBLISH_LEASE_SECONDS = env.float("QUORUM_PUBLISH_LEASE_SECONDS", default=600.0)
 CELERY_BEAT_SCHEDULE["publish-sweep"] = {"task": "reviews_app.tasks.publish_sweep",
                                          "schedule": 120.0}
+CELERY_BEAT_SCHEDULE["status-sweep"] = {"task": "reviews_app.tasks.status_sweep",
+                                        "schedule": 120.0}
 # --- Pull requests of connected repositories: the flow (issue 15) ---
 # Models a repository's .quorum.toml may pick per review role, besides the server's own role
 # models (comma-separated LiteLLM names); any other name is refused with a note on the review.
@@ -375,8 +383,13 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # One handler, on the root logger: Quorum's loggers propagate to it. A Celery worker puts
+    # its own handler in the root's place, so each line is printed once there too (a handler
+    # on "quorum" as well printed every line twice under `make dev`).
+    "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
-        "quorum": {"handlers": ["console"], "level": env.log_level("QUORUM_LOG_LEVEL", default="INFO")},
-        "LiteLLM": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        "quorum": {"level": env.log_level("QUORUM_LOG_LEVEL", default="INFO")},
+        # LiteLLM adds a handler of its own to this logger when it is imported: not again.
+        "LiteLLM": {"level": "WARNING", "propagate": False},
     },
 }

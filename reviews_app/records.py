@@ -4,22 +4,31 @@ crash cannot write its findings twice (and the unique key per finding would refu
 
 from __future__ import annotations
 
+import datetime as dt
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
 from agents_app.models import Run
 from agents_app.records import persister
 from common.secret_keys import mask, mask_deep, mask_finding
 
 from . import memories
 from . import rules as review_rules
-from .models import Finding, Review
+from .models import Finding, Review, TriageDecision
 from .pipeline.pattern.records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 from .pipeline.synthesis import severity_counts
+from .prflow import status as commit_status
 from .publishing import dispatch as publishing
 from .triage import record_final
+
+User = get_user_model()
 
 
 @persister(ReviewersFinished)
 def _reviewers(run: Run, rec: ReviewersFinished, user) -> None:
     Review.objects.filter(run=run).update(reviewers=rec.reviewers)
+    commit_status.touch(Review.objects.values_list("pk", flat=True).get(run=run))
 
 
 def _row(review: Review, f: dict, position: int, kept: bool) -> Finding:
@@ -39,12 +48,39 @@ def _row(review: Review, f: dict, position: int, kept: bool) -> Finding:
         fix=mask_deep(f.get("fix") or {}))
 
 
+def _carry_decision(row: Finding, f: dict) -> dict | None:
+    """A kept finding carried with a person's decision from an earlier round (its code
+    untouched) keeps it: the decision, who made it and when. Returns the change to record."""
+    d = f.get("carried_decision")
+    if not row.kept or not isinstance(d, dict) or d.get("decision") != Finding.Decision.ACCEPTED:
+        return None
+    row.decision = Finding.Decision.ACCEPTED
+    by = d.get("by")
+    row.decided_by_id = by if isinstance(by, int) and User.objects.filter(pk=by).exists() \
+        else None
+    try:
+        row.decided_at = dt.datetime.fromisoformat(str(d.get("at") or ""))
+    except ValueError:
+        row.decided_at = timezone.now()
+    row.comment = mask(str(d.get("comment") or ""))[:4000]
+    return {"finding": row.key, "before": Finding.Decision.PENDING, "after": row.decision,
+            "round": d.get("round"), "by": str(d.get("by_name") or "")[:150]}
+
+
 @persister(ReviewSynthesized)
 def _synthesized(run: Run, rec: ReviewSynthesized, user) -> None:
     review = Review.objects.get(run=run)
     rows = [_row(review, f, i, True) for i, f in enumerate(rec.kept)]
     rows += [_row(review, f, len(rows) + i, False) for i, f in enumerate(rec.dropped)]
+    carried = [c for row, f in zip(rows, [*rec.kept, *rec.dropped], strict=True)
+               if (c := _carry_decision(row, f))]
     Finding.objects.bulk_create(rows)
+    if carried:  # the triage history says which decisions came from earlier rounds
+        TriageDecision.objects.create(
+            review=review, kind=TriageDecision.Kind.CARRY, actor=None, actor_name="Quorum",
+            version=0, changes=carried,
+            note="Accepted in an earlier round of this pull request; the code they point at "
+                 "is unchanged, so the decisions stand.")
     # coverage: what the analyzers and reviewers really examined (None from older runs)
     extra = {"coverage": rec.coverage} if rec.coverage is not None else {}
     Review.objects.filter(pk=review.pk).update(
@@ -53,6 +89,7 @@ def _synthesized(run: Run, rec: ReviewSynthesized, user) -> None:
     memories.count_applied(review, rec.kept + rec.dropped)
     review_rules.count_applied(review, rec.kept)
     publishing.after_synthesis(review)  # the automatic policy publishes now
+    commit_status.touch(review)  # the pull request's status: waiting for triage
 
 
 @persister(VerdictDecided)

@@ -169,7 +169,7 @@ REASON_TEXT = {
     "model_only": "reviewed by the models only", "analyzers_only": "checked by the analyzers only",
     "imported": "reported on by imported analyzers (SARIF)",
     "not_examined": "not examined by any analyzer or model",
-    "full_round": "reviewed in full again (too many changes to compare)",
+    "full_round": "reviewed in full instead of the new commits alone",
 }
 
 

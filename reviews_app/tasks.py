@@ -23,6 +23,22 @@ def publish_sweep() -> int:
     from .publishing import dispatch
 
     return len(dispatch.resend_due())
+@shared_task(name="reviews_app.tasks.sync_status", ignore_result=True)
+def sync_status(status_id: int) -> str:
+    """Post a pull request's "Quorum" commit status (see reviews_app/prflow/status.py)."""
+    from .prflow import status
+
+    return status.sync(status_id)
+
+
+@shared_task(name="reviews_app.tasks.status_sweep", ignore_result=True)
+def status_sweep() -> int:
+    """Send again commit statuses whose task message was lost."""
+    from .prflow import status
+
+    return len(status.resend_due())
+
+
 MAX_RETRIES = 5
 
 

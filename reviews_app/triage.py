@@ -28,6 +28,7 @@ from . import memories
 from .models import Finding, RejectReason, Review, TriageDecision, Verdict
 from .pipeline.pattern import TRIAGE_GATE
 from .pipeline.schema import SEVERITIES
+from .prflow import status as commit_status
 from .publishing import dispatch as publishing
 
 Kind = TriageDecision.Kind
@@ -240,6 +241,7 @@ def record_final(review: Review, user, verdict: str, reason: str) -> None:
     _record(review, user, Kind.FINALISE, before=review.proposed_verdict, after=verdict,
             note=reason, version=version)
     publishing.after_final(review, version, user)  # the policy says whether it publishes
+    commit_status.touch(review)  # a finalised approval turns the pull request's status green
 
 
 def reopen(review: Review, user, note: str = "") -> Review:
@@ -256,6 +258,7 @@ def reopen(review: Review, user, note: str = "") -> Review:
         Review.objects.filter(pk=review.pk).update(
             final_verdict="", verdict_reason="", verdict_decided_by=None, verdict_decided_at=None)
         who = user.get_username()
+        commit_status.touch(review)  # no longer final: no longer green
         append_events(review.run_id, [Event(
             "triage_reopened",
             f"{who} reopened triage after version {review.triage_version}"

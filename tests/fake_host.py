@@ -13,13 +13,16 @@ import difflib
 import itertools
 from dataclasses import dataclass, field
 
+from common import netguard
 from reviews_app.hosting.base import (
     ChangedFile,
     HostComment,
     HostError,
+    HostReview,
     PullInfo,
     RepoRef,
     ReviewPost,
+    StatusReport,
 )
 from reviews_app.hosting.http import TooLarge
 
@@ -41,6 +44,10 @@ class FakeHost:
     inline: list[HostComment] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)
     failures: dict[str, list[Exception]] = field(default_factory=dict)
+    bot: str = "quorum-bot"                  # the account the token writes as
+    statuses: list[tuple[str, StatusReport]] = field(default_factory=list)
+    review_ids: list[str] = field(default_factory=list)
+    status_tasks: list[tuple[int, float | None]] = field(default_factory=list)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1001))
 
     # --- scripting ----------------------------------------------------------------------------
@@ -64,6 +71,7 @@ class FakeHost:
         self.failures.setdefault(call, []).append(exc)
 
     def _call(self, name: str) -> None:
+        netguard.before_network(f"A FakeHost call ({name})")  # it stands for the network
         self.calls.append(name)
         if self.failures.get(name):
             raise self.failures[name].pop(0)
@@ -112,9 +120,27 @@ class FakeHost:
         self._call("review_comments")
         return list(self.inline)
 
+    def whoami(self) -> str:
+        self._call("whoami")
+        return self.bot
+
+    def reviews(self, number: int) -> list[HostReview]:
+        self._call("reviews")
+        return [HostReview(id=rid, body=r.body, author=self.bot, commit_sha=r.commit_sha)
+                for rid, (_n, r) in zip(self.review_ids, self.posted_reviews, strict=True)]
+
+    def report_status(self, sha: str, report: StatusReport) -> str:
+        self._call("report_status")
+        self.statuses.append((sha, report))
+        return ""
+
+    def status_of(self, sha: str) -> str:
+        """The last state reported on ``sha`` ('' when none)."""
+        return next((r.state for s, r in reversed(self.statuses) if s == sha), "")
+
     def create_comment(self, number: int, body: str) -> str:
         self._call("create_comment")
-        c = HostComment(id=str(next(self._ids)), body=body)
+        c = HostComment(id=str(next(self._ids)), body=body, author=self.bot)
         self.posted_comments.append(c)
         return c.id
 
@@ -131,8 +157,10 @@ class FakeHost:
         self.posted_reviews.append((number, review))
         for c in review.comments:
             self.inline.append(HostComment(id=str(next(self._ids)), body=c.body, path=c.path,
-                                           line=c.line))
-        return str(next(self._ids))
+                                           line=c.line, author=self.bot))
+        rid = str(next(self._ids))
+        self.review_ids.append(rid)
+        return rid
 
     def close(self) -> None:
         self.calls.append("close")

@@ -9,6 +9,7 @@ from agents_app import engine
 from reviews_app import hosting
 from reviews_app.models import Connection, WebhookDelivery
 from reviews_app.prflow import handle_delivery
+from reviews_app.prflow import status as commit_status
 from tests.fake_host import FakeHost
 
 BASE, HEAD, HEAD2 = "b" * 40, "1" * 40, "2" * 40
@@ -25,6 +26,9 @@ def host(monkeypatch):
     monkeypatch.setattr(hosting, "client_for", lambda ref: fake, raising=False)
     monkeypatch.setenv("QUORUM_CONN_TEST_HOST_TOKEN", "t0ken")
     monkeypatch.setattr(engine.scheduling, "schedule", lambda *a, **k: None)
+    fake.status_tasks = []  # the commit-status tasks sent (not run: tests run them by hand)
+    monkeypatch.setattr(commit_status, "send",
+                        lambda pk, countdown=None: fake.status_tasks.append((pk, countdown)))
     return fake
 
 

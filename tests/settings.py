@@ -7,6 +7,8 @@ os.environ.setdefault("SECRET_KEY", "test-secret-key")
 os.environ["QUORUM_ALLOW_MODEL_REQUESTS"] = "false"  # no real provider request from a test
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["QUORUM_LLM_RETRY_BASE_DELAY"] = "0"
+os.environ["QUORUM_NET_GUARD"] = "true"  # a provider or model call in a transaction raises
+os.environ["QUORUM_ALLOW_PROVIDER_REQUESTS"] = "false"  # only the fake hosts on loopback
 for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "QUORUM_DEFAULT_MODEL",
             "DATABASE_URL", "QUORUM_OFFLINE_LATENCY"):
     os.environ.pop(key, None)

@@ -12,11 +12,11 @@ from agents_app.models import Run
 from agents_app.patterns import PATTERNS
 from agents_app.patterns.plan_execute_review.service import start_change
 from reviews_app import services
-from reviews_app.models import Connection, Memory, ReviewRule
+from reviews_app.models import Connection, GitHubApp, Memory, ReviewRule
 from tests.review_corpus import GOOD
 
 from .test_change_views import OFFLINE, repo  # noqa: F401 - the repository fixture
-from .webhook_helpers import make_conn
+from .webhook_helpers import make_app, make_conn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,10 +65,14 @@ CASES = {
     "connection_detail": ("connection", (), "GET"),
     "connection_edit": ("connection", (), "POST"),
     "connection_delete": ("connection", (), "POST"),
+    "github_app_new": (None, (), "POST"),
+    "github_app_detail": ("app", (), "GET"),
+    "github_app_edit": ("app", (), "POST"),
+    "github_app_delete": ("app", (), "POST"),
 }
-# Public on purpose, with their own checks and tests: the webhook receiver (a signature;
-# tests/test_webhook_receiver.py).
-PUBLIC = {"webhook"}
+# Public on purpose, with their own checks and tests: the webhook receivers (a signature;
+# tests/test_webhook_receiver.py, tests/test_github_app.py).
+PUBLIC = {"webhook", "github_app_webhook"}
 
 
 def app_url_names() -> set[str]:
@@ -114,6 +118,7 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
     # not in the dict other tests iterate).
     Memory.objects.create(owner=alice, path_glob="tests/**", text="Asserts are fine.")
     make_conn(alice)  # Alice's connection (not a run: ``target`` finds it)
+    make_app(alice)  # and her GitHub App
     # The rules page's URLs act on these (the second one, a suggestion, is deleted).
     for title in ("Log errors", "No eval"):
         ReviewRule.objects.create(owner=alice, title=title, text=f"{title}.", path_glob="**")
@@ -125,6 +130,9 @@ def target(kind, runs):
     if kind == "connection":  # once a test deleted it: an id no row has (404)
         return Connection.objects.filter(owner__username="alice").order_by("pk").first() \
             or Connection(pk=2**62)
+    if kind == "app":  # once a test deleted it: an id no row has (404)
+        return GitHubApp.objects.filter(owner__username="alice").order_by("pk").first() \
+            or GitHubApp(pk=2**62)
     if kind == "memory":
         return Memory.objects.filter(owner=runs["review"].owner).earliest("pk")
     if kind == "rule":

@@ -21,7 +21,6 @@ from reviews_app.hosting.base import (
     RepoRef,
     ReviewPost,
 )
-from reviews_app.hosting.gitlab import REQUEST_CHANGES_NOTE
 from reviews_app.hosting.http import Api, TooLarge, retry_after_of
 from reviews_app.hosting.summary import upsert_summary
 from tests.fake_hosts import FakeHosts
@@ -205,10 +204,11 @@ def test_post_review_events(client, hosts, provider, event):
                 {"path": "app.py", "body": "returns 2 now", "new_position": 2},
                 {"path": "app.py", "body": "two lines", "new_position": 6}]
     else:
-        (note,) = p.comments
-        assert note["body"].endswith("Quorum's review")
-        assert (REQUEST_CHANGES_NOTE in note["body"]) == (event == "request_changes")
-        assert str(note["id"]) == rid
+        # GitLab: no top-level note (the merge request's one note is the summary); the
+        # review is its discussions and the approval, and its id the first discussion's.
+        assert p.comments == []
+        first = p.review_comments[0]
+        assert rid == f"{first['id']:040x}"
         positions = [c["position"] for c in p.review_comments]
         assert positions == [
             {"position_type": "text", "base_sha": p.base_sha, "start_sha": p.base_sha,
@@ -220,8 +220,7 @@ def test_post_review_events(client, hosts, provider, event):
     inline = client.review_comments(7)
     assert [(c.path, c.line, c.body) for c in inline] == [
         ("app.py", 2, "returns 2 now"), ("app.py", 6, "two lines")]
-    assert [c.body for c in client.comments(7)] == (
-        [p.comments[0]["body"]] if provider == "gitlab" else [])
+    assert client.comments(7) == []  # no conversation comment on any provider
 
 
 def test_gitlab_inline_after_a_push_uses_that_versions_shas(hosts):

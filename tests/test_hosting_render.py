@@ -182,14 +182,35 @@ def test_summary_says_verdict_counts_findings_range_and_links():
 
 def test_summary_never_claims_an_unreviewed_file_was_reviewed():
     body = render.summary_body(summary())
-    assert "### Not reviewed (1)" in body and "`img.png` — binary" in body
-    assert "src/x.py" not in body and "Every file" not in body
+    assert "### Left out on purpose (1)" in body and "`img.png` — binary" in body
+    assert "src/x.py" not in body and "Every file of the change" not in body
     clean = render.summary_body(summary(coverage=[{"path": "a", "reason": "model_only",
                                                    "reviewed": True}]))
     assert "Every file of the change was reviewed." in clean
     clipped = render.summary_body(summary(coverage=[{"path": "a.py", "reason": "clipped",
                                                      "reviewed": True, "detail": "cut"}]))
-    assert "### Not reviewed (1)" in clipped and "Every file" not in clipped
+    assert "### Not examined (1)" in clipped and "Every file" not in clipped
+
+
+def test_the_count_of_parts_not_examined_matches_the_list_without_duplicates():
+    """One part per file: repeated entries (the fetch and the parser both saying it) and two
+    reasons for one file are one line, and the incomplete-review line gives the same count."""
+    coverage = [
+        {"path": "big.py", "reason": "over_byte_limit", "reviewed": False, "detail": "Too big."},
+        {"path": "big.py", "reason": "over_byte_limit", "reviewed": False, "detail": "Too big."},
+        {"path": "odd.py", "reason": "not_utf8", "reviewed": True, "detail": "Bytes replaced."},
+        {"path": "odd.py", "reason": "clipped", "reviewed": True, "detail": "Cut at 2000."},
+        {"path": "gone.py", "reason": "deleted", "reviewed": False, "detail": ""},
+        {"path": "src/x.py", "reason": "examined", "reviewed": True},
+    ]
+    reasons = render.partial_reasons(coverage, {"security": {"status": "ok"}})
+    assert reasons == ["2 parts of the change were not examined"]
+    body = render.summary_body(summary(coverage=coverage, reasons=reasons))
+    listed = body.split("### Not examined (2)")[1].split("###")[0]
+    assert [ln.split(" — ")[0] for ln in listed.strip().splitlines()] == ["- `big.py`",
+                                                                          "- `odd.py`"]
+    assert "not utf8, clipped" in listed and body.count("`big.py`") == 1
+    assert "### Left out on purpose (1)" in body and "`gone.py` — deleted" in body
 
 
 def test_automatic_summary_says_proposed_and_no_link_without_public_url():

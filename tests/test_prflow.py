@@ -97,7 +97,7 @@ def test_a_failing_status_comment_does_not_stop_the_review(db, host, conn):
     host.fail_next("comments", HostError("Forbidden.", status=403))
     d, out = deliver(conn)
     assert out.status == "done" and Review.objects.count() == 1
-    assert "status comment could not be posted (Forbidden.)" in out.detail
+    assert "status comment could not be written (Forbidden.)" in out.detail
 
 
 def test_a_redelivered_task_does_not_start_a_second_review(db, host, conn):
@@ -222,13 +222,27 @@ def test_a_push_while_the_first_review_still_runs_is_full_and_supersedes_it(db, 
     assert Run.objects.get(pk=out.run_id).status == "cancelled"
 
 
-def test_a_command_on_a_reviewed_head_reviews_it_again_in_full(db, host, conn):
+def test_a_command_on_a_reviewed_head_points_to_its_review(db, host, conn):
     open_pull(host)
     _, out = deliver(conn)
     synthesized(Review.objects.get(run_id=out.run_id))
-    _, again = deliver(conn, event="command")
+    for _ in range(3):  # asked again and again: still one review, no new round
+        _, again = deliver(conn, event="command", sender="carol")
+        assert again.status == "done" and again.run_id == out.run_id
+        assert "reviewed already in round 1" in again.detail and "fresh" in again.detail
+    assert Review.objects.count() == 1
+    [summary] = host.posted_comments  # the pointer is a line on top of the one summary
+    assert "was reviewed already in round 1" in summary.body and "`carol`" in summary.body
+
+
+def test_a_fresh_command_reviews_a_reviewed_head_again_in_full(db, host, conn):
+    open_pull(host)
+    _, out = deliver(conn)
+    synthesized(Review.objects.get(run_id=out.run_id))
+    _, again = deliver(conn, event="command", fresh=True)
     review = Review.objects.get(run_id=again.run_id)
     assert review.pr_round == 2 and review.from_sha == "" and review.previous.run_id == out.run_id
+    assert "full, as asked" in again.detail
 
 
 def test_closed_cancels_the_running_review_and_saves_the_state(db, host, conn):

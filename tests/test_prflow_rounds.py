@@ -61,7 +61,7 @@ def test_a_rejected_finding_is_not_raised_again_unless_its_code_changes(transact
     old = sql_finding(first)
     triage.decide_finding(first, old.key, alice, "rejected", "a test fixture")
     Finding.objects.filter(pk=old.pk).update(reject_reason="intended")
-    again = run_round(conn, event="command")  # the same code, reviewed in full again
+    again = run_round(conn, event="command", fresh=True)  # the same code, in full again
     [gone] = again.findings.filter(fingerprint=old.fingerprint)
     assert gone.kept is False
     assert gone.drop_reason.startswith(f"rejected by a person in review {first.run_id} (intended")

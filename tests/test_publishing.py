@@ -142,7 +142,7 @@ def test_a_partial_review_is_never_an_approval(alice, host, sent, partial,
         posted.body
     assert "**Incomplete review:**" in host.posted_comments[0].body
     if "coverage" in partial:
-        assert "### Not reviewed (1)" in host.posted_comments[0].body
+        assert "### Not examined (1)" in host.posted_comments[0].body
         assert "`big.py`" in host.posted_comments[0].body
 
 

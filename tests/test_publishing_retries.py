@@ -71,23 +71,25 @@ def test_retry_keeps_the_review_it_posted(alice, host, sent,
     assert pub.result["comments"] == 2 and pub.result["skipped"] == 0
 
 
-def test_rate_limit_waits_at_least_retry_after_and_backoff_doubles(
+def test_retry_after_is_honoured_within_a_floor_and_a_cap_else_backoff_doubles(
         alice, host, sent, django_capture_on_commit_callbacks, settings):
     settings.QUORUM_PUBLISH_RETRY_BASE_SECONDS = 30
     review = make_review(alice, decisions=ACCEPT_TWO)
     finalise(review, alice, capture=django_capture_on_commit_callbacks)
     pub = Publication.objects.get()
     sent.clear()
-    host.fail_next("review_comments", HostError("Rate limited.", status=429, retry_after=120,
-                                                retryable=True))
-    host.fail_next("review_comments", HostError("Rate limited.", status=429, retry_after=5,
-                                                retryable=True))
-    with django_capture_on_commit_callbacks(execute=True):
-        worker.run(pub.pk)
-    Publication.objects.filter(pk=pub.pk).update(next_attempt_at=timezone.now())
-    with django_capture_on_commit_callbacks(execute=True):
-        worker.run(pub.pk)
-    assert sent == [(pub.pk, 120.0), (pub.pk, 60.0)]  # Retry-After, then 30 × 2
+    for wait in (120, 5, 0, 10**6, None):
+        host.fail_next("review_comments", HostError("Rate limited.", status=429,
+                                                    retry_after=wait, retryable=True))
+    settings.QUORUM_PUBLISH_MAX_ATTEMPTS = 10
+    for _ in range(5):
+        with django_capture_on_commit_callbacks(execute=True):
+            worker.run(pub.pk)
+        Publication.objects.filter(pk=pub.pk).update(next_attempt_at=timezone.now())
+    # The provider's word, however short (a floor of 1 s) or long (a cap of an hour); with
+    # none, our backoff: 30 s doubled per attempt (the fifth attempt: 30 × 2⁴).
+    assert sent == [(pub.pk, 120.0), (pub.pk, 5.0), (pub.pk, 1.0), (pub.pk, 3600.0),
+                    (pub.pk, 480.0)]
     assert not host.posted_reviews
 
 

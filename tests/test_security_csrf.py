@@ -27,6 +27,7 @@ from tests.test_access_matrix import (  # noqa: F401
     url_for,
 )
 from tests.test_change_views import TASK, repo  # noqa: F401 - fixtures
+from tests.webhook_helpers import APP_KEY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -92,6 +93,11 @@ def payload(name: str, runs) -> dict:  # noqa: F811
         "connection_new": CONNECTION | {"repository": "octo/csrf", "token": "t" * 20},
         "connection_edit": CONNECTION | {"publish_policy": "never"},
         "connection_delete": {},
+        "github_app_new": {"app_id": "777", "api_url": "", "private_key": APP_KEY,
+                           "publish_policy": "after_triage", "active": "on"},
+        "github_app_edit": {"app_id": "4242", "api_url": "", "publish_policy": "never",
+                            "active": "on"},
+        "github_app_delete": {},
     }.get(name, {"seq": 0})
 
 
@@ -109,7 +115,7 @@ ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision",
          "rule_new", "rule_edit", "rule_approve", "rule_retire", "rule_restore", "rule_delete",
          "rule_suggest",
          "start_run", "start_review", "change_new", "connection_new", "connection_edit",
-         "connection_delete"]
+         "connection_delete", "github_app_new", "github_app_edit", "github_app_delete"]
 
 
 def app_url(name: str, runs) -> str:  # noqa: F811

@@ -212,12 +212,20 @@ def test_bad_payloads_are_400_with_a_clear_message(client, gh, send_task, body, 
 
 
 @pytest.mark.django_db
-def test_another_repository_is_refused(client, gh, send_task):
+def test_another_repository_is_refused_for_what_would_be_acted_on(client, gh, send_task):
     response = post(client, gh, github_pr(repo="octo/evil"), "pull_request")
     assert response.status_code == 400 and b"another repository" in response.content
-    push = post(client, gh, {"repository": {"full_name": "octo/evil"}}, "push")
-    assert push.status_code == 400
     assert nothing_saved()
+
+
+def test_an_ignored_event_naming_another_repository_is_still_2xx(client, gh, send_task):
+    """GitHub shows a 4xx as a failed delivery: an event Quorum ignores anyway is answered
+    202 whatever it names; only what the sender must fix is a 4xx."""
+    push = post(client, gh, {"repository": {"full_name": "octo/evil"}}, "push")
+    assert push.status_code == 202 and b"Ignored" in push.content
+    [d] = WebhookDelivery.objects.all()
+    assert d.status == "ignored" and "another repository" in d.detail
+    assert not send_task.called
 
 
 @pytest.mark.django_db

@@ -100,3 +100,53 @@ def post(client, conn, payload, event, *, secret=SECRET, delivery=None, body=Non
     h = {k: v for k, v in h.items() if v is not None}
     url = reverse("webhook", args=[provider or conn.provider, conn.hook_id])
     return client.post(url, data=body, content_type="application/json", headers=h)
+
+
+# --- GitHub Apps ------------------------------------------------------------------------------
+def _rsa_pem() -> str:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM,
+                             serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption()).decode()
+
+
+APP_KEY = _rsa_pem()  # one RSA key for the test run: generating one takes a moment
+APP_SECRET = "app-webhook-secret-0123456789abcdef"  # noqa: S105 - test fixture
+
+
+def public_pem(private_pem: str = APP_KEY) -> str:
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(private_pem.encode(), password=None)
+    return key.public_key().public_bytes(serialization.Encoding.PEM,
+                                         serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+
+
+def make_app(owner, *, api_url="https://api.github.com", app_id="4242", slug="quorum-review",
+             **kw):
+    from reviews_app.models import GitHubApp
+
+    fields = {"key_sealed": sealed.seal(APP_KEY), "key_hint": "SHA256:test…",
+              "secret_sealed": sealed.seal(APP_SECRET), "secret_hint": sealed.hint(APP_SECRET)}
+    fields.update(kw)
+    return GitHubApp.objects.create(owner=owner, api_url=api_url, app_id=app_id, slug=slug,
+                                    **fields)
+
+
+def installation_payload(action="created", installation=77, repos=("octo/widgets",),
+                         account="octo", key="repositories", app_slug="quorum-review") -> dict:
+    listed = [{"id": i, "name": r.split("/")[1], "full_name": r, "private": True}
+              for i, r in enumerate(repos, 1)]
+    return {"action": action, key: listed, "sender": {"login": "octo-admin"},
+            "installation": {"id": installation, "account": {"login": account},
+                             "app_slug": app_slug, "app_id": 4242}}
+
+
+def post_app(client, app, payload, event, *, secret=APP_SECRET, delivery=None):
+    body = json.dumps(payload).encode()
+    h = headers_for("github", body, event, secret=secret, delivery=delivery)
+    return client.post(reverse("github_app_webhook", args=[app.hook_id]), data=body,
+                       content_type="application/json", headers=h)

@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel
 
-from common import secret_keys, turns
+from common import netguard, secret_keys, turns
 
 from ..patterns.base import ModelError, Reply, Schema, StructuredOutputError
 from ..patterns.structured import (
@@ -359,6 +359,8 @@ class Gateway:
                 schema: type[BaseModel] | None,
                 response_format: dict[str, Any] | None) -> CallOutcome:
         cfg = self.config
+        # Every model call, the offline model's too: the same code waits seconds on a provider.
+        netguard.before_network(f"A model call for the {role} role ({model})")
         outcome = CallOutcome(role=role, model=model, messages=messages)
         kwargs: dict[str, Any] = {"model": model, "messages": messages, "timeout": cfg.timeout,
                                   "num_retries": 0, **cfg.extra}

@@ -12,7 +12,7 @@ from django import forms
 from django.conf import settings
 
 from common import sealed
-from reviews_app.models import Connection
+from reviews_app.models import Connection, GitHubApp
 from reviews_app.pipeline.schema import SEVERITIES
 
 from .secrets import ENV_PREFIX
@@ -110,11 +110,11 @@ class ConnectionForm(forms.ModelForm):
         # would be overwritten by its empty form value (and URLField's validator refuses a
         # host without a dot, like a self-hosted "http://forgejo:3000").
         fields = ["provider", "repository", "publish_policy", "auto_min_severity",
-                  "auto_min_confidence", "status_comment", "active"]
+                  "auto_min_confidence", "status_comment", "commit_status", "active"]
 
     field_order = ["provider", "repository", "api_url", "token", "token_env", "secret",
                    "secret_env", "publish_policy", "auto_min_severity", "auto_min_confidence",
-                   "status_comment", "active"]
+                   "status_comment", "commit_status", "active"]
 
     def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
@@ -213,6 +213,9 @@ class ConnectionForm(forms.ModelForm):
         if self.creating:
             conn.owner = self.user
         data = self.cleaned_data
+        if data.get("token") or data.get("token_env") or conn.api_url != data["api_url"] \
+                or conn.provider != self.initial.get("provider", conn.provider):
+            conn.bot_login = ""  # another account (or host): asked of the provider again
         conn.api_url = data["api_url"]
         self._apply(conn, "token", data.get("token", ""), data.get("token_env", ""))
         secret = data.get("secret", "")
@@ -222,3 +225,166 @@ class ConnectionForm(forms.ModelForm):
         if commit:
             conn.save()
         return conn
+
+
+# --- GitHub Apps ----------------------------------------------------------------------------
+_APP_ID = re.compile(r"[0-9]{1,20}")
+MAX_KEY_CHARS = 10_000
+
+
+def key_fingerprint(pem: str) -> str:
+    """``SHA256:…`` of the key's public half, to tell keys apart on the page (never the key)."""
+    import base64
+    import hashlib
+
+    from cryptography.hazmat.primitives import serialization
+
+    key = serialization.load_pem_private_key(pem.encode("utf-8"), password=None)
+    der = key.public_key().public_bytes(serialization.Encoding.DER,
+                                        serialization.PublicFormat.SubjectPublicKeyInfo)
+    return "SHA256:" + base64.b64encode(hashlib.sha256(der).digest()).decode()[:20] + "…"
+
+
+class GitHubAppForm(forms.ModelForm):
+    api_url = forms.CharField(required=False, max_length=300, label="API base URL",
+                              help_text="Empty: https://api.github.com (GitHub Enterprise: "
+                                        "https://github.example.org/api/v3).")
+    private_key = forms.CharField(
+        required=False, max_length=MAX_KEY_CHARS, label="Private key (.pem)",
+        widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false",
+                                     "placeholder": "-----BEGIN RSA PRIVATE KEY-----"}))
+    key_env = forms.CharField(required=False, max_length=100,
+                              label="…or the environment variable holding it",
+                              widget=forms.TextInput(attrs={
+                                  "placeholder": ENV_PREFIX + "MYAPP_KEY"}))
+    secret = forms.CharField(required=False, max_length=1000, label="Webhook secret",
+                             widget=forms.PasswordInput(render_value=False,
+                                                        attrs={"autocomplete": "off"}))
+    secret_env = forms.CharField(required=False, max_length=100,
+                                 label="…or the environment variable holding it",
+                                 widget=forms.TextInput(attrs={
+                                     "placeholder": ENV_PREFIX + "MYAPP_SECRET"}))
+    publish_policy = forms.ChoiceField(choices=Connection.Policy.choices,
+                                       initial=Connection.Policy.AFTER_TRIAGE,
+                                       label="Publishing, for the repositories it is installed on")
+
+    class Meta:
+        model = GitHubApp
+        fields = ["app_id", "publish_policy", "active"]
+
+    field_order = ["app_id", "api_url", "private_key", "key_env", "secret", "secret_env",
+                   "publish_policy", "active"]
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.generated_secret = ""
+        self.creating = self.instance.pk is None
+        self.initial["key_env"] = ""
+        self.initial["secret_env"] = ""
+        self.initial["api_url"] = "" if self.creating else self.instance.api_url
+        self.fields["app_id"].help_text = "The App ID on the App's settings page (digits)."
+        if self.creating:
+            self.fields["secret"].help_text = ("Empty (and no variable): Quorum generates a "
+                                               "strong secret and shows it once.")
+        else:
+            self.fields["private_key"].help_text = "Empty: keep the stored key."
+            self.fields["secret"].help_text = "Empty: keep the stored secret."
+
+    def clean_app_id(self):
+        value = str(self.cleaned_data.get("app_id") or "").strip()
+        if not _APP_ID.fullmatch(value):
+            raise forms.ValidationError("The App ID is a number (on the App's settings page, "
+                                        "under “About”).")
+        return value
+
+    def _env(self, name: str) -> str:
+        value = self.cleaned_data.get(name, "").strip()
+        if value and not _ENV_NAME.fullmatch(value):
+            raise forms.ValidationError(
+                f"Name an environment variable starting with {ENV_PREFIX} (capital letters, "
+                "digits and _ only): other variables are never read.")
+        return value
+
+    def clean_key_env(self):
+        return self._env("key_env")
+
+    def clean_secret_env(self):
+        return self._env("secret_env")
+
+    def clean_private_key(self):
+        value = self.cleaned_data.get("private_key", "")
+        if not value.strip():
+            return ""
+        if "\x00" in value:
+            raise forms.ValidationError("The key contains a NUL byte: paste the .pem file's "
+                                        "text as it is.")
+        value = value.replace("\r\n", "\n").strip() + "\n"
+        from reviews_app.hosting.base import HostError
+        from reviews_app.hosting.github_app import app_jwt
+
+        try:
+            app_jwt("1", value)
+            self.fingerprint = key_fingerprint(value)
+        except (HostError, ValueError, TypeError):
+            raise forms.ValidationError(
+                "This is not a private key GitHub made for an App: paste the whole .pem file "
+                "(from “-----BEGIN RSA PRIVATE KEY-----” to its END line).") from None
+        return value
+
+    def clean_secret(self):
+        value = self.cleaned_data.get("secret", "")
+        if value and _CONTROL.search(value):
+            raise forms.ValidationError("The webhook secret may not contain spaces or control "
+                                        "characters.")
+        if value and len(value) < _MIN_SECRET:
+            raise forms.ValidationError(f"The webhook secret must be at least {_MIN_SECRET} "
+                                        "characters.")
+        return value
+
+    def clean(self):
+        data = super().clean()
+        url = data.get("api_url") or DEFAULT_API_URLS[Connection.Provider.GITHUB]
+        try:
+            data["api_url"] = check_api_url(url, staff=self.user.is_staff)
+        except forms.ValidationError as exc:
+            self.add_error("api_url", exc)
+        for field, env, what in (("private_key", "key_env", "private key"),
+                                 ("secret", "secret_env", "webhook secret")):
+            if data.get(field) and data.get(env):
+                self.add_error(env, f"Either paste the {what} or name a variable, not both.")
+        if self.creating and not data.get("private_key") and not data.get("key_env") and \
+                not {"private_key", "key_env"} & set(self.errors):
+            self.add_error("private_key", "Paste the App's private key or name the environment "
+                                          "variable that holds it.")
+        if data.get("app_id") and data.get("api_url") and "api_url" not in self.errors:
+            dup = GitHubApp.objects.filter(owner=self.user, api_url=data["api_url"],
+                                           app_id=data["app_id"]).exclude(pk=self.instance.pk)
+            if dup.exists():
+                self.add_error("app_id", "You have connected this App already: edit it.")
+        return data
+
+    def save(self, commit=True):
+        app = super().save(commit=False)
+        if self.creating:
+            app.owner = self.user
+        data = self.cleaned_data
+        if app.api_url != data["api_url"] or data.get("private_key") or data.get("key_env"):
+            app.slug = ""  # asked of GitHub again
+        app.api_url = data["api_url"]
+        if data.get("key_env"):
+            app.key_env, app.key_sealed, app.key_hint = data["key_env"], "", ""
+        elif data.get("private_key"):
+            app.key_env, app.key_sealed = "", sealed.seal(data["private_key"])
+            app.key_hint = self.fingerprint
+        secret = data.get("secret", "")
+        if self.creating and not secret and not data.get("secret_env"):
+            secret = self.generated_secret = generate_secret()
+        if data.get("secret_env"):
+            app.secret_env, app.secret_sealed, app.secret_hint = data["secret_env"], "", ""
+        elif secret:
+            app.secret_env, app.secret_sealed = "", sealed.seal(secret)
+            app.secret_hint = sealed.hint(secret)
+        if commit:
+            app.save()
+        return app

@@ -15,7 +15,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from common import sealed
-from reviews_app.models import Connection
+from reviews_app.models import Connection, GitHubApp, PullRequest, Review
+from reviews_app.prflow import account
 
 from . import secrets
 from .forms import ConnectionForm
@@ -60,7 +61,9 @@ def webhook_url(request, conn: Connection) -> str:
 @require_GET
 def connection_list(request):
     conns = Connection.objects.filter(owner=request.user)
-    return render(request, "reviews_app/connections/list.html", {"connections": conns})
+    apps = GitHubApp.objects.filter(owner=request.user)
+    return render(request, "reviews_app/connections/list.html", {"connections": conns,
+                                                                  "apps": apps})
 
 
 def _save(request, form) -> Connection | None:
@@ -83,6 +86,7 @@ def connection_new(request):
     if request.method == "POST":
         conn = _save(request, form)
         if conn is not None:
+            _learn_account(request, conn)
             if form.generated_secret:
                 request.session[_SESSION_KEY.format(conn.pk)] = sealed.seal(
                     form.generated_secret)
@@ -91,6 +95,30 @@ def connection_new(request):
             return _go(request, conn.get_absolute_url())
     return render(request, "reviews_app/connections/form.html", {"form": form},
                   status=400 if form.errors else 200)
+
+
+def _learn_account(request, conn: Connection) -> None:
+    """Ask the provider which account the token writes as (after the save, outside its
+    transaction); when it does not answer, say that the first delivery asks again."""
+    from reviews_app.prflow.delivery import client_of
+
+    if account.known(conn):
+        return
+    if not account.try_learn(conn, lambda c: client_of(c, timeout=5.0)):
+        messages.warning(request, f"{conn.get_provider_display()} did not say which account the "
+                                  "token belongs to; Quorum asks again with the first delivery.")
+
+
+def _followed(conn: Connection) -> list[PullRequest]:
+    """The pull requests the connection follows, each with its rounds (reviews) in order."""
+    prs = list(conn.pull_requests.all()[:50])
+    rounds: dict[int, list[Review]] = {}
+    for r in (Review.objects.filter(pull_request__in=prs).select_related("run")
+              .order_by("pr_round", "id")):
+        rounds.setdefault(r.pull_request_id, []).append(r)
+    for pr in prs:
+        pr.rounds = rounds.get(pr.pk, [])  # type: ignore[attr-defined]
+    return prs
 
 
 @login_required
@@ -109,7 +137,8 @@ def connection_detail(request, pk):
         "events": EVENTS[conn.provider], "where": WHERE[conn.provider],
         "token": secrets.describe(conn, "token"), "secret": secrets.describe(conn, "secret"),
         "deliveries": conn.deliveries.all()[:20],
-        "pull_requests": conn.pull_requests.all()[:50],
+        "pull_requests": _followed(conn),
+        "bot": account.known(conn),
     })
     if new_secret:  # shown once: never from a cache or the back button
         response["Cache-Control"] = "no-store"
@@ -125,6 +154,7 @@ def connection_edit(request, pk):
     if request.method == "POST":
         saved = _save(request, form)
         if saved is not None:
+            _learn_account(request, saved)
             log.info("connection %s edited by user %s", saved.pk, request.user.pk)
             messages.success(request, f"Saved {saved}.")
             return _go(request, saved.get_absolute_url())

@@ -55,15 +55,19 @@ def _enqueue(pk: int) -> None:
     send_task(TASK, args=[pk])
 
 
+def not_allowed() -> HttpResponse:
+    # Said in plain text (the site's 405 page talks about forms): a person who opened the URL
+    # to check it learns what it is for.
+    return HttpResponseNotAllowed(
+        ["POST"], content=b"This address receives webhooks from GitHub, GitLab or "
+        b"Forgejo/Gitea: the provider POSTs to it. Nothing to see with a browser.\n",
+        content_type="text/plain; charset=utf-8")
+
+
 @csrf_exempt
 def receive(request, provider: str, hook_id: str):
     if request.method != "POST":
-        # Said in plain text (the site's 405 page talks about forms): a person who opened
-        # the URL to check it learns what it is for.
-        return HttpResponseNotAllowed(
-            ["POST"], content=b"This address receives webhooks from GitHub, GitLab or "
-            b"Forgejo/Gitea: the provider POSTs to it. Nothing to see with a browser.\n",
-            content_type="text/plain; charset=utf-8")
+        return not_allowed()
     conn = None
     if provider in webhooks.PROVIDERS:
         conn = Connection.objects.filter(hook_id=hook_id, provider=provider).first()
@@ -102,23 +106,45 @@ def receive(request, provider: str, hook_id: str):
         return _answer(400, str(exc))
     if isinstance(event, webhooks.Ignored) and event.ping:
         return _answer(200, "pong")
-    if event.repository and event.repository.lower() != conn.repository.lower():
-        log.warning("webhook for connection %s: delivery %s is for another repository",
-                    conn.pk, delivery)
-        return _answer(400, "The delivery is for another repository than this connection's.")
-    return _store(conn, delivery, event, webhooks.event_name(provider, request.headers))
+    return accept(conn, delivery, event, webhooks.event_name(provider, request.headers))
 
 
-def _store(conn: Connection, delivery: str, event, name: str) -> HttpResponse:
-    fields = {"connection": conn, "delivery_id": delivery}
+def accept(conn: Connection, delivery: str, event, name: str, *, app=None) -> HttpResponse:
+    """Store a verified, parsed delivery for ``conn`` and answer. Only what Quorum would act
+    on must be for the connection's repository (else 400: the sender's set-up is wrong); an
+    event it ignores is answered 202 whatever it names, so the provider does not show a
+    harmless delivery as failed. A ``/quorum review`` comment by Quorum's own account is
+    ignored here when the account is known (the worker checks again when it is not)."""
+    from reviews_app.prflow import account
+
+    if isinstance(event, webhooks.HookEvent):
+        if event.repository and event.repository.lower() != conn.repository.lower():
+            log.warning("webhook for connection %s: delivery %s is for another repository",
+                        conn.pk, delivery)
+            return _answer(400, "The delivery is for another repository than this "
+                                "connection's.")
+        bot = account.known(conn)
+        if event.kind == "command" and account.is_ours(conn, event.sender, bot):
+            event = webhooks.Ignored(f"a /quorum review comment by Quorum's own account "
+                                     f"({bot[:100]})", event.repository)
+    elif event.repository and event.repository.lower() != conn.repository.lower():
+        event = webhooks.Ignored(f"{event.reason} (and it names another repository)",
+                                 event.repository)
+    return _store(conn, delivery, event, name, app=app)
+
+
+def _store(conn: Connection, delivery: str, event, name: str, *, app=None) -> HttpResponse:
+    fields = {"connection": conn, "delivery_id": delivery, "app": app}
     if isinstance(event, webhooks.Ignored):
         fields.update(event="".join(c for c in name if c.isprintable())[:50], status=WebhookDelivery.Status.IGNORED,
                       detail=event.reason)
     else:
         fields.update(event=event.kind, number=event.number, head_sha=event.head_sha,
                       sender=event.sender, status=WebhookDelivery.Status.QUEUED,
-                      detail="merged" if event.merged else "")
-    if WebhookDelivery.objects.filter(connection=conn, delivery_id=delivery).exists():
+                      detail="merged" if event.merged else "", fresh=event.fresh)
+    same = WebhookDelivery.objects.filter(delivery_id=delivery)
+    if (same.filter(app=app) if app is not None else
+            same.filter(connection=conn, app__isnull=True)).exists():
         return _replayed(conn, delivery)
     try:
         with transaction.atomic():

@@ -31,6 +31,19 @@ class HostError(Exception):
         self.retryable = retryable
 
 
+RETRY_FLOOR = 1.0      # seconds: a Retry-After of 0 is not a busy loop
+RETRY_CAP = 3600.0     # seconds: a reset time an hour away is waited for, no longer
+
+def retry_wait(attempt: int, retry_after: float | None, base: float) -> float:
+    """Seconds before the next try: what the provider asked for (``Retry-After``, or a rate
+    limit's reset time) within a small floor and a cap, else ``base`` doubled per attempt
+    (``attempt`` 0 is the first retry), capped."""
+    if retry_after is not None and retry_after >= 0:
+        return min(max(float(retry_after), RETRY_FLOOR), RETRY_CAP)
+    return min(float(base) * 2 ** max(attempt, 0), RETRY_CAP)
+
+
+
 @dataclass(frozen=True)
 class RepoRef:
     """Where a repository lives and how to reach it. The token is never in ``repr``."""
@@ -40,6 +53,10 @@ class RepoRef:
     repository: str         # "owner/name"; GitLab: the full project path
     token: str = field(default="", repr=False)
     timeout: float = 20.0
+    # A GitHub App installation token: the account is the App's bot (``<slug>[bot]``, which
+    # "GET /user" does not answer for such a token), and check runs can be written.
+    app: bool = False
+    bot_login: str = ""
 
 
 @dataclass
@@ -103,6 +120,37 @@ class ReviewPost:
     comments: list[InlineComment] = field(default_factory=list)
 
 
+@dataclass
+class HostReview:
+    """A review on the pull request (GitHub, Forgejo; GitLab has none): read back before
+    posting one, so that a write the provider saved but answered with an error (a "ghost
+    write") is not posted twice."""
+
+    id: str
+    body: str
+    author: str = ""
+    state: str = ""
+    commit_sha: str = ""
+
+
+StatusState = Literal["queued", "in_progress", "success", "failure", "cancelled", "error"]
+
+
+@dataclass
+class StatusReport:
+    """What Quorum reports on a commit, for branch protection to require by its ``name``.
+    ``state``: queued and in_progress are pending; the others are final. ``check_run_id``
+    is the GitHub check run written before, when there is one."""
+
+    state: StatusState
+    title: str
+    description: str = ""
+    summary: str = ""
+    target_url: str = ""
+    name: str = "Quorum"
+    check_run_id: str = ""
+
+
 class HostClient(Protocol):
     """The calls Quorum makes. Implementations paginate every list in full."""
 
@@ -140,6 +188,19 @@ class HostClient(Protocol):
         returns the review's id (or the id of its first note where there is no review)."""
         ...
 
+    def whoami(self) -> str:
+        """The login of the account the token belongs to (its comments are Quorum's)."""
+        ...
+
+    def reviews(self, number: int) -> list[HostReview]:
+        """The pull request's reviews (an empty list where the provider has none)."""
+        ...
+
+    def report_status(self, sha: str, report: StatusReport) -> str:
+        """Set Quorum's status on commit ``sha``; returns the check run's id where one was
+        written (GitHub Apps), else an empty string."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -148,3 +209,5 @@ class HostClient(Protocol):
 # comments on a re-run even if its database is behind.
 SUMMARY_MARKER = "<!-- quorum:summary -->"
 FINGERPRINT_MARKER = "<!-- quorum:fingerprint={} -->"
+# A posted review carries the publication it belongs to, so a retry finds it.
+REVIEW_MARKER = "<!-- quorum:review={} -->"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from common import turns
 from reviews_app.pipeline.diffs.limits import coverage_entry
 
-from .base import ChangedFile, HostClient
+from .base import ChangedFile, HostClient, HostError
 from .http import TooLarge, safe_repo_path
 
 POOL = 8
@@ -32,6 +32,17 @@ class PullInput:
     contents: dict[str, str | None] = field(default_factory=dict)
     coverage: list[dict] = field(default_factory=list)
     files: list[ChangedFile] = field(default_factory=list)
+    from_sha: str = ""  # what the diff starts from: empty when the round became a full one
+
+
+FULL_ROUND = "full_round"
+FULL_ROUND_PATH = "(the new commits)"
+
+
+def full_round(why: str) -> dict:
+    """The coverage entry of a round asked to review new commits that reviewed the whole pull
+    request instead, saying why."""
+    return {"path": FULL_ROUND_PATH, "reason": FULL_ROUND, "reviewed": True, "detail": why}
 
 
 @dataclass
@@ -111,21 +122,31 @@ def pull_input(client: HostClient, number: int, *, head_sha: str, from_sha: str 
     files = client.pull_files(number)
     note = None
     if from_sha:
-        changed = client.compare(from_sha, head_sha)
-        if len(changed) >= COMPARE_CAP:
+        try:
+            changed = client.compare(from_sha, head_sha)
+        except HostError as exc:
+            if exc.retryable:
+                raise  # the delivery is tried again later
+            # A refusal (Gitea has answered 404 for two commits of one branch): review the
+            # whole pull request rather than fail this round and every later one.
+            changed = None
+            note = full_round(f"The provider would not compare {from_sha[:7]} with "
+                              f"{head_sha[:7]} ({exc}): the whole pull request was reviewed "
+                              "instead of the new commits alone.")
+        if changed is not None and len(changed) >= COMPARE_CAP:
             # GitHub lists at most 300 files of a comparison: rather than miss some without
             # saying so, this round reviews the whole pull request.
-            note = {"path": "(the new commits)", "reason": "full_round", "reviewed": True,
-                    "detail": f"{len(changed)} or more files changed since the last round, "
+            note = full_round(f"{len(changed)} or more files changed since the last round, "
                               "more than the provider lists for a comparison: the whole pull "
-                              "request was reviewed again."}
-            from_sha = None
-        else:
+                              "request was reviewed again.")
+        elif changed is not None:
             names = {f.path for f in files} | {f.previous_path for f in files
                                                if f.previous_path}
             files = [f for f in changed if f.path in names or (f.previous_path or "") in names]
+        if note:
+            from_sha = None
     base_ref = from_sha
-    out = PullInput(diff_text="", files=files)
+    out = PullInput(diff_text="", files=files, from_sha=from_sha or "")
     if note:
         out.coverage.append(note)
     kept, rest = files[:max_files], files[max_files:]

@@ -16,14 +16,26 @@ from .base import (
     ChangedFile,
     HostComment,
     HostError,
+    HostReview,
     PullInfo,
     RepoRef,
     ReviewPost,
+    StatusReport,
 )
-from .github import changed_file, conversation, pull_info, split_repository, user_name
-from .http import Api, quote
+from .github import (
+    changed_file,
+    conversation,
+    login_of,
+    pull_info,
+    review_list,
+    split_repository,
+    user_name,
+)
+from .http import Api, quote, web_url
 
 EVENTS = {"approve": "APPROVED", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT"}
+STATUS_STATES = {"queued": "pending", "in_progress": "pending", "success": "success",
+                 "failure": "failure", "cancelled": "error", "error": "error"}
 DIFF_CAP = 10_000_000
 _BINARY = re.compile(r"Binary files (?:\S+|\"[^\"]*\") and (\S+|\"[^\"]*\") differ")
 
@@ -138,7 +150,22 @@ class ForgejoClient:
                                        author=user_name(d.get("user"))))
         return out
 
+    def whoami(self) -> str:
+        return login_of(self.api)
+
+    def reviews(self, number: int) -> list[HostReview]:
+        return review_list(self.api, f"{self._pr(number)}/reviews", {"limit": 50, "page": 1})
+
     # --- writing -----------------------------------------------------------------------------
+    def report_status(self, sha: str, report: StatusReport) -> str:
+        body = {"state": STATUS_STATES[report.state], "context": report.name,
+                "description": (report.description or report.title)[:255]}
+        if web_url(report.target_url):
+            body["target_url"] = report.target_url
+        self.api.json("POST", f"{self.base}/statuses/{quote(sha)}", "the commit status",
+                      json_body=body)
+        return ""
+
     def create_comment(self, number: int, body: str) -> str:
         d = self.api.json("POST", f"{self.base}/issues/{int(number)}/comments",
                           "a new comment", json_body={"body": body})

@@ -6,19 +6,29 @@ Also the one place that knows GitHub's pull request API for the URL-based review
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from .base import (
     ChangedFile,
     HostComment,
     HostError,
+    HostReview,
     PullInfo,
     RepoRef,
     ReviewPost,
+    StatusReport,
 )
-from .http import Api, quote
+from .http import Api, quote, web_url
 
 EVENTS = {"approve": "APPROVE", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT"}
+# A commit status has four states; a check run says more (GitHub Apps only).
+COMMIT_STATES = {"queued": "pending", "in_progress": "pending", "success": "success",
+                 "failure": "failure", "cancelled": "error", "error": "error"}
+CONCLUSIONS = {"success": "success", "failure": "failure", "cancelled": "cancelled",
+               "error": "failure"}
+MAX_OUTPUT = 65_535      # a check run's output.summary, at most
+MAX_DESCRIPTION = 140    # a commit status's description, at most
 _STATUSES = {"added", "removed", "modified", "renamed", "copied"}
 
 
@@ -73,6 +83,23 @@ def pull_info(d: Any, number: int, host: str) -> PullInfo:
             head_sha=str(head["sha"]), draft=bool(d.get("draft")))
     except (KeyError, TypeError, AttributeError, ValueError):
         raise HostError(f"{host} sent an unexpected answer for the pull request.") from None
+
+
+def review_list(api: Api, url: str, params: dict) -> list[HostReview]:
+    """A pull request's reviews (GitHub, and Forgejo alike)."""
+    return [HostReview(id=str(d.get("id")), body=str(d.get("body") or ""),
+                       author=user_name(d.get("user")), state=str(d.get("state") or ""),
+                       commit_sha=str(d.get("commit_id") or ""))
+            for d in api.pages(url, "the pull request's reviews", params=params)]
+
+
+def login_of(api: Api) -> str:
+    """The token's account ("GET /user": GitHub, Forgejo and GitLab alike)."""
+    d = api.get("/user", "the token's account")
+    login = user_name(d)
+    if not login:
+        raise HostError(f"{api.name} did not say which account the token belongs to.")
+    return login
 
 
 def conversation(api: Api, url: str, params: dict) -> list[HostComment]:
@@ -154,7 +181,65 @@ class GitHubClient:
                                    author=user_name(d.get("user"))))
         return out
 
+    def whoami(self) -> str:
+        if self.repo.app:  # an installation token has no user: the App writes as its bot
+            if not self.repo.bot_login:
+                raise HostError("The GitHub App's name is not known yet.")
+            return self.repo.bot_login
+        return login_of(self.api)
+
+    def reviews(self, number: int) -> list[HostReview]:
+        return review_list(self.api, f"{self.base}/pulls/{int(number)}/reviews",
+                           {"per_page": 100, "page": 1})
+
     # --- writing -----------------------------------------------------------------------------
+    def report_status(self, sha: str, report: StatusReport) -> str:
+        if self.repo.app:
+            return self._check_run(sha, report)
+        body = {"state": COMMIT_STATES[report.state], "context": report.name,
+                "description": (report.description or report.title)[:MAX_DESCRIPTION]}
+        if web_url(report.target_url):
+            body["target_url"] = report.target_url
+        self.api.json("POST", f"{self.base}/statuses/{quote(sha)}", "the commit status",
+                      json_body=body)
+        return ""
+
+    def _check_run(self, sha: str, report: StatusReport) -> str:
+        """Create or update Quorum's check run on ``sha``. One per commit: a run whose id is
+        not known (a create the provider saved but answered with an error) is looked up by
+        name before another is created."""
+        body: dict[str, Any] = {"name": report.name, "output": {
+            "title": report.title[:200], "summary": (report.summary or report.description
+                                                     or report.title)[:MAX_OUTPUT]}}
+        if web_url(report.target_url):
+            body["details_url"] = report.target_url
+        if report.state in ("queued", "in_progress"):
+            body["status"] = report.state
+        else:
+            body.update(status="completed", conclusion=CONCLUSIONS[report.state],
+                        completed_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        run_id = report.check_run_id or self._find_check_run(sha, report.name)
+        if run_id:
+            try:
+                self.api.json("PATCH", f"{self.base}/check-runs/{quote(run_id)}",
+                              "the check run's update", json_body=body)
+                return run_id
+            except HostError as exc:
+                if exc.status != 404:
+                    raise
+        d = self.api.json("POST", f"{self.base}/check-runs", "a new check run",
+                          json_body={**body, "head_sha": sha})
+        return _id(d, "GitHub")
+
+    def _find_check_run(self, sha: str, name: str) -> str:
+        d = self.api.get(f"{self.base}/commits/{quote(sha)}/check-runs",
+                         "the commit's check runs", params={"check_name": name, "filter": "all"})
+        runs = d.get("check_runs") if isinstance(d, dict) else None
+        for run in runs if isinstance(runs, list) else ():
+            if isinstance(run, dict) and run.get("name") == name and run.get("id"):
+                return str(run["id"])
+        return ""
+
     def create_comment(self, number: int, body: str) -> str:
         d = self.api.json("POST", f"{self.base}/issues/{int(number)}/comments",
                           "a new comment", json_body={"body": body})

@@ -1,9 +1,14 @@
 """GitLab (REST v4, gitlab.com or self-hosted) as a ``HostClient``.
 
 A project is addressed by its URL-encoded full path (``/projects/group%2Fsub%2Fname``).
-GitLab has no review object: ``post_review`` writes the review's body as a note, each inline
-comment as a discussion with a position on the new file, approves through the approval
-endpoint, and, having no "request changes" state, says so in the note.
+GitLab has no review object: ``post_review`` writes each inline comment as a discussion
+with a position on the new file and approves (or takes an approval back) through the
+approval endpoints. It writes no top-level note: the merge request has exactly one, the
+summary, edited in place, and the verdict is said there.
+
+Commit statuses follow GitLab's state machine: a status is created pending or running, goes
+from pending to running, and only from running to success, failed or canceled; posting the
+state it is in already is refused ("Cannot transition status via :run from :running").
 """
 
 from __future__ import annotations
@@ -12,14 +17,18 @@ from .base import (
     ChangedFile,
     HostComment,
     HostError,
+    HostReview,
     PullInfo,
     RepoRef,
     ReviewPost,
+    StatusReport,
 )
-from .http import Api, quote
+from .github import login_of
+from .http import Api, quote, web_url
 
-REQUEST_CHANGES_NOTE = ("**Changes requested.** (GitLab has no review state for this; this "
-                        "note stands for it.)")
+STATUS_STATES = {"queued": "pending", "in_progress": "running", "success": "success",
+                 "failure": "failed", "cancelled": "canceled", "error": "failed"}
+FINAL = ("success", "failed", "canceled")
 _STATES = {"opened": "open", "locked": "open", "closed": "closed", "merged": "merged"}
 
 
@@ -129,7 +138,33 @@ class GitLabClient:
                                    author=_user(n.get("author"))))
         return out
 
+    def whoami(self) -> str:
+        return login_of(self.api)
+
+    def reviews(self, number: int) -> list[HostReview]:
+        return []  # no review objects on GitLab: discussions and approvals
+
     # --- writing -----------------------------------------------------------------------------
+    def report_status(self, sha: str, report: StatusReport) -> str:
+        state = STATUS_STATES[report.state]
+        if state in FINAL:
+            self._status(sha, "running", report)  # success etc. only from running
+        self._status(sha, state, report)
+        return ""
+
+    def _status(self, sha: str, state: str, report: StatusReport) -> None:
+        body = {"state": state, "name": report.name,
+                "description": (report.description or report.title)[:255]}
+        if web_url(report.target_url):
+            body["target_url"] = report.target_url
+        try:
+            self.api.json("POST", f"{self.base}/statuses/{quote(sha)}", "the commit status",
+                          json_body=body)
+        except HostError as exc:
+            # Already in that state (or past it, for a retried "running"): nothing to do.
+            if exc.status != 400 or "transition" not in str(exc).lower() or state in FINAL:
+                raise
+
     def create_comment(self, number: int, body: str) -> str:
         d = self.api.json("POST", f"{self._mr(number)}/notes", "a new note",
                           json_body={"body": body})
@@ -153,18 +188,20 @@ class GitLabClient:
                 "head_sha": commit_sha or info.head_sha}
 
     def post_review(self, number: int, review: ReviewPost) -> str:
-        body = review.body
-        if review.event == "request_changes":
-            body = f"{REQUEST_CHANGES_NOTE}\n\n{body}"
-        first = self.create_comment(number, body)
+        """The inline comments as discussions and the verdict as an approval (or none); no
+        top-level note (the summary says the verdict). Returns the first discussion's id, or
+        an id naming the merge request and commit when there was no comment to post."""
+        first = f"mr{int(number)}@{review.commit_sha[:12]}"
         if review.comments:
             refs = self._refs(number, review.commit_sha)
-            for c in review.comments:
+            for i, c in enumerate(review.comments):
                 position = {"position_type": "text", **refs, "new_path": c.path,
                             "old_path": c.path, "new_line": c.line}
-                self.api.json("POST", f"{self._mr(number)}/discussions",
-                              f"an inline comment on {self.api.scrub(c.path)[:200]}",
-                              json_body={"body": c.body, "position": position})
+                d = self.api.json("POST", f"{self._mr(number)}/discussions",
+                                  f"an inline comment on {self.api.scrub(c.path)[:200]}",
+                                  json_body={"body": c.body, "position": position})
+                if i == 0 and isinstance(d, dict) and d.get("id"):
+                    first = str(d["id"])[:64]
         if review.event == "approve":
             try:
                 self.api.json("POST", f"{self._mr(number)}/approve", "the approval",
@@ -172,7 +209,7 @@ class GitLabClient:
             except HostError as exc:
                 if exc.status != 401:   # GitLab answers 401 when it is approved already
                     raise
-        elif review.event == "request_changes":
+        elif review.event == "request_changes":  # no such state on GitLab: no approval
             try:
                 self.api.json("POST", f"{self._mr(number)}/unapprove", "taking back approval")
             except HostError as exc:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import httpx
 
-from common import turns
+from common import netguard, turns
 
 from .base import HostError, RepoRef
 
@@ -39,6 +39,14 @@ def quote(segment: str) -> str:
     """One URL path segment from untrusted text: everything but unreserved characters
     escaped, ``/`` included."""
     return urllib.parse.quote(str(segment), safe="")
+
+
+_WEB_URL = re.compile(r"https?://[^\s\x00-\x1f\x7f]{1,2000}")
+
+
+def web_url(url: str) -> bool:
+    """Whether ``url`` is an http(s) address fit to send as a status's link."""
+    return isinstance(url, str) and bool(_WEB_URL.fullmatch(url))
 
 
 def safe_repo_path(path: str) -> bool:
@@ -72,6 +80,17 @@ def retry_after_of(headers: httpx.Headers, now: float | None = None) -> float | 
             # GitLab's RateLimit-Reset is epoch seconds too; a small number is a delay
             return float(max(0, n - int(now))) if n > 1_000_000_000 else float(n)
     return None
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class Api:
@@ -183,7 +202,12 @@ class Api:
         (default: the answer cap) and ``TooLarge`` is raised past it, or with ``cut`` the
         first ``limit + 1`` bytes are returned (longer than ``limit``: it was cut). With
         ``missing_ok`` a 404 gives (None, b""). A wait on the host: a worker's other runs go
-        on meanwhile (common/turns.py)."""
+        on meanwhile (common/turns.py). Never inside a database transaction (common/netguard.py)."""
+        netguard.before_network(f"A {self.name} request ({what})")
+        if not netguard.ALLOW_REMOTE_HOSTS and not _loopback(self.origin[1]):
+            raise HostError(f"Requests to {self.name} are blocked here "
+                            "(QUORUM_ALLOW_PROVIDER_REQUESTS is false): only loopback hosts "
+                            "are called.")
         with turns.waiting():
             return self._call(method, path, what, params=params, json_body=json_body,
                               accept=accept, limit=limit, missing_ok=missing_ok, cut=cut)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..pipeline.coverage import INCOMPLETE_REASONS, unexamined, unfinished
+from ..pipeline.coverage import INCOMPLETE_REASONS, by_path, unexamined, unfinished
 from ..pipeline.export.common import is_hidden
 from ..pipeline.export.markdown_text import md_block, md_code, md_inline
 from ..pipeline.schema import SEVERITIES, SEVERITY_RANK
@@ -194,7 +194,7 @@ def partial_reasons(coverage: Iterable[dict], reviewers: dict | None) -> list[st
     """Why a review is incomplete (empty when it is complete): unexamined parts of the change
     and reviewers that did not finish."""
     reasons = []
-    left = unexamined(list(coverage or ()))
+    left = by_path(unexamined(list(coverage or ())))
     if left:
         reasons.append(f"{len(left)} part{'s' if len(left) != 1 else ''} of the change "
                        f"{'were' if len(left) != 1 else 'was'} not examined")
@@ -310,16 +310,33 @@ def summary_body(s: Summary) -> str:
     return "\n\n".join(out)
 
 
+def _listed(title: str, groups: list[dict]) -> list[str]:
+    lines = [f"### {title} ({len(groups)})"]
+    for g in groups[:MAX_LISTED]:
+        reasons = ", ".join(str(r or "").replace("_", " ") for r in g["reasons"])
+        lines.append(f"- {code(g['path'] or '?')} — {inline(reasons, 80)}: "
+                     f"{inline(' '.join(g['details']), 300)}")
+    if len(groups) > MAX_LISTED:
+        lines.append(f"- … and {len(groups) - MAX_LISTED} more.")
+    return lines
+
+
 def _not_reviewed(coverage: list[dict]) -> str:
-    left = [c for c in coverage or () if isinstance(c, dict) and (
-        not c.get("reviewed") or c.get("reason") in INCOMPLETE_REASONS)]
-    if not left:
+    """What was not examined (the count the incomplete-review line gives, one line per part)
+    and what was left out on purpose (excluded, deleted, binary…), each listed once."""
+    entries = [c for c in coverage or () if isinstance(c, dict)]
+    left = by_path(unexamined(entries))
+    skipped_paths = {g["path"] for g in left}
+    aside = by_path([c for c in entries if not c.get("reviewed")
+                     and c.get("reason") not in INCOMPLETE_REASONS
+                     and c.get("path") not in skipped_paths])
+    if not left and not aside:
         return "Every file of the change was reviewed."
-    lines = [f"### Not reviewed ({len(left)})"]
-    for c in left[:MAX_LISTED]:
-        reason = str(c.get("reason") or "").replace("_", " ")
-        lines.append(f"- {code(c.get('path') or '?')} — {inline(reason, 40)}: "
-                     f"{inline(c.get('detail') or '', 300)}")
-    if len(left) > MAX_LISTED:
-        lines.append(f"- … and {len(left) - MAX_LISTED} more.")
+    lines: list[str] = []
+    if left:
+        lines += _listed("Not examined", left)
+    else:
+        lines.append("Every file in scope was examined.")
+    if aside:
+        lines += ([""] if lines else []) + _listed("Left out on purpose", aside)
     return "\n".join(lines)

@@ -27,6 +27,7 @@ __all__ = ["COMMAND", "PROVIDERS", "BadPayload", "HookEvent", "Ignored", "delive
 PROVIDERS = ("github", "gitlab", "forgejo")
 COMMAND = "/quorum review"
 _COMMAND_RE = re.compile(r"\s*/quorum\s+review(?:\s|$)")
+_FRESH_RE = re.compile(r"\s*/quorum\s+review[ \t]+(?:--)?(?:fresh|again|full)\b", re.IGNORECASE)
 _SHA_RE = re.compile(r"[0-9a-fA-F]{7,64}")
 _MAX_NUMBER = 2**31 - 1
 
@@ -43,6 +44,7 @@ class HookEvent:
     head_sha: str = ""   # empty for a comment command (the comment payload has no head)
     sender: str = ""
     merged: bool = False
+    fresh: bool = False  # "/quorum review fresh": a new full round even on a reviewed head
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,10 @@ def _is_command(body: str) -> bool:
     return bool(_COMMAND_RE.match(body))
 
 
+def _is_fresh(body: str) -> bool:
+    return bool(_FRESH_RE.match(body))
+
+
 def parse(provider: str, headers: Mapping[str, str], payload: Any):
     """A ``HookEvent`` or ``Ignored``; raises ``BadPayload`` for a payload not shaped as its
     event says."""
@@ -194,10 +200,12 @@ def _github(event: str, p: dict):
             return Ignored(f"issue_comment action {_safe(action)!r} is not acted on", repo)
         if _get(p, "issue.pull_request", dict, required=False) is None:
             return Ignored("a comment on an issue, not on a pull request", repo)
-        if not _is_command(_get(p, "comment.body", str)):
+        body = _get(p, "comment.body", str)
+        if not _is_command(body):
             return Ignored("a comment without the /quorum review command", repo)
         return HookEvent("command", _number(p, "issue.number"), repo, "",
-                         _text(p, "comment.user.login") or _text(p, "sender.login"))
+                         _text(p, "comment.user.login") or _text(p, "sender.login"),
+                         fresh=_is_fresh(body))
     return Ignored(f"event {_safe(event)!r} is not acted on",
                    _repo_or_empty(p, "repository.full_name"))
 
@@ -229,11 +237,12 @@ def _gitlab(event: str, p: dict):
         action = _get(p, "object_attributes.action", str, required=False)
         if action not in (None, "create"):
             return Ignored(f"note action {_safe(action)!r} is not acted on", repo)
-        if not _is_command(_get(p, "object_attributes.note", str)):
+        note = _get(p, "object_attributes.note", str)
+        if not _is_command(note):
             return Ignored("a comment without the /quorum review command", repo)
         return HookEvent("command", _number(p, "merge_request.iid"), repo,
                          _sha(p, "merge_request.last_commit.id", required=False),
-                         _text(p, "user.username"))
+                         _text(p, "user.username"), fresh=_is_fresh(note))
     return Ignored(f"event {_safe(event)!r} is not acted on",
                    _repo_or_empty(p, "project.path_with_namespace"))
 
@@ -262,9 +271,11 @@ def _forgejo(event: str, p: dict):
             _get(p, "issue.pull_request", dict, required=False) is not None
         if not on_pull:
             return Ignored("a comment on an issue, not on a pull request", repo)
-        if not _is_command(_get(p, "comment.body", str)):
+        body = _get(p, "comment.body", str)
+        if not _is_command(body):
             return Ignored("a comment without the /quorum review command", repo)
         return HookEvent("command", _number(p, "issue.number"), repo, "",
-                         _text(p, "comment.user.login") or _text(p, "sender.login"))
+                         _text(p, "comment.user.login") or _text(p, "sender.login"),
+                         fresh=_is_fresh(body))
     return Ignored(f"event {_safe(event)!r} is not acted on",
                    _repo_or_empty(p, "repository.full_name"))

@@ -2,7 +2,16 @@
 repositories, webhooks and publishing (``hosting``), memories (``memory``) and review rules
 (``rules``)."""
 
-from .hosting import Connection, Publication, PublishedComment, PullRequest, WebhookDelivery
+from .hosting import (
+    CommitStatus,
+    Connection,
+    GitHubApp,
+    Installation,
+    Publication,
+    PublishedComment,
+    PullRequest,
+    WebhookDelivery,
+)
 from .memory import Memory
 from .review import (
     AppendOnly,
@@ -16,6 +25,6 @@ from .review import (
 )
 from .rules import ReviewRule
 
-__all__ = ["AppendOnly", "Connection", "Finding", "MaskedOnRead", "Memory", "Publication",
+__all__ = ["AppendOnly", "CommitStatus", "Connection", "GitHubApp", "Installation", "Finding", "MaskedOnRead", "Memory", "Publication",
            "PublishedComment", "PullRequest", "RejectReason", "Resolution", "Review", "ReviewRule",
            "TriageDecision", "Verdict", "WebhookDelivery"]

@@ -19,6 +19,73 @@ def new_hook_id() -> str:
     return secrets.token_urlsafe(18)
 
 
+class GitHubApp(models.Model):
+    """A GitHub App registered by its owner: the way organisations connect review tools.
+
+    Its private key (an environment variable's name, or the PEM sealed) signs the short JWTs
+    that mint installation tokens; its webhook (``/webhooks/github-app/<hook_id>/``, signed
+    with its secret) receives the installation events, which make each installed repository a
+    connection, and the pull request events of every installed repository.
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="github_apps")
+    api_url = models.URLField(max_length=300, help_text="The GitHub API base URL")
+    app_id = models.CharField(max_length=20, help_text="The App ID on the App's settings page")
+    slug = models.CharField(max_length=100, blank=True,
+                            help_text="Learned from GitHub: its comments are by <slug>[bot]")
+    name = models.CharField(max_length=150, blank=True)
+    key_env = models.CharField(max_length=100, blank=True)
+    key_sealed = models.TextField(blank=True)
+    key_hint = models.CharField(max_length=40, blank=True)
+    secret_env = models.CharField(max_length=100, blank=True)
+    secret_sealed = models.TextField(blank=True)
+    secret_hint = models.CharField(max_length=20, blank=True)
+    hook_id = models.CharField(max_length=40, unique=True, default=new_hook_id)
+    # What the connections made for its installed repositories start with.
+    publish_policy = models.CharField(max_length=20, default="after_triage")
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["owner", "api_url", "app_id"],
+                                               name="github_app_unique")]
+
+    def __str__(self) -> str:
+        return f"GitHub App {self.slug or self.app_id}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("github_app_detail", args=[self.pk])
+
+    @property
+    def bot_login(self) -> str:
+        return f"{self.slug}[bot]" if self.slug else ""
+
+
+class Installation(models.Model):
+    """One installation of a GitHub App on an account, with its cached installation token
+    (sealed; minted again a few minutes before it expires)."""
+
+    app = models.ForeignKey(GitHubApp, on_delete=models.CASCADE, related_name="installations")
+    installation_id = models.BigIntegerField()
+    account = models.CharField(max_length=150, blank=True)
+    active = models.BooleanField(default=True)
+    token_sealed = models.TextField(blank=True)
+    token_expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["app", "installation_id"],
+                                               name="installation_unique")]
+
+    def __str__(self) -> str:
+        return f"Installation {self.installation_id} ({self.account or '?'})"
+
+
 class Connection(models.Model):
     class Provider(models.TextChoices):
         GITHUB = "github", "GitHub"
@@ -53,7 +120,16 @@ class Connection(models.Model):
     status_comment = models.BooleanField(
         default=True, help_text="Post a short status comment while the review runs (it becomes "
                                 "the summary)")
+    commit_status = models.BooleanField(
+        default=True, help_text='Report a "Quorum" status on the head commit, for branch '
+                                "protection to require (green only after a person approves)")
     active = models.BooleanField(default=True)
+    # Through a GitHub App installation instead of a token of its own (issue 31).
+    installation = models.ForeignKey(Installation, null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="connections")
+    # The provider account Quorum writes as ("who am I"), learned when the connection is
+    # saved or on first use: its own "/quorum review" comments are never acted on.
+    bot_login = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -91,6 +167,9 @@ class PullRequest(models.Model):
     last_reviewed_sha = models.CharField(max_length=64, blank=True)
     # The one summary comment, updated in place on every run (the status comment becomes it).
     summary_comment_id = models.CharField(max_length=64, blank=True)
+    # The last summary published in it: a new round puts a status line on top of this text
+    # rather than replacing it, so the summary stays readable while the round runs.
+    summary_body = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -113,14 +192,19 @@ class WebhookDelivery(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
-    connection = models.ForeignKey(Connection, on_delete=models.CASCADE,
+    # None for a GitHub App's own events (installations), which belong to ``app``.
+    connection = models.ForeignKey(Connection, null=True, blank=True, on_delete=models.CASCADE,
                                    related_name="deliveries")
+    app = models.ForeignKey(GitHubApp, null=True, blank=True, on_delete=models.CASCADE,
+                            related_name="deliveries")
     delivery_id = models.CharField(max_length=100)
     event = models.CharField(max_length=50, help_text="opened, synchronize, reopened, closed, "
                                                       "command")
     number = models.PositiveIntegerField(null=True, blank=True)
     head_sha = models.CharField(max_length=64, blank=True)
     sender = models.CharField(max_length=150, blank=True)
+    fresh = models.BooleanField(default=False, help_text="/quorum review fresh: a new full "
+                                                         "round even on a reviewed head")
     received_at = models.DateTimeField(auto_now_add=True, db_index=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     detail = models.TextField(blank=True)
@@ -129,11 +213,15 @@ class WebhookDelivery(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        constraints = [models.UniqueConstraint(fields=["connection", "delivery_id"],
-                                               name="delivery_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["connection", "delivery_id"],
+                                    condition=models.Q(app__isnull=True), name="delivery_unique"),
+            models.UniqueConstraint(fields=["app", "delivery_id"],
+                                    condition=models.Q(app__isnull=False),
+                                    name="app_delivery_unique")]
 
     def __str__(self) -> str:
-        return f"{self.connection} delivery {self.delivery_id} ({self.event})"
+        return f"{self.connection or self.app} delivery {self.delivery_id} ({self.event})"
 
 
 class Publication(models.Model):
@@ -158,6 +246,8 @@ class Publication(models.Model):
     result = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
+    # A person chose to publish to a pull request that is closed or merged (never the default).
+    to_closed = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -193,3 +283,55 @@ class PublishedComment(models.Model):
 
     def __str__(self) -> str:
         return f"Comment on {self.path}:{self.line} ({self.fingerprint[:12]})"
+
+
+class CommitStatus(models.Model):
+    """What Quorum reports on a pull request's head commit, for branch protection to require:
+    a GitHub check run (a GitHub App) or commit status, a GitLab or Forgejo commit status,
+    named "Quorum".
+
+    ``state`` is what the review says now; ``synced`` what the provider was last told. A change
+    of state bumps ``version`` and sends the sync task, which posts outside any transaction
+    and records the version it posted, so a redelivered or late task never posts an older
+    state over a newer one. Only a finalised approval of a complete review is ``success``.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        REVIEWING = "reviewing", "Reviewing"
+        TRIAGE = "triage", "Waiting for triage"
+        SUCCESS = "success", "Approved"
+        FAILURE = "failure", "Not approved"
+        CANCELLED = "cancelled", "Cancelled"
+        ERROR = "error", "Review failed"
+
+    pull_request = models.ForeignKey(PullRequest, on_delete=models.CASCADE,
+                                     related_name="statuses")
+    head_sha = models.CharField(max_length=64)
+    review = models.ForeignKey("reviews_app.Review", null=True, blank=True,
+                               on_delete=models.SET_NULL, related_name="+")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    description = models.CharField(max_length=300, blank=True)
+    summary = models.TextField(blank=True, help_text="The check run's output (GitHub Apps)")
+    version = models.PositiveIntegerField(default=1)
+    synced_version = models.PositiveIntegerField(default=0)
+    synced_state = models.CharField(max_length=10, blank=True)
+    check_run_id = models.CharField(max_length=40, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["pull_request", "head_sha"],
+                                               name="commit_status_unique")]
+
+    def __str__(self) -> str:
+        return f"Status of {self.pull_request} at {self.head_sha[:10]}: {self.state}"
+
+    @property
+    def in_sync(self) -> bool:
+        return self.synced_version >= self.version

@@ -233,6 +233,7 @@ class TriageDecision(models.Model):
         REJECT_REST = "reject_rest", "rejected all remaining"
         FINALISE = "finalise", "finalised the verdict"
         REOPEN = "reopen", "reopened triage"
+        CARRY = "carry", "kept the decisions of an earlier round on"
 
     review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="decisions")
     version = models.PositiveIntegerField(

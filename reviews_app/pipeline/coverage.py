@@ -36,9 +36,30 @@ _ALL_KINDS = ("Python, JavaScript, TypeScript, Go, Java, shell and Dockerfiles")
 
 
 def unexamined(coverage: list[dict]) -> list[dict]:
-    """The coverage entries that leave part of the change unexamined."""
-    return [c for c in coverage or () if isinstance(c, dict)
-            and c.get("reason") in INCOMPLETE_REASONS]
+    """The coverage entries that leave part of the change unexamined (an entry repeated with
+    the same path and reason counts once)."""
+    seen: set[tuple] = set()
+    out = []
+    for c in coverage or ():
+        if isinstance(c, dict) and c.get("reason") in INCOMPLETE_REASONS:
+            key = (c.get("path"), c.get("reason"))
+            if key not in seen:
+                seen.add(key)
+                out.append(c)
+    return out
+
+
+def by_path(entries: list[dict]) -> list[dict]:
+    """Coverage entries grouped by path, in order: one ``{"path", "reasons", "details"}``
+    per path, so that a file left out for two reasons is one part, counted and listed once."""
+    out: dict[object, dict] = {}
+    for c in entries:
+        g = out.setdefault(c.get("path"), {"path": c.get("path"), "reasons": [], "details": []})
+        if c.get("reason") not in g["reasons"]:
+            g["reasons"].append(c.get("reason"))
+        if c.get("detail") and c["detail"] not in g["details"]:
+            g["details"].append(c["detail"])
+    return list(out.values())
 
 
 def unfinished(reviewers: dict | None) -> list[str]:

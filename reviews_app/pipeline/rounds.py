@@ -6,9 +6,11 @@ Plain Python. Three things, all in place on the findings list of the synthesize 
   (``options["suppressed"]``) is dropped, naming the review and the reason. The fingerprint
   includes the code, so the same problem on *changed* code is raised again.
 - **Carried**: the earlier round's open findings (``options["carried"]``, each with the code
-  it pointed at) come back as findings of this round, with new keys and ``carried_from``
-  "<review run id>:<old key>". A finding in a file this round did not touch is carried as it
-  is. In a touched file:
+  it pointed at) come back as findings of this round, keeping their keys (this round numbers
+  its own findings past them) and with ``carried_from`` "<review run id>:<old key>". While
+  its code is untouched a finding also keeps the decision a person made on it (``decision``:
+  accepted, by whom, when), so nobody triages it twice. A finding in a file this round did
+  not touch is carried as it is. In a touched file:
     * the same fingerprint raised again → "not" implemented: the new finding stays and the
       carried one is merged into it;
     * the code it pointed at unchanged → still open, carried (its lines follow the code);
@@ -160,10 +162,37 @@ def _copy(c: dict, findings: list[dict], ref: str, round_no: object) -> dict:
     f["rules"] = list(c.get("rules") or [])
     [numbered] = synthesis.number_findings(reviewer, [f],
                                            synthesis.next_index(findings, reviewer))
+    key = str(c.get("key") or "")
+    if key and all(g["key"] != key for g in findings):
+        numbered["key"] = key  # the key the person knows it by
     numbered["history"] = [*(c.get("history") or []),
                            f"carried from round {round_no} ({ref}): still open"]
     numbered["carried_from"] = ref[:40]
     return numbered
+
+
+def _rekey(findings: list[dict], f: dict, key: str) -> None:
+    """Give finding ``f`` the carried ``key`` when no other finding has it, and follow the
+    duplicates that point at it."""
+    old = f["key"]
+    if not key or key == old or any(g["key"] == key for g in findings):
+        return
+    f["key"] = key
+    for g in findings:
+        if g.get("duplicate_of") == old:
+            g["duplicate_of"] = key
+    f["history"].append(f"keeps its key {key} from the earlier round (found as {old} here)")
+
+
+def keep_decision(f: dict, c: dict, why: str) -> None:
+    """The decision a person made on carried finding ``c`` stays on ``f`` (its code is
+    untouched): a person does not triage the same finding twice."""
+    d = c.get("decision")
+    if not isinstance(d, dict) or d.get("decision") != "accepted":
+        return
+    f["carried_decision"] = dict(d)
+    who = str(d.get("by_name") or "a person")[:150]
+    f["history"].append(f"accepted by {who} in round {d.get('round') or 'before'}; kept: {why}")
 
 
 def _paths(state: dict) -> tuple[dict[str, dict], set[str]]:
@@ -205,11 +234,14 @@ def apply(findings: list[dict], state: dict, code_at, client: ModelClient | None
             again["carried_from"], again["resolution"] = ref[:40], "not"
             again["history"].append(f"raised in round {round_no} too ({ref}) and raised again: "
                                     "not implemented")
+            _rekey(findings, again, str(c.get("key") or ""))
+            keep_decision(again, c, "the same code raised the same finding")
             continue
         f = _copy(c, findings, ref, round_no)
         findings.append(f)
         path = c.get("file") or ""
         if path not in files and path not in removed:
+            keep_decision(f, c, "this round did not touch its file")
             continue  # a file this round did not touch: the finding stands as it was
         file = files.get(path)
         status, why = guess(c, file, new)
@@ -217,6 +249,8 @@ def apply(findings: list[dict], state: dict, code_at, client: ModelClient | None
             if file is not None and c.get("code"):
                 _follow(f, c, file)
             f["history"].append(f"compared with {sha}: {why}")
+            if c.get("code"):  # unchanged code, not merely unknown
+                keep_decision(f, c, why)
             continue
         f["resolution"] = status
         f["history"].append(f"compared with {sha}: {status} ({why})")

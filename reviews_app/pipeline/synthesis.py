@@ -34,6 +34,20 @@ def number_findings(reviewer: str, raw: list[dict], start: int = 1) -> list[Find
     return out
 
 
+def prefix_of(reviewer: str) -> str:
+    return PREFIX.get(reviewer, reviewer[:3].upper())
+
+
+def after_carried(carried: list[dict] | None, prefix: str) -> int:
+    """The first number a round may give keys with ``prefix``: past those of the findings it
+    carries from earlier rounds, which keep their keys (a person should not meet SEC-1 as a
+    new finding while the SEC-1 they accepted last round is still open)."""
+    head = prefix + "-"
+    nums = [int(k[len(head):]) for c in carried or () if isinstance(c, dict)
+            for k in [str(c.get("key") or "")] if k.startswith(head) and k[len(head):].isdigit()]
+    return max(nums, default=0) + 1
+
+
 def next_index(findings: list[Finding], reviewer: str) -> int:
     prefix = PREFIX.get(reviewer, reviewer[:3].upper()) + "-"
     nums = [int(f["key"][len(prefix):]) for f in findings if f["key"].startswith(prefix)]

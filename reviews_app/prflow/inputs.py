@@ -128,15 +128,22 @@ _CARRIED = ("key", "category", "severity", "file", "line", "end_line", "title", 
 
 def carried(previous: Review | None) -> list[dict]:
     """The open findings of the round before (kept, not rejected, not resolved), each with
-    the code it pointed at then."""
+    the code it pointed at then and, when a person accepted it, that decision: the next
+    round keeps it while the code is untouched, so nobody triages the same finding twice."""
     if previous is None:
         return []
     code_at = code_lookup((previous.run.state or {}).get("files") or [])
     out = []
-    rows = previous.findings.filter(kept=True).exclude(decision=Finding.Decision.REJECTED)
+    rows = (previous.findings.filter(kept=True).exclude(decision=Finding.Decision.REJECTED)
+            .select_related("decided_by"))
     for f in rows.exclude(resolution="implemented").order_by("position"):
         d = {k: getattr(f, k) for k in _CARRIED}
         d["review"] = previous.run_id
         d["code"] = code_at(f.file, f.line, f.end_line) or ""
+        if f.decision == Finding.Decision.ACCEPTED:
+            d["decision"] = {"decision": f.decision, "by": f.decided_by_id,
+                             "by_name": f.decided_by.get_username() if f.decided_by else "",
+                             "at": f.decided_at.isoformat() if f.decided_at else "",
+                             "comment": f.comment[:1000], "round": previous.pr_round}
         out.append(d)
     return out

@@ -57,11 +57,13 @@ def announce(pub: Publication, message: str) -> None:
                                                   "status": pub.status})])
 
 
-def _create(review: Review, trigger: str, version: int, user) -> tuple[Publication, bool]:
+def _create(review: Review, trigger: str, version: int, user,
+            to_closed: bool = False) -> tuple[Publication, bool]:
     try:
         with transaction.atomic():
             pub = Publication.objects.create(review=review, trigger=trigger,
-                                             triage_version=version, created_by=user)
+                                             triage_version=version, created_by=user,
+                                             to_closed=to_closed)
     except IntegrityError:
         return Publication.objects.get(review=review, trigger=trigger,
                                        triage_version=version), False
@@ -79,6 +81,9 @@ def after_final(review: Review, version: int, user) -> Publication | None:
     review = Review.objects.select_related("pull_request__connection").get(pk=review.pk)
     if policy.policy_of(review)[0] != policy.Policy.AFTER_TRIAGE:
         return None
+    if review.pull_request.state != "open":
+        # Closed or merged: publishing to it is a choice the person makes on the page.
+        return None
     return _create(review, "triage", version, user)[0]
 
 
@@ -90,18 +95,22 @@ def after_synthesis(review: Review) -> Publication | None:
     review = Review.objects.select_related("pull_request__connection").get(pk=review.pk)
     if policy.policy_of(review)[0] != policy.Policy.AUTOMATIC:
         return None
+    if review.pull_request.state != "open":
+        return None
     return _create(review, "automatic", review.triage_version, None)[0]
 
 
-def publish_now(review: Review, user) -> tuple[Publication, str]:
+def publish_now(review: Review, user, *, to_closed: bool = False) -> tuple[Publication, str]:
     """The "Publish now" / "Publish again" button: a manual publication of the final triage
-    version. Returns it with a notice; raises ``Refused`` when it cannot publish."""
+    version. A closed or merged pull request is published to only with ``to_closed`` (the
+    person confirmed it). Returns it with a notice; raises ``Refused`` when it cannot
+    publish."""
     with transaction.atomic():
         review = (Review.objects.select_for_update(of=("self",))
                   .select_related("pull_request__connection").get(pk=review.pk))
-        if why := policy.can_publish_now(review):
+        if why := policy.can_publish_now(review, to_closed=to_closed):
             raise Refused(why)
-        pub, created = _create(review, "manual", review.triage_version, user)
+        pub, created = _create(review, "manual", review.triage_version, user, to_closed)
         if created:
             return pub, "Publishing is queued."
         if pub.status in ACTIVE:
@@ -110,7 +119,7 @@ def publish_now(review: Review, user) -> tuple[Publication, str]:
         # not posted twice, and the summary is updated in place).
         Publication.objects.filter(pk=pub.pk).update(
             status=Status.PENDING, attempts=0, last_error="", next_attempt_at=None,
-            created_by=user, updated_at=timezone.now())
+            created_by=user, updated_at=timezone.now(), to_closed=to_closed)
         pub.refresh_from_db()
         send_on_commit(pub.pk)
         announce(pub, "Publishing to the pull request again is queued.")

@@ -81,10 +81,22 @@ def selected(review: Review, trigger: str) -> list[Finding]:
             and f.confidence >= conf]
 
 
-def can_publish_now(review: Review) -> str | None:
+def closed_text(review: Review) -> str:
+    """Why publishing is not the default (the pull request is closed or merged), or ''."""
+    pr = review.pull_request
+    if pr is None or pr.state == "open":
+        return ""
+    return (f"The pull request was {pr.state} while this review waited: nothing is "
+            "published to it unless you choose to.")
+
+
+def can_publish_now(review: Review, *, to_closed: bool = False) -> str | None:
     """Why the "Publish now" button cannot publish, or None when it can."""
     if review.pull_request_id is None:
         return "This review is not of a pull request."
+    if review.pull_request.state != "open" and not to_closed:
+        return (f"The pull request is {review.pull_request.state}. To publish to it anyway, "
+                "confirm with “Publish to the closed pull request”.")
     policy, _ = policy_of(review)
     if policy != Policy.AFTER_TRIAGE:
         return {Policy.NEVER: "The publishing policy is “never”: nothing is posted.",

@@ -18,6 +18,13 @@ PANEL = "reviews_app/_publication.html#publication-panel"
 _WEB = re.compile(r"https?://[^\s\"'<>]+")
 
 
+def review_status(review: Review):
+    """The commit status this review reports on its pull request's head, if any."""
+    from ..models import CommitStatus
+
+    return CommitStatus.objects.filter(review=review).order_by("-id").first()
+
+
 def state(review: Review) -> dict:
     """The publication panel's context for ``review`` (empty for a review of no pull
     request)."""
@@ -36,6 +43,9 @@ def state(review: Review) -> dict:
         "latest": latest, "earlier": pubs[1:], "why_not": policy.can_publish_now(review),
         "show_button": chosen == policy.Policy.AFTER_TRIAGE,
         "button": "Publish again" if current else "Publish now",
+        "closed": policy.closed_text(review),
+        "can_closed": policy.can_publish_now(review, to_closed=True) is None,
+        "status": review_status(review),
         "pr": pr, "pr_url": pr.url if _WEB.fullmatch(pr.url or "") else "",
     }
 
@@ -50,7 +60,8 @@ def publish_now(request, pk: int):
         raise Http404("This review is not of a pull request.")
     notice, error, status = "", "", 200
     try:
-        _, notice = dispatch.publish_now(review, request.user)
+        _, notice = dispatch.publish_now(review, request.user,
+                                         to_closed=request.POST.get("to_closed") == "1")
     except dispatch.Refused as exc:
         error, status = str(exc), exc.status
     review.refresh_from_db()

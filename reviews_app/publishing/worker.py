@@ -23,14 +23,14 @@ from django.utils import timezone
 from common.secret_keys import mask
 
 from ..hosting import render
-from ..hosting.base import HostError, ReviewPost
-from ..hosting.summary import upsert_summary
+from ..hosting.base import REVIEW_MARKER, HostError, ReviewPost, retry_wait
+from ..hosting.summary import compose, upsert_summary
 from ..models import PublishedComment, PullRequest, Review
+from ..prflow import account
 from . import content, policy
 from .dispatch import Publication, Status, announce, send_on_commit
 
 log = logging.getLogger("quorum.publishing")
-MAX_DELAY = 3600.0
 BUSY_DELAY = 15.0  # another publication of the pull request is under way: try again then
 
 
@@ -139,10 +139,9 @@ def _failed(pub: Publication, message: str, *, retryable: bool,
         _set(pub, Status.FAILED, last_error=message, next_attempt_at=None)
         announce(pub, f"Publishing failed: {message}")
         return Status.FAILED
-    delay = settings.QUORUM_PUBLISH_RETRY_BASE_SECONDS * 2 ** (pub.attempts - 1)
-    if retry_after and retry_after > delay:
-        delay = retry_after
-    delay = min(float(delay), MAX_DELAY)
+    # The provider's Retry-After (or rate-limit reset) wins, within a floor and a cap: a
+    # limit that lifts in 5 s is tried again in 5 s, not after our own backoff.
+    delay = retry_wait(pub.attempts - 1, retry_after, settings.QUORUM_PUBLISH_RETRY_BASE_SECONDS)
     with transaction.atomic():
         _set(pub, Status.RETRYING, last_error=message,
              next_attempt_at=timezone.now() + timedelta(seconds=delay))
@@ -151,19 +150,49 @@ def _failed(pub: Publication, message: str, *, retryable: bool,
     return Status.RETRYING
 
 
-def _known_fingerprints(client, pr: PullRequest) -> set[str]:
+def _ours(client, pr: PullRequest, bot: str) -> set[str]:
+    """The accounts whose markers count as ours: the connection's own account when it is
+    known, else the author of our summary comment (else anyone's: nothing to tell by)."""
+    if bot:
+        return {bot.lower()}
+    if pr.summary_comment_id:
+        return {c.author.lower() for c in client.comments(pr.number)
+                if c.id == pr.summary_comment_id}
+    return set()
+
+
+def _known_fingerprints(client, pr: PullRequest, ours: set[str]) -> set[str]:
     """Fingerprints posted on this pull request: ours in the database, and the markers in the
-    provider's inline comments. When our summary comment is known, only markers in comments by
-    its author count (someone else's comment cannot silence a finding)."""
+    provider's inline comments by our account (someone else's comment cannot silence a
+    finding)."""
     known = set(PublishedComment.objects.filter(pull_request=pr)
                 .values_list("fingerprint", flat=True))
-    ours = set()
-    if pr.summary_comment_id:
-        ours = {c.author for c in client.comments(pr.number) if c.id == pr.summary_comment_id}
     for c in client.review_comments(pr.number):
-        if not ours or c.author in ours:
+        if not ours or c.author.lower() in ours:
             known |= render.fingerprints_in(c.body)
     return known
+
+
+def _posted_review(client, pr: PullRequest, tag: str, ours: set[str]) -> str:
+    """The id of the review this publication posted already, if the provider has it (a post
+    saved but answered with an error): then it is not posted again."""
+    marker = REVIEW_MARKER.format(tag)
+    for r in client.reviews(pr.number):
+        if marker in r.body and (not ours or r.author.lower() in ours):
+            return r.id
+    return ""
+
+
+def _still_open(client, pub: Publication, pr: PullRequest) -> None:
+    """Publishing goes to an open pull request, unless a person chose to publish to the
+    closed one. The provider is asked: our row may be behind a lost "closed" delivery."""
+    info = client.pull(pr.number)
+    if info.state != pr.state:
+        PullRequest.objects.filter(pk=pr.pk).update(state=info.state)
+        pr.state = info.state
+    if info.state != "open" and not pub.to_closed:
+        raise Stop(f"The pull request is {info.state}: nothing was published. Publishing to "
+                   "it is a choice a person makes on the review's page.")
 
 
 def publish(pub: Publication, client) -> dict:
@@ -176,9 +205,12 @@ def publish(pub: Publication, client) -> dict:
     head = review.head_sha or pr.head_sha
     if not head:
         raise Stop("The pull request's head commit is not known.")
+    _still_open(client, pub, pr)
     chosen = [content.as_dict(f) for f in policy.selected(review, pub.trigger)]
-    known = _known_fingerprints(client, pr)
+    ours = _ours(client, pr, account.learn(pr.connection, client))
+    known = _known_fingerprints(client, pr, ours)
     result = dict(pub.result or {})
+    tag = f"{pub.pk}"
     mine = set(PublishedComment.objects.filter(pull_request=pr, provider_id=result["review"])
                .values_list("fingerprint", flat=True)) if result.get("review") else set()
     lines = render.diff_lines(review.files, added_only=bool(review.from_sha))
@@ -199,9 +231,11 @@ def publish(pub: Publication, client) -> dict:
     if not result.get("review") and (new or not _stated(pub, pr, head, event)):
         body = (f"Quorum: {render.VERDICT_WORDS.get(verdict, 'Comment')}. "
                 f"{len(new)} new inline comment{'s' if len(new) != 1 else ''}; the summary "
-                "comment has the details." + (f" {note}" if note else ""))
-        review_id = client.post_review(pr.number, ReviewPost(
-            commit_sha=head, body=body, event=event, comments=[c.comment for _, c in new]))
+                "comment has the details." + (f" {note}" if note else "")
+                + "\n\n" + REVIEW_MARKER.format(tag))
+        review_id = _posted_review(client, pr, tag, ours) or client.post_review(
+            pr.number, ReviewPost(commit_sha=head, body=body, event=event,
+                                  comments=[c.comment for _, c in new]))
         _remember(pr, new, review_id)
         result.update({"review": str(review_id), "event": event, "commit": head,
                        "comments": len(new),
@@ -214,8 +248,10 @@ def publish(pub: Publication, client) -> dict:
     body = render.summary_body(content.summary(
         review, triaged=triaged, published=chosen, not_inline=not_inline, reasons=reasons,
         event_note=note, head=head))
-    summary_id = upsert_summary(client, pr.number, pr.summary_comment_id, body)
-    PullRequest.objects.filter(pk=pr.pk).update(summary_comment_id=summary_id)
+    summary_id = upsert_summary(client, pr.number, pr.summary_comment_id, compose("", body),
+                                bot=next(iter(ours), "") if len(ours) == 1 else "")
+    PullRequest.objects.filter(pk=pr.pk).update(summary_comment_id=summary_id,
+                                                summary_body=body)
     result.update({"summary_comment": summary_id, "findings": len(chosen), "event": event,
                    "pull_request": pr.url})
     return result

@@ -24,13 +24,47 @@ def _comment(c: dict) -> dict:
                if k in c}}
 
 
+STATES = {"pending", "success", "failure", "error"}
+CHECK_STATUSES = {"queued", "in_progress", "completed"}
+CONCLUSIONS = {"action_required", "cancelled", "failure", "neutral", "success", "skipped",
+               "stale", "timed_out"}
+
+
 def handle(fake, req: Request) -> Answer:
     p = req.parts
+    inst = fake.installation_of(req)
+    if p == ["user"] and req.method == "GET":
+        if inst is not None:  # an installation token has no user
+            return Answer(403, {"message": "Resource not accessible by integration"})
+        return Answer(200, {"login": fake.bot_login, "id": 1, "type": "User"})
     if len(p) < 4 or p[0] != "repos":
         raise KeyError(req.route)
+    if inst is not None and f"{p[1]}/{p[2]}" not in inst["repos"]:
+        raise KeyError(req.route)  # not installed there: 404, as GitHub answers
     repo = fake.repos[f"{p[1]}/{p[2]}"]
     kind, rest = p[3], p[4:]
     page = dict(size_key="per_page", default=30, max_size=fake.max_per_page)
+    who = fake.login_for(req)
+    if kind == "statuses" and len(rest) == 1 and req.method == "POST":
+        body = req.body or {}
+        if body.get("state") not in STATES or rest[0] not in repo.commits:
+            return Answer(422, {"message": "Validation Failed"})
+        entry = {"state": body["state"], "context": body.get("context") or "default",
+                 "description": body.get("description") or "",
+                 "target_url": body.get("target_url"), "author": who}
+        repo.statuses.setdefault(rest[0], []).append(entry)
+        return Answer(201, {"id": next_id(), **entry})
+    if kind == "commits" and len(rest) == 2 and rest[1] == "status":
+        latest: dict[str, dict] = {}
+        for x in repo.statuses.get(rest[0], []):
+            latest[x["context"]] = x
+        return Answer(200, {"sha": rest[0], "statuses": list(latest.values())})
+    if kind == "commits" and len(rest) == 2 and rest[1] == "check-runs":
+        runs = [c for c in repo.check_runs if c["head_sha"] == rest[0]
+                and req.query.get("check_name") in (None, c["name"])]
+        return Answer(200, {"total_count": len(runs), "check_runs": [_run(c) for c in runs]})
+    if kind == "check-runs":
+        return _check_run(fake, repo, inst, rest, req, who)
     if kind == "contents" and req.method == "GET":
         tree = repo.commits[req.query.get("ref") or repo.branches.get("main", "")]
         data = tree["/".join(rest)]
@@ -58,7 +92,7 @@ def handle(fake, req: Request) -> Answer:
     sub = rest[1:]
     if kind == "issues" and sub == ["comments"]:
         if req.method == "POST":
-            c = {"id": next_id(), "body": req.body["body"], "author": "quorum-bot"}
+            c = {"id": next_id(), "body": req.body["body"], "author": who}
             pull.comments.append(c)
             return Answer(201, _comment(c))
         return paginate(req, [_comment(c) for c in pull.comments], **page)
@@ -73,9 +107,11 @@ def handle(fake, req: Request) -> Answer:
     if sub == ["comments"]:
         return paginate(req, [_comment(c) for c in pull.review_comments], **page)
     if sub == ["reviews"] and req.method == "POST":
-        return _review(fake, pull, found, req.body)
+        return _review(fake, pull, found, req.body, who)
     if sub == ["reviews"]:
-        return paginate(req, [{"id": r["id"], "state": r["state"], "body": r["body"]}
+        return paginate(req, [{"id": r["id"], "state": r["state"], "body": r["body"],
+                               "user": {"login": r.get("author", "")},
+                               "commit_id": r["commit_id"]}
                               for r in pull.reviews], **page)
     raise KeyError(req.route)
 
@@ -100,7 +136,46 @@ def _pull(fake, repo, pull, req: Request) -> Answer:
 EVENTS = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}
 
 
-def _review(fake, pull, found: list[Change], body: dict) -> Answer:
+def _run(c: dict) -> dict:
+    return {k: c[k] for k in ("id", "name", "head_sha", "status", "conclusion", "output",
+                              "details_url")} | {"app": {"slug": c["author"][:-5]}}
+
+
+def _check_run(fake, repo, inst, rest: list[str], req: Request, who: str) -> Answer:
+    """Check runs: written only by a GitHub App (a personal token gets 403)."""
+    if inst is None:
+        return Answer(403, {"message": "You must authenticate via a GitHub App.",
+                            "documentation_url": "https://docs.github.com/rest/checks/runs"})
+    body = req.body or {}
+    status = body.get("status", "queued")
+    if status not in CHECK_STATUSES or (status == "completed") != bool(body.get("conclusion")) \
+            or (body.get("conclusion") and body["conclusion"] not in CONCLUSIONS):
+        return Answer(422, {"message": "Validation Failed",
+                            "errors": ["status and conclusion do not go together"]})
+    if len(str((body.get("output") or {}).get("summary") or "")) > 65535:
+        return Answer(422, {"message": "Validation Failed", "errors": ["summary too long"]})
+    step = f"completed:{body['conclusion']}" if status == "completed" else status
+    if not rest and req.method == "POST":
+        if not body.get("name") or body.get("head_sha") not in repo.commits:
+            return Answer(422, {"message": "Validation Failed"})
+        run = {"id": next_id(), "name": body["name"], "head_sha": body["head_sha"],
+               "status": status, "conclusion": body.get("conclusion"),
+               "output": body.get("output") or {}, "details_url": body.get("details_url"),
+               "author": who, "history": [step]}
+        repo.check_runs.append(run)
+        return Answer(201, _run(run))
+    if len(rest) == 1 and req.method == "PATCH":
+        run = next((c for c in repo.check_runs if str(c["id"]) == rest[0]), None)
+        if run is None:
+            raise KeyError(rest[0])
+        run.update(status=status, conclusion=body.get("conclusion"),
+                   output=body.get("output") or run["output"])
+        run["history"].append(step)
+        return Answer(200, _run(run))
+    raise KeyError(req.route)
+
+
+def _review(fake, pull, found: list[Change], body: dict, who: str) -> Answer:
     event = body.get("event")
     if event not in EVENTS:
         return Answer(422, {"message": "Unprocessable Entity",
@@ -114,11 +189,11 @@ def _review(fake, pull, found: list[Change], body: dict) -> Answer:
                                 "errors": ["Line could not be resolved"]})
     review = {"id": next_id(), "state": EVENTS[event], "event": event, "body": body.get("body"),
               "commit_id": body.get("commit_id"), "comments": list(body.get("comments") or []),
-              "provider": "github"}
+              "provider": "github", "author": who}
     pull.reviews.append(review)
     for c in review["comments"]:
         pull.review_comments.append({
-            "id": next_id(), "body": c.get("body"), "author": "quorum-bot", "path": c.get("path"),
+            "id": next_id(), "body": c.get("body"), "author": who, "path": c.get("path"),
             "line": c.get("line"), "side": c.get("side"), "start_line": c.get("start_line"),
             "commit_id": body.get("commit_id"), "review_id": review["id"]})
     return Answer(200, {"id": review["id"], "state": review["state"], "body": review["body"]})

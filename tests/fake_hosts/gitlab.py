@@ -28,12 +28,49 @@ def _note(c: dict, system: bool = False) -> dict:
     return d
 
 
+# GitLab's commit status state machine: a status that is pending or running is the one a post
+# changes; a post that would not move it is refused (400 "Cannot transition status via …").
+EVENT_OF = {"pending": "enqueue", "running": "run", "success": "success", "failed": "drop",
+            "canceled": "cancel"}
+ALLOWED = {("created", "pending"), ("created", "running"), ("pending", "running"),
+           ("pending", "failed"), ("pending", "canceled"), ("running", "success"),
+           ("running", "failed"), ("running", "canceled")}
+
+
+def _status(repo, sha: str, body: dict, who: str) -> Answer:
+    state, name = body.get("state"), body.get("name") or "default"
+    if state not in EVENT_OF or sha not in repo.commits:
+        return Answer(400, {"message": "400 Bad request - state does not have a valid value"})
+    posted = repo.statuses.setdefault(sha, [])
+    live = next((x for x in reversed(posted) if x["context"] == name
+                 and x["state"] in ("pending", "running")), None)
+    current = live["state"] if live else "created"
+    if (current, state) not in ALLOWED:
+        return Answer(400, {"message": f"Cannot transition status via :{EVENT_OF[state]} from "
+                                       f":{current} (Reason(s): Status cannot transition via "
+                                       f"\"{EVENT_OF[state]}\")"})
+    entry = {"state": state, "context": name, "description": body.get("description") or "",
+             "target_url": body.get("target_url"), "author": who}
+    posted.append(entry)
+    return Answer(201, {"id": next_id(), "sha": sha, "status": state, "name": name,
+                        "description": entry["description"], "author": {"username": who}})
+
+
 def handle(fake, req: Request) -> Answer:
     p = req.parts
+    who = fake.login_for(req)
+    if p == ["user"] and req.method == "GET":
+        return Answer(200, {"id": 1, "username": fake.bot_login, "bot": True})
     if len(p) < 3 or p[0] != "projects":
         raise KeyError(req.route)
     repo = fake.repos[p[1]]
     page = dict(size_key="per_page", default=20, max_size=fake.max_per_page, gitlab=True)
+    if p[2] == "statuses" and len(p) == 4 and req.method == "POST":
+        return _status(repo, p[3], req.body or {}, who)
+    if p[2:4] == ["repository", "commits"] and len(p) == 6 and p[5] == "statuses":
+        return Answer(200, [{"status": x["state"], "name": x["context"],
+                             "description": x["description"]}
+                            for x in reversed(repo.statuses.get(p[4], []))])
     if p[2] == "repository":
         if p[3:] == ["compare"]:
             found = changes(repo.commits[req.query["from"]], repo.commits[req.query["to"]])
@@ -64,13 +101,14 @@ def handle(fake, req: Request) -> Answer:
                              "base_commit_sha": v["base"], "start_commit_sha": v["start"]}
                             for i, v in reversed(list(enumerate(pull.versions)))])
     if sub == ["notes"] and req.method == "POST":
-        c = {"id": next_id(), "body": req.body["body"], "author": "quorum-bot"}
+        c = {"id": next_id(), "body": req.body["body"], "author": who}
         pull.comments.append(c)
         return Answer(201, _note(c))
     if sub == ["notes"]:
         notes = [_note(c) for c in pull.comments + pull.review_comments]
         notes += [_note({"id": a["id"], "body": f"{a['action']} this merge request",
-                         "author": "quorum-bot"}, system=True) for a in pull.approvals]
+                         "author": a.get("author", who)}, system=True)
+                  for a in pull.approvals]
         return paginate(req, sorted(notes, key=lambda n: n["id"]), **page)
     if len(sub) == 2 and sub[0] == "notes" and req.method == "PUT":
         for c in pull.comments + pull.review_comments:
@@ -79,7 +117,7 @@ def handle(fake, req: Request) -> Answer:
                 return Answer(200, _note(c))
         raise KeyError(sub[1])
     if sub == ["discussions"] and req.method == "POST":
-        return _discussion(fake, repo, pull, req.body)
+        return _discussion(fake, repo, pull, req.body, who)
     if sub in (["approve"], ["unapprove"]) and req.method == "POST":
         approved = [a for a in pull.approvals if a["action"] == "approved"]
         if sub == ["unapprove"] and not approved:
@@ -95,9 +133,9 @@ def handle(fake, req: Request) -> Answer:
     raise KeyError(req.route)
 
 
-def _discussion(fake, repo, pull, body: dict) -> Answer:
+def _discussion(fake, repo, pull, body: dict, who: str) -> Answer:
     pos = body.get("position")
-    note = {"id": next_id(), "body": body.get("body"), "author": "quorum-bot"}
+    note = {"id": next_id(), "body": body.get("body"), "author": who}
     if pos is not None:
         need = ("base_sha", "start_sha", "head_sha", "new_path", "position_type")
         if not isinstance(pos, dict) or any(not pos.get(k) for k in need):

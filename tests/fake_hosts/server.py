@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from reviews_app.hosting.base import RepoRef
 
-from . import forgejo, github, gitlab
+from . import apps, forgejo, github, gitlab
 from .state import Answer, Content, Pull, Repo, Request, fake_sha
 
 PREFIX = {"github": "", "gitlab": "/api/v4", "forgejo": "/api/v1"}
@@ -22,7 +22,10 @@ DIALECTS = {"github": github.handle, "gitlab": gitlab.handle, "forgejo": forgejo
 @dataclass
 class Knob:
     """A scripted failure: requests whose unquoted route contains ``route`` (and whose method
-    is ``method``, when set) get ``status``; ``times`` None = always, else that many times."""
+    is ``method``, when set) get ``status``; ``times`` None = always, else that many times.
+    A ``ghost`` knob lets the request do its work first and then answers ``status`` (a write
+    the provider saved but reported as failed); a ``delay`` waits that many seconds before
+    the request is served (and then serves it)."""
 
     route: str
     status: int
@@ -31,6 +34,8 @@ class Knob:
     headers: dict[str, str] = field(default_factory=dict)
     body: object = None
     hits: int = 0
+    ghost: bool = False
+    delay: float = 0.0
 
     def matches(self, req: Request) -> bool:
         return (self.route in req.route and (self.method is None or self.method == req.method)
@@ -48,6 +53,10 @@ class FakeHosts:
         self.max_per_page = 100       # caps every per_page/limit: set to 2 to force pages
         self.patch_limit = 20_000     # larger patches are left out (GitHub) or collapsed
         self.validate_lines = True    # inline comments must sit on lines of the diff
+        self.bot_login = "quorum-bot"  # the account the token belongs to ("GET /user")
+        self.apps: dict[str, dict] = {}          # GitHub Apps: app id -> {slug, name, key}
+        self.installations: dict[int, dict] = {}  # installation id -> {app, repos, account}
+        self.app_tokens: dict[str, dict] = {}    # minted token -> {installation, login, exp}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.lock = threading.RLock()
@@ -167,6 +176,22 @@ class FakeHosts:
             self.knobs.append(knob)
         return knob
 
+    def ghost(self, route: str, status: int = 502, *, method: str = "POST",
+              times: int | None = 1) -> Knob:
+        """The request is carried out, then answered ``status``: a ghost write."""
+        knob = Knob(route, status, method, times, {}, {"message": "Bad Gateway"}, ghost=True)
+        with self.lock:
+            self.knobs.append(knob)
+        return knob
+
+    def slow(self, route: str, seconds: float, *, method: str | None = None,
+             times: int | None = None) -> Knob:
+        """Requests to ``route`` wait ``seconds`` before they are served."""
+        knob = Knob(route, 200, method, times, delay=seconds)
+        with self.lock:
+            self.knobs.append(knob)
+        return knob
+
     def rate_limit(self, route: str = "", *, status: int = 403, retry_after: str | None = None,
                    reset: int | None = None, times: int | None = None) -> Knob:
         """403 (GitHub's primary/secondary limit) or 429 with Retry-After and/or
@@ -196,8 +221,27 @@ class FakeHosts:
     def legacy_failure(self, req: Request) -> Answer | None:
         return None   # FakeGitHub's older knobs
 
-    # --- the token check (per dialect) -----------------------------------------------------
+    # --- the token check (per dialect) and who the caller is -----------------------------
+    def _bearer(self, req: Request) -> str:
+        auth = req.headers.get("authorization", "")
+        for prefix in ("Bearer ", "token "):
+            if auth.startswith(prefix):
+                return auth[len(prefix):]
+        return req.headers.get("private-token", "")
+
+    def installation_of(self, req: Request) -> dict | None:
+        """The installation a GitHub App installation token (still valid) stands for."""
+        got = self.app_tokens.get(self._bearer(req))
+        return got if got and got["exp"] > time.time() else None
+
+    def login_for(self, req: Request) -> str:
+        """The account a request acts as: the token's user, or the App's bot."""
+        inst = self.installation_of(req) if req.provider == "github" else None
+        return inst["login"] if inst else self.bot_login
+
     def authorised(self, req: Request) -> bool:
+        if req.provider == "github" and self.installation_of(req) is not None:
+            return True
         if self.token is None:
             return True
         auth = req.headers.get("authorization", "")
@@ -205,6 +249,42 @@ class FakeHosts:
         if req.provider == "gitlab":
             return req.headers.get("private-token") == self.token or auth == f"Bearer {self.token}"
         return auth in ok
+
+    # --- GitHub Apps ---------------------------------------------------------------------------
+    def add_app(self, app_id: str, slug: str, public_pem: str, name: str = "Quorum") -> None:
+        """A registered GitHub App: JWTs signed with its key (RS256) authenticate as it."""
+        with self.lock:
+            self.apps[str(app_id)] = {"slug": slug, "name": name, "key": public_pem}
+
+    def install(self, installation_id: int, app_id: str, repos: list[str],
+                account: str = "octo") -> None:
+        with self.lock:
+            self.installations[installation_id] = {"app": str(app_id), "repos": list(repos),
+                                                   "account": account}
+
+    # --- branch protection ---------------------------------------------------------------------
+    def required_green(self, number: int, name: str = "Quorum", repo: str | None = None) -> bool:
+        """Whether branch protection requiring the status (or check) ``name`` lets the pull
+        request merge: its latest report on the head commit is a success."""
+        r = self._repo(repo)
+        head = r.pulls[number].head_sha
+        with self.lock:
+            runs = [c for c in r.check_runs if c["head_sha"] == head and c["name"] == name]
+            if runs:
+                return runs[-1]["status"] == "completed" and runs[-1]["conclusion"] == "success"
+            posted = [x for x in r.statuses.get(head, []) if x["context"] == name]
+        return bool(posted) and posted[-1]["state"] == "success"
+
+    def status_states(self, sha: str, name: str = "Quorum", repo: str | None = None) -> list[str]:
+        """Every state reported on ``sha`` for ``name``, in order (check runs: status, or
+        "completed:<conclusion>")."""
+        r = self._repo(repo)
+        with self.lock:
+            out = [x["state"] for x in r.statuses.get(sha, []) if x["context"] == name]
+            for c in r.check_runs:
+                if c["head_sha"] == sha and c["name"] == name:
+                    out += [h for h in c["history"]]
+        return out
 
 
 def _unauthorised(provider: str) -> Answer:
@@ -253,6 +333,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _answer(self, fake: FakeHosts, req: Request) -> Answer:
+        if req.provider == "github" and (req.route == "/app" or req.route.startswith("/app/")):
+            return apps.handle(fake, req)
         if not fake.authorised(req):
             return _unauthorised(req.provider)
         legacy = fake.legacy_failure(req)
@@ -262,12 +344,19 @@ class _Handler(BaseHTTPRequestHandler):
             knob = next((k for k in fake.knobs if k.matches(req)), None)
             if knob is not None:
                 knob.hits += 1
-                return Answer(knob.status, knob.body, dict(knob.headers))
+        if knob is not None and knob.delay:
+            time.sleep(knob.delay)
+        elif knob is not None and not knob.ghost:
+            return Answer(knob.status, knob.body, dict(knob.headers))
         try:
-            return DIALECTS[req.provider](fake, req)
+            with fake.lock:
+                answer = DIALECTS[req.provider](fake, req)
         except KeyError:
             return Answer(404, {"message": "404 Not Found" if req.provider == "gitlab"
                                 else "Not Found"})
+        if knob is not None and knob.ghost and 200 <= answer.status < 300:
+            return Answer(knob.status, knob.body, dict(knob.headers))  # done, yet "failed"
+        return answer
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve  # noqa: N815 - http.server
 

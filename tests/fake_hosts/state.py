@@ -163,6 +163,11 @@ class Repo:
     commits: dict[str, dict[str, Content]] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
     pulls: dict[int, Pull] = field(default_factory=dict)
+    # Commit statuses, every one posted, per sha: {state, context (GitLab: name), description,
+    # target_url, author}; GitLab's keep its state machine's current state.
+    statuses: dict[str, list[dict]] = field(default_factory=dict)
+    # GitHub check runs: {id, name, head_sha, status, conclusion, output, author}
+    check_runs: list[dict] = field(default_factory=list)
 
 
 _IDS = itertools.count(5001)

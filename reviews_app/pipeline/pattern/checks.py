@@ -97,7 +97,8 @@ def _crossfile(state: dict, outcome, notes: list[str]) -> tuple[list[dict], list
     paths = {f["path"] for f in state["files"]}
     raw = [secret_keys.mask_finding(f) for f in crossfile.to_findings(outcome.value.data, paths)]
     found = synthesis.number_findings("cross-file", raw)
-    for i, f in enumerate(found, 1):
+    first = synthesis.after_carried(state["options"].get("carried"), "XF")
+    for i, f in enumerate(found, first):
         f["key"] = f"XF-{i}"
     _drop_outside(found, paths)
     kept = sum(f["status"] == "kept" for f in found)
@@ -157,7 +158,8 @@ def _guardian(state: dict, outcome, notes: list[str]) -> tuple[list[dict], list[
         mine = {(p, n) for rid, p, n in taken if rid == rule["id"]}
         found += guardian.pattern_findings(rule, hits, mine, rule["pattern"])
     reasons = [f.pop("drop_reason", "") for f in found]  # numbering resets drop_reason
-    numbered = synthesis.number_findings("rules", found)
+    numbered = synthesis.number_findings("rules", found, synthesis.after_carried(
+        state["options"].get("carried"), synthesis.prefix_of("rules")))
     for f, reason in zip(numbered, reasons, strict=True):
         f["drop_reason"] = reason
     _drop_outside(numbered, {f["path"] for f in state["files"]})

@@ -44,6 +44,8 @@ class CodeReview(Pattern):
     gates = (TRIAGE_GATE,)
     starts_from_task = False
     page = "review_detail"
+    # A pull request's status says when its review was cancelled or failed (issue 31).
+    on_terminal = "reviews_app.prflow.status.after_end"
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         options = dict(options)
@@ -125,7 +127,9 @@ class CodeReview(Pattern):
             # A model may quote a secret it read in the diff: never whole in a finding.
             raw = [secret_keys.mask_finding(f.model_dump())
                    for o in ok for f in o.value.data.findings]
-            numbered = synthesis.number_findings(reviewer, raw)
+            numbered = synthesis.number_findings(
+                reviewer, raw, synthesis.after_carried(opts.get("carried"),
+                                                       synthesis.prefix_of(reviewer)))
             for f in numbered:
                 f["category"] = f["category"] or reviewer
                 if f["file"] not in reviewed:
