@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -625,3 +626,88 @@ def test_a_stale_plan_page_cannot_approve_the_new_plan(alice_client, repo, start
     run.refresh_from_db()
     assert run.status == "awaiting_plan_approval"
     assert list(Approval.objects.filter(run=run).values_list("action", flat=True)) == ["reject"]
+
+
+# --- where worktrees live (issue 32) ------------------------------------------------------------
+def settings_default(tmp_path, **env) -> str:
+    """QUORUM_WORKTREE_ROOT as a fresh process reads it from ``env`` (HOME in tmp_path)."""
+    import os
+
+    from django.conf import settings as django_settings
+
+    child = {k: v for k, v in os.environ.items()
+             if k not in ("QUORUM_WORKTREE_ROOT", "XDG_STATE_HOME")}
+    child.update({"HOME": str(tmp_path / "home"), "QUORUM_VAR_DIR": str(tmp_path / "var"),
+                  **env})
+    out = subprocess.run([sys.executable, "-c", "import config.settings as s; "
+                          "print(s.QUORUM_WORKTREE_ROOT)"], env=child, check=True,
+                         capture_output=True, text=True, cwd=django_settings.BASE_DIR)
+    return str(Path(out.stdout.strip()))
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, "home/.local/state/quorum/worktrees"),
+    ({"XDG_STATE_HOME": "{tmp}/state"}, "state/quorum/worktrees"),
+    ({"XDG_STATE_HOME": "relative/state"}, "home/.local/state/quorum/worktrees"),  # ignored
+    ({"QUORUM_WORKTREE_ROOT": "{tmp}/mine"}, "mine"),
+])
+def test_the_default_worktree_folder_is_outside_any_project(tmp_path, env, expected):
+    from django.conf import settings as django_settings
+
+    from agents_app.repos.roots import project_file_above
+
+    root = settings_default(tmp_path, **{k: v.format(tmp=tmp_path) for k, v in env.items()})
+    assert root == str(tmp_path / expected)
+    assert not Path(root).is_relative_to(django_settings.BASE_DIR)
+    assert project_file_above(Path(root)) is None
+
+
+def user_repo(root):
+    """A repository whose tests pass in it, but not under Quorum's pytest settings (its own
+    ``tests`` package clashes with the ``tests.settings`` Quorum's pyproject.toml names)."""
+    path = root / "calc"
+    (path / "tests").mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "dev@example.com")
+    git(path, "config", "user.name", "Dev")
+    (path / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "0"\n')
+    (path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (path / "tests" / "__init__.py").write_text("")
+    (path / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def test_the_users_tests_in_a_worktree_see_only_their_repository(alice, repo, settings,
+                                                                 tmp_path):
+    """QA (issue 32): worktrees lived in var/worktrees inside Quorum's checkout, so the user's
+    test command picked up Quorum's pyproject.toml (its pytest options and --strict-markers)."""
+    settings.QUORUM_WORKTREE_ROOT = settings_default(tmp_path)  # the default, HOME in tmp_path
+    assert not Path(settings.QUORUM_WORKTREE_ROOT).is_relative_to(settings.BASE_DIR)
+    command = f"{sys.executable} -m pytest -p no:cacheprovider tests"
+    settings.QUORUM_TEST_COMMANDS = [command]
+    calc = user_repo(repo.parent)
+    run = start_change(alice, repo=str(calc), base="main", models=OFFLINE, enqueue=False,
+                       task='replace "a + b" with "b + a" in calc.py', test_command=command,
+                       auto_approve_plan=True)
+    run = run_to_gate(run)
+    assert run.status == "awaiting_merge_request", run.error
+    worktree = run.options["worktree"]
+    assert worktree.startswith(str(tmp_path / "home" / ".local" / "state" / "quorum"))
+    execute = AgentReport.objects.get(run=run, kind="execute")
+    assert execute.test_exit == 0, execute.test_output
+    assert f"rootdir: {worktree}\n" in execute.test_output
+    assert "configfile: pyproject.toml" in execute.test_output
+    assert "1 passed" in execute.test_output and "tests.settings" not in execute.test_output
+
+
+def test_a_worktree_folder_inside_a_project_is_refused(alice, repo, settings):
+    settings.QUORUM_WORKTREE_ROOT = str(Path(settings.BASE_DIR) / "var" / "worktrees")
+    with pytest.raises(ChangeError, match="lies inside a project") as info:
+        start_change(alice, repo=str(repo), base="main", task=TASK, models=OFFLINE,
+                     enqueue=False)
+    assert str(Path(settings.BASE_DIR) / "pyproject.toml") in str(info.value)
+    assert "outside any project" in str(info.value)
+    assert not Run.objects.exists()

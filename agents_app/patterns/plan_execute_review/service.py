@@ -16,7 +16,7 @@ from ...llm.families import same_family
 from ...models import AgentReport, MergeRequest, Run
 from ...option_fields import default_of
 from ...repos import gitops
-from ...repos.roots import RepoRootError, allowed_repo
+from ...repos.roots import RepoRootError, allowed_repo, project_file_above
 from .. import safe_json
 from .messages import proposed_merge_message
 from .pattern import PlanExecuteReview
@@ -102,6 +102,13 @@ def start_change(owner, *, repo: str, base: str, task: str, models: dict[str, st
     if worktrees == Path(top) or worktrees.is_relative_to(top):
         raise ChangeError(f"QUORUM_WORKTREE_ROOT ({worktrees}) lies inside this repository; "
                           "run worktrees must live outside it.")
+    if (found := project_file_above(worktrees)) is not None:
+        raise ChangeError(f"QUORUM_WORKTREE_ROOT ({worktrees}) lies inside a project ({found}): "
+                          "a test command run in a worktree there would read that file's "
+                          "settings, not only the repository's own. Set it to a folder outside "
+                          "any project, or leave it unset (the default, "
+                          "$XDG_STATE_HOME/quorum/worktrees or else "
+                          "~/.local/state/quorum/worktrees, is outside any project).")
     base = check_base(top, base)
     argv = test_argv(test_command)
     allowlist = [shlex.split(c) for c in test_commands()]
