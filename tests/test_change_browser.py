@@ -85,7 +85,10 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
 
     # The person edits the proposed commit message and asks for a merge commit.
     message = page.locator("#gate-panel textarea[name=commit_message]")
-    assert message.input_value().startswith(run.plan_versions.last().goal + "\n\n")
+    # The plan's goal as the subject, without the offline model's label.
+    assert "(Offline model:" in run.plan_versions.last().goal
+    assert message.input_value().startswith("Apply 1 explicit edit(s) from the request\n\n")
+    assert "Approved-by: alice" in page.locator("#gate-panel").inner_text()
     assert page.locator("#gate-panel input[name=merge_mode][value=squash]").is_checked()
     edited = "Fix the README greeting, which every visitor of the project reads first\n\nBy alice."
     message.fill(edited)
@@ -103,7 +106,7 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
 
     # Merged into the base branch with the person's message, as a merge commit; main is checked
     # out in the person's working tree, so its files follow (not a change that looks undone).
-    assert git(repo, "log", "-1", "--format=%B", "main") == edited
+    assert git(repo, "log", "-1", "--format=%B", "main") == edited + "\n\nApproved-by: alice"
     assert git(repo, "rev-list", "--parents", "-n", "1", "main").split()[1:2] == [base]
     assert len(git(repo, "rev-list", "--parents", "-n", "1", "main").split()) == 3
     assert "Hello world" in git(repo, "show", "main:README.md")

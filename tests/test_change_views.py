@@ -428,14 +428,31 @@ def merged_graph(repo):
     return parents, git(repo, "log", "-1", "--format=%B", "main")
 
 
+LONG_GOAL = ("Fix the greeting typo in the README so that every visitor of the project reads "
+             "it right")
+
+
+def at_merge_gate_with_a_long_goal(client, started) -> Run:
+    """A run at its merge gate whose plan goal (the person's edit) is over 72 characters."""
+    run = started()
+    assert decide(client, run, "approve", **{**shown_plan(run), "goal": LONG_GOAL}) \
+        .status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "awaiting_merge_request", run.error
+    return run
+
+
 @pytest.mark.parametrize("mode, parent_count", [("squash", 1), ("merge", 2)])
 def test_merge_with_an_edited_message_in_either_mode(alice_client, repo, started, mode,
                                                      parent_count):
-    run = started(auto_approve_plan=True)
+    run = at_merge_gate_with_a_long_goal(alice_client, started)
     page = alice_client.get(run.get_absolute_url()).content.decode()
-    # The proposal is prefilled, subject whole (the offline goal is longer than 72 characters).
+    # The proposal is prefilled, subject whole (the goal is longer than 72 characters).
     goal = run.plan_versions.last().goal
-    assert len(goal) > 72 and f'name="commit_message" rows="6" maxlength="10000">{goal}\n' in page
+    assert goal == LONG_GOAL and len(goal) > 72
+    assert f'name="commit_message" rows="6" maxlength="10000">{goal}\n' in page
+    # The page says the commit will name the person who merges.
+    assert "Quorum adds the line <code>Approved-by: alice</code>" in page
     assert 'value="squash" checked' in page
     base = git(repo, "rev-parse", "main")
     message = ("Fix the README greeting so that the project introduces itself without a typo "
@@ -446,19 +463,38 @@ def test_merge_with_an_edited_message_in_either_mode(alice_client, repo, started
     assert run.status == "completed", run.error
     parents, body = merged_graph(repo)
     assert len(parents) == parent_count and parents[0] == base
-    assert body == message
+    assert body == message + "\n\nApproved-by: alice"
     assert "Hello world" in git(repo, "show", "main:README.md")
     assert MergeRequest.objects.get(run=run).merged_sha == git(repo, "rev-parse", "main")
 
 
 def test_merge_without_a_message_field_squashes_with_the_whole_proposed_subject(
         alice_client, repo, started):
-    run = started(auto_approve_plan=True)
-    goal = run.plan_versions.last().goal
+    run = at_merge_gate_with_a_long_goal(alice_client, started)
     assert decide(alice_client, run, "approve").status_code == 200
     run = run_to_gate(run)
     parents, body = merged_graph(repo)
-    assert len(parents) == 1 and body.split("\n", 1)[0] == goal
+    assert len(parents) == 1 and body.split("\n", 1)[0] == LONG_GOAL
+
+
+def test_the_merge_commit_names_the_person_and_not_the_offline_label(alice_client, alice, repo,
+                                                                     started):
+    """QA (issue 32): the merge commit did not say who approved it, and its subject carried
+    the offline model's disclaimer."""
+    alice.first_name, alice.last_name, alice.email = "Alice", "Example", "alice@example.com"
+    alice.save()
+    run = started(auto_approve_plan=True)
+    assert "(Offline model:" in run.plan_versions.last().goal
+    assert decide(alice_client, run, "approve").status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "completed", run.error
+    message = git(repo, "log", "-1", "--format=%B", "main")
+    assert message.split("\n", 1)[0] == "Apply 1 explicit edit(s) from the request"
+    assert message.endswith("\n\nApproved-by: Alice Example <alice@example.com>")
+    assert git(repo, "log", "-1", "--format=%cn <%ce>", "main") == \
+        "Alice Example <alice@example.com>"
+    # The body still says which model did the work.
+    assert "(Offline model:" in message
 
 
 @pytest.mark.parametrize("fields, message", [

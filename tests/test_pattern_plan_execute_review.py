@@ -477,7 +477,7 @@ def test_the_person_s_message_and_mode_make_the_merge(repo, tmp_path, mode, pare
     d.decide("approve", edits={"message": message + "\r\n", "mode": mode})
     assert d.outcome == "completed"
     assert len(git(repo, "rev-list", "--parents", "-n", "1", "main").split()) - 1 == parents
-    assert git(repo, "log", "-1", "--format=%B", "main") == message
+    assert git(repo, "log", "-1", "--format=%B", "main") == message + "\n\nApproved-by: alice"
 
 
 def test_the_offline_executor_does_not_apply_the_plans_edits_twice_on_a_later_round():
@@ -508,3 +508,62 @@ def test_the_offline_executor_does_not_apply_the_plans_edits_twice_on_a_later_ro
     assert executor(fresh)["action"] == {"tool": "replace_in_file", "args": edit}
     report = off.execution_report([{"role": "user", "content": plan + said}])
     assert report["summary"].startswith("The plan's edits are in the files")
+
+
+def offline_model():
+    from agents_app.llm import offline as offline_llm
+    from agents_app.patterns import PATTERNS
+    from agents_app.patterns.testing import FunctionModel
+
+    assert PATTERNS["plan_execute_review"] is not None  # teaches the offline model its replies
+    return FunctionModel(lambda messages, info: offline_llm.reply(
+        info.role, info.schema.__name__ if info.schema else None, messages))
+
+
+@pytest.fixture
+def colour_repo(repo):
+    (repo / "README.md").write_text("# Greet\n\nHelo world.\nThe colour of the colour.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "readme")
+    return repo
+
+
+def test_the_merge_commit_names_the_approver_and_keeps_the_offline_label_out_of_its_subject(
+        colour_repo, tmp_path):
+    state = PATTERN.bind_run(PATTERN.initial_state(
+        'replace "Helo world" with "Hello world" in README.md', {
+            "repo": str(colour_repo), "base": "main", "worktree_root": str(tmp_path / "wt"),
+            "auto_approve_plan": True}), 7)
+    d = Driver(state, offline_model()).run()
+    assert d.gate == MERGE_GATE
+    proposal, _ = PATTERN.validate_merge_choice(d.state, None)
+    assert "Offline model" in d.state["plan"]["goal"]  # the plan says what wrote it …
+    assert proposal.split("\n", 1)[0] == "Apply 1 explicit edit(s) from the request"  # … not
+    # Round commits have the plain subject too.
+    assert git(colour_repo, "log", "-1", "--format=%s", "quorum/run-7") == \
+        "Apply 1 explicit edit(s) from the request"
+    d.decide("approve", edits={"approver": "Alice Example <alice@example.com>"})
+    assert d.outcome == "completed"
+    subject_line, body = git(colour_repo, "log", "-1", "--format=%s%n%b", "main").split("\n", 1)
+    assert subject_line == "Apply 1 explicit edit(s) from the request"
+    assert body.rstrip().endswith("\n\nApproved-by: Alice Example <alice@example.com>")
+    assert git(colour_repo, "log", "-1", "--format=%cn <%ce>", "main") == \
+        "Alice Example <alice@example.com>"
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("Fix it", "Fix it\n\nApproved-by: alice"),
+    ("Fix it\n\nBody.\n\nCo-authored-by: Bob <bob@example.com>",
+     "Fix it\n\nBody.\n\nCo-authored-by: Bob <bob@example.com>\nApproved-by: alice"),
+    ("Fix it\n\nApproved-by: alice", "Fix it\n\nApproved-by: alice"),
+])
+def test_the_approver_trailer_joins_an_existing_trailer_block_once(repo, tmp_path, message,
+                                                                   expected):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    d.decide("approve", edits={"message": message, "mode": "squash"})
+    assert d.outcome == "completed"
+    assert git(repo, "log", "-1", "--format=%B", "main") == expected
+    # No e-mail address known: the person is named in the trailer; Quorum stays the committer.
+    assert git(repo, "log", "-1", "--format=%cn", "main") == "Quorum"

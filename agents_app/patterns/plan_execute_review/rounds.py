@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...repos import gitops
+from ...repos.gitcmd import is_identity
 from ..agent_loop import AgentResult
 from ..base import (
     Event,
@@ -21,6 +22,7 @@ from .messages import (
     person_comments,
     proposed_merge_message,
     subject,
+    with_trailer,
 )
 from .prompts import (
     EXECUTOR_SYSTEM,
@@ -222,6 +224,9 @@ class RoundStages:
         opts = state["options"]
         message = state.get("merge_message") or proposed_merge_message(state)
         mode = state.get("merge_mode") or DEFAULT_MERGE_MODE
+        approver = state.get("merge_approver") or ""
+        if approver:
+            message = with_trailer(message, "Approved-by", approver)
         try:
             if state.get("head") and gitops.branch_sha(opts["repo"], opts["branch"]) is None:
                 # An earlier attempt of this stage merged and removed the branch, and the worker
@@ -229,8 +234,9 @@ class RoundStages:
                 # the merge then finds it already contained instead of "no such branch".
                 gitops.create_worktree(opts["repo"], opts["worktree"], opts["branch"],
                                        state["head"])
-            outcome = gitops.merge_into_base(opts["repo"], opts["base"], opts["branch"], message,
-                                             mode=mode)
+            outcome = gitops.merge_into_base(
+                opts["repo"], opts["base"], opts["branch"], message, mode=mode,
+                committer=approver if is_identity(approver) else None)
         except gitops.GitError as exc:
             outcome = {"merged": False, "conflicts": [], "message": str(exc)}
         if not outcome["merged"]:

@@ -80,6 +80,16 @@ def family_warning(models: dict[str, str]) -> str:
     return ""
 
 
+def git_identity(user) -> str:
+    """The person as the merge commit names them: ``Full Name <email>``, or their name alone
+    when no address is known (a made-up address would mislead)."""
+    name = " ".join((user.get_full_name() or "").replace("<", "").replace(">", "").split()) \
+        or user.get_username()
+    email = (user.email or "").strip()
+    return f"{name} <{email}>" if email and "<" not in email and ">" not in email \
+        and " " not in email else name
+
+
 def default_models() -> dict[str, str]:
     return {role: settings.QUORUM_ROLE_MODELS.get(role, settings.QUORUM_DEFAULT_MODEL)
             for role in PlanExecuteReview.roles}
@@ -234,6 +244,7 @@ def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
         if state.get("plan") else "",
         "merge_mode": state.get("merge_mode") or DEFAULT_MERGE_MODE,
         "merge_modes": MERGE_MODES, "max_commit_message": MAX_COMMIT_MESSAGE,
+        "approver": git_identity(run.owner) if run.status == "awaiting_merge_request" else "",
         "last_review_state": state.get("last_review") or {},
         "rounds_used": state.get("round", 0),
         "max_rounds": (run.options or {}).get("max_rounds"),
