@@ -399,7 +399,9 @@ def test_a_send_back_comment_reaches_the_executor_the_reviewer_the_page_and_the_
     comment = "Please also mention the licence in the README."
     assert decide(alice_client, run, "reject", feedback=comment).status_code == 200
     run = run_to_gate(run)
-    assert run.status == "awaiting_merge_request", run.error
+    # The offline-like executor cannot act on it: rounds 2 and 3 change nothing, so each is
+    # sent back (never approved), and at the round cap the person decides.
+    assert run.status == "awaiting_escalation", run.error
     # The model received it: the executor as the person's comment to act on, the reviewer to
     # check that the round addressed it.
     prompts = {role: [c.messages for c in scripted.calls if c.role == role]
@@ -412,12 +414,14 @@ def test_a_send_back_comment_reaches_the_executor_the_reviewer_the_page_and_the_
     # The trace: the recorded prompt of round 2's model calls.
     recorded = ModelCall.objects.filter(run=run, stage="execute:1:2").first()
     assert comment in recorded.messages[1]["content"]
-    # The page: with the round it was sent back to, and (the offline-like executor cannot act
-    # on it) a warning that the round changed nothing.
+    # The page: with the round it was sent back to, and why that round went back.
     page = alice_client.get(run.get_absolute_url()).content.decode()
     trail = page[page.index('id="stage-execute12"'):]
     assert "Comments this round had to address:" in trail and f"alice: “{comment}”" in trail
-    assert "Round 2 made no new change after the comments from alice" in page
+    assert f"Round 2 made no change after the comment of alice: “{comment}”" in page
+    assert list(AgentReport.objects.filter(run=run, kind="review").values_list(
+        "answer__approve", "answer__rejection_kind")) == [(True, None), (False, "fixup"),
+                                                          (False, "fixup")]
     # The offline executor says it could not act on the comment, rather than pass it over.
     skipped = AgentReport.objects.get(run=run, stage="execute:1:2").answer["skipped"]
     assert any(s.startswith(f"The person's comment (alice: {comment})") for s in skipped)
@@ -662,6 +666,28 @@ def test_a_stale_plan_page_cannot_approve_the_new_plan(alice_client, repo, start
     run.refresh_from_db()
     assert run.status == "awaiting_plan_approval"
     assert list(Approval.objects.filter(run=run).values_list("action", flat=True)) == ["reject"]
+
+
+def test_a_skipped_step_is_never_approved_and_the_page_says_so_at_its_top(alice_client, repo,
+                                                                          started):
+    """QA (issue 32): one of two steps was skipped (its text occurs twice), the other committed,
+    and the merge request said "The reviewer approved round 1". Now the round goes back, and
+    the page's top says which step was not done and why."""
+    (repo / "README.md").write_text("# Project\n\nHelo world.\nThe colour of the colour.\n")
+    git(repo, "commit", "-qam", "colour")
+    run = started('replace "Helo world" with "Hello world" in README.md, then replace "colour" '
+                  'with "color" in README.md', auto_approve_plan=True)
+    assert run.status == "awaiting_escalation", run.error
+    assert list(AgentReport.objects.filter(run=run, kind="review").values_list(
+        "answer__approve", "answer__rejection_kind")) == [(False, "fixup"), (False, "fixup")]
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    assert "The reviewer approved" not in page
+    top = page[:page.index('id="gate-panel"')]
+    assert 'id="not-done"' in top and "1 of 2 plan steps not done" in top
+    assert "Step 2: <q>Replace &quot;colour&quot; with &quot;color&quot; in README.md</q>" in top
+    assert "“colour” occurs 2 times in README.md" in top
+    assert "replace all “colour” with “color” in README.md" in top
+    assert "Hello world" in git(repo, "show", f"quorum/run-{run.pk}:README.md")
 
 
 # --- where worktrees live (issue 32) ------------------------------------------------------------

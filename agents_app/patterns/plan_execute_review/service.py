@@ -18,6 +18,7 @@ from ...option_fields import default_of
 from ...repos import gitops
 from ...repos.roots import RepoRootError, allowed_repo, project_file_above
 from .. import safe_json
+from .checks import headline
 from .messages import proposed_merge_message
 from .pattern import PlanExecuteReview
 from .schemas import DEFAULT_MERGE_MODE, MAX_COMMIT_MESSAGE, MERGE_MODES
@@ -226,6 +227,8 @@ def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
     events = list(run.events.all()) if timeline else list(run.events.order_by("-seq")[:1])
     state = run.state or {}
     mr = MergeRequest.objects.filter(run=run).select_related("decided_by").first()
+    # The latest round's plan steps not done, for the notice at the top of the page.
+    not_done = (latest_exec.answer or {}).get("not_done") if latest_exec else None
     return {
         "run": run, "mr": mr, "plans": plans, "plan": plans[-1] if plans else None,
         "reports": reports, "latest_exec": latest_exec,
@@ -246,6 +249,7 @@ def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
         "merge_modes": MERGE_MODES, "max_commit_message": MAX_COMMIT_MESSAGE,
         "approver": git_identity(run.owner) if run.status == "awaiting_merge_request" else "",
         "last_review_state": state.get("last_review") or {},
+        "not_done": not_done or {}, "not_done_headline": headline(not_done),
         "rounds_used": state.get("round", 0),
         "max_rounds": (run.options or {}).get("max_rounds"),
         "family_warning": family_warning(run.models_used),
