@@ -9,7 +9,8 @@ COPY requirements.lock ./
 RUN pip install --no-cache-dir --require-hashes -r requirements.lock
 COPY . .
 RUN SECRET_KEY=build-only python manage.py collectstatic --noinput \
-    && useradd --create-home quorum && mkdir -p /app/var && chown -R quorum /app/var
+    && useradd --create-home quorum && mkdir -p /app/var /worktrees \
+    && chown -R quorum /app/var /worktrees
 USER quorum
 EXPOSE 8000
 CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "config.asgi:application"]

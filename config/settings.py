@@ -226,8 +226,15 @@ QUORUM_WORKER_TURNS = env.int("QUORUM_WORKER_TURNS", default=1)
 QUORUM_REPO_ROOTS = env.list("QUORUM_REPO_ROOTS", default=[])
 # Plan-execute-review: where run worktrees live, the test commands the executor and reviewer
 # may run (one per line or separated by ";"; none by default, since a test run executes the
-# code the model wrote), their time limit, and the execute/review round cap.
-QUORUM_WORKTREE_ROOT = env.str("QUORUM_WORKTREE_ROOT", default=str(VAR_DIR / "worktrees"))
+# code the model wrote), their time limit, and the execute/review round cap. Worktrees live
+# outside any project by default, in the user's state folder ($XDG_STATE_HOME, else
+# ~/.local/state; not a cache: a run waiting at a gate for days needs its worktree), so a test
+# command run in one reads the repository's own configuration and never Quorum's
+# pyproject.toml (its pytest options) from a folder above it.
+_STATE_HOME = os.environ.get("XDG_STATE_HOME", "")
+DEFAULT_WORKTREE_ROOT = (Path(_STATE_HOME) if os.path.isabs(_STATE_HOME)
+                         else Path.home() / ".local" / "state") / "quorum" / "worktrees"
+QUORUM_WORKTREE_ROOT = env.str("QUORUM_WORKTREE_ROOT", default=str(DEFAULT_WORKTREE_ROOT))
 QUORUM_TEST_COMMANDS = [c.strip() for c in re.split(r"[;\n]", env.str("QUORUM_TEST_COMMANDS",
                         default="")) if c.strip()]
 QUORUM_TEST_TIMEOUT = env.float("QUORUM_TEST_TIMEOUT", default=300.0)

@@ -85,7 +85,10 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
 
     # The person edits the proposed commit message and asks for a merge commit.
     message = page.locator("#gate-panel textarea[name=commit_message]")
-    assert message.input_value().startswith(run.plan_versions.last().goal + "\n\n")
+    # The plan's goal as the subject, without the offline model's label.
+    assert "(Offline model:" in run.plan_versions.last().goal
+    assert message.input_value().startswith("Apply 1 explicit edit(s) from the request\n\n")
+    assert "Approved-by: alice" in page.locator("#gate-panel").inner_text()
     assert page.locator("#gate-panel input[name=merge_mode][value=squash]").is_checked()
     edited = "Fix the README greeting, which every visitor of the project reads first\n\nBy alice."
     message.fill(edited)
@@ -103,7 +106,7 @@ def test_start_approve_plan_watch_and_merge(live_stack, page, alice, repo):
 
     # Merged into the base branch with the person's message, as a merge commit; main is checked
     # out in the person's working tree, so its files follow (not a change that looks undone).
-    assert git(repo, "log", "-1", "--format=%B", "main") == edited
+    assert git(repo, "log", "-1", "--format=%B", "main") == edited + "\n\nApproved-by: alice"
     assert git(repo, "rev-list", "--parents", "-n", "1", "main").split()[1:2] == [base]
     assert len(git(repo, "rev-list", "--parents", "-n", "1", "main").split()) == 3
     assert "Hello world" in git(repo, "show", "main:README.md")
@@ -176,4 +179,67 @@ def test_discard_asks_first_and_a_dismissed_dialog_changes_nothing(live_stack, p
         timeout=20_000)
     assert not git(repo, "branch", "--list", f"quorum/run-{run.pk}")
     assert "Helo world" in git(repo, "show", "main:README.md")
+    assert page.errors == []
+
+
+TWO_STEPS = ('replace "Helo world" with "Hello world" in README.md, then '
+             'replace "colour" with "color" in README.md')
+
+
+def test_a_skipped_step_is_sent_back_and_the_page_says_so_at_its_top(live_stack, page, alice,
+                                                                     repo):
+    """QA (issue 32): one of two plan steps was skipped (its text occurs twice), the other
+    committed, and the merge request said "The reviewer approved round 1"; the skip was visible
+    only deep in the trail. Now the round goes back, and the page's top says what is not done."""
+    (repo / "README.md").write_text("# Project\n\nHelo world.\nThe colour of the colour.\n")
+    git(repo, "commit", "-qam", "colour")
+    sign_in(page, live_stack)
+    page.goto(live_stack + "/changes/new/")
+    page.fill("input[name=repo]", str(repo))
+    page.fill("textarea[name=task]", TWO_STEPS)
+    page.check("input[name=auto_approve_plan]")
+    page.click("#change-form button.primary")
+    page.wait_for_url(re.compile(r".*/changes/\d+/$"))
+    run = Run.objects.get()
+    page.evaluate("window.__noReload = true")
+
+    # Rounds 1 and 2 go back to the executor; at the round cap the person is asked.
+    again = page.locator("#gate-panel button[value=another_round]")
+    again.wait_for(timeout=60_000)
+    assert page.evaluate("window.__noReload") is True, "the page reloaded"
+    notice = page.locator("#run-header #not-done")
+    assert notice.is_visible()
+    text = notice.inner_text()
+    assert text.startswith("1 of 2 plan steps not done")
+    assert 'Step 2: Replace "colour" with "color" in README.md — “colour” occurs 2 times' in text
+    assert "replace all “colour” with “color” in README.md" in text
+    # At the top of the page: above the decision and the merge request.
+    top = notice.bounding_box()["y"]
+    assert top < page.locator("#gate-panel").bounding_box()["y"]
+    assert top < page.locator("#mr-panel").bounding_box()["y"]
+    badges = page.locator("#rounds-panel .round-review h3 .badge").all_inner_texts()
+    assert badges == ["rejected · fixup", "rejected · fixup"]
+    assert "Plan step 2 was not done" in page.locator("#rounds-panel").inner_text()
+    assert "The reviewer approved" not in page.locator("body").inner_text()
+    assert "rejected (fixup)" in page.locator("#mr-panel .verdict").inner_text()
+
+    # The person says which occurrences: every one. That round finishes the work.
+    page.fill("#gate-panel textarea[name=feedback]",
+              'replace all "colour" with "color" in README.md')
+    again.click()
+    merge = page.locator("#gate-panel button[value=approve]", has_text="Merge into main")
+    merge.wait_for(timeout=30_000)
+    assert page.locator("#run-header #not-done").count() == 0
+    assert "The reviewer approved round 3" in page.locator("#gate-panel").inner_text()
+    merge.click()
+    page.wait_for_function(
+        "() => document.querySelector('#run-header').innerText.includes('MR: Merged')",
+        timeout=20_000)
+    assert git(repo, "show", "main:README.md") == \
+        "# Project\n\nHello world.\nThe color of the color."
+    message = git(repo, "log", "-1", "--format=%B", "main")
+    assert message.startswith("Apply 2 explicit edit(s) from the request\n\n")
+    assert message.endswith("\n\nApproved-by: alice")
+    run.refresh_from_db()
+    assert run.status == "completed"
     assert page.errors == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -398,7 +399,9 @@ def test_a_send_back_comment_reaches_the_executor_the_reviewer_the_page_and_the_
     comment = "Please also mention the licence in the README."
     assert decide(alice_client, run, "reject", feedback=comment).status_code == 200
     run = run_to_gate(run)
-    assert run.status == "awaiting_merge_request", run.error
+    # The offline-like executor cannot act on it: rounds 2 and 3 change nothing, so each is
+    # sent back (never approved), and at the round cap the person decides.
+    assert run.status == "awaiting_escalation", run.error
     # The model received it: the executor as the person's comment to act on, the reviewer to
     # check that the round addressed it.
     prompts = {role: [c.messages for c in scripted.calls if c.role == role]
@@ -411,12 +414,14 @@ def test_a_send_back_comment_reaches_the_executor_the_reviewer_the_page_and_the_
     # The trace: the recorded prompt of round 2's model calls.
     recorded = ModelCall.objects.filter(run=run, stage="execute:1:2").first()
     assert comment in recorded.messages[1]["content"]
-    # The page: with the round it was sent back to, and (the offline-like executor cannot act
-    # on it) a warning that the round changed nothing.
+    # The page: with the round it was sent back to, and why that round went back.
     page = alice_client.get(run.get_absolute_url()).content.decode()
     trail = page[page.index('id="stage-execute12"'):]
     assert "Comments this round had to address:" in trail and f"alice: “{comment}”" in trail
-    assert "Round 2 made no new change after the comments from alice" in page
+    assert f"Round 2 made no change after the comment of alice: “{comment}”" in page
+    assert list(AgentReport.objects.filter(run=run, kind="review").values_list(
+        "answer__approve", "answer__rejection_kind")) == [(True, None), (False, "fixup"),
+                                                          (False, "fixup")]
     # The offline executor says it could not act on the comment, rather than pass it over.
     skipped = AgentReport.objects.get(run=run, stage="execute:1:2").answer["skipped"]
     assert any(s.startswith(f"The person's comment (alice: {comment})") for s in skipped)
@@ -427,14 +432,31 @@ def merged_graph(repo):
     return parents, git(repo, "log", "-1", "--format=%B", "main")
 
 
+LONG_GOAL = ("Fix the greeting typo in the README so that every visitor of the project reads "
+             "it right")
+
+
+def at_merge_gate_with_a_long_goal(client, started) -> Run:
+    """A run at its merge gate whose plan goal (the person's edit) is over 72 characters."""
+    run = started()
+    assert decide(client, run, "approve", **{**shown_plan(run), "goal": LONG_GOAL}) \
+        .status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "awaiting_merge_request", run.error
+    return run
+
+
 @pytest.mark.parametrize("mode, parent_count", [("squash", 1), ("merge", 2)])
 def test_merge_with_an_edited_message_in_either_mode(alice_client, repo, started, mode,
                                                      parent_count):
-    run = started(auto_approve_plan=True)
+    run = at_merge_gate_with_a_long_goal(alice_client, started)
     page = alice_client.get(run.get_absolute_url()).content.decode()
-    # The proposal is prefilled, subject whole (the offline goal is longer than 72 characters).
+    # The proposal is prefilled, subject whole (the goal is longer than 72 characters).
     goal = run.plan_versions.last().goal
-    assert len(goal) > 72 and f'name="commit_message" rows="6" maxlength="10000">{goal}\n' in page
+    assert goal == LONG_GOAL and len(goal) > 72
+    assert f'name="commit_message" rows="6" maxlength="10000">{goal}\n' in page
+    # The page says the commit will name the person who merges.
+    assert "Quorum adds the line <code>Approved-by: alice</code>" in page
     assert 'value="squash" checked' in page
     base = git(repo, "rev-parse", "main")
     message = ("Fix the README greeting so that the project introduces itself without a typo "
@@ -445,19 +467,38 @@ def test_merge_with_an_edited_message_in_either_mode(alice_client, repo, started
     assert run.status == "completed", run.error
     parents, body = merged_graph(repo)
     assert len(parents) == parent_count and parents[0] == base
-    assert body == message
+    assert body == message + "\n\nApproved-by: alice"
     assert "Hello world" in git(repo, "show", "main:README.md")
     assert MergeRequest.objects.get(run=run).merged_sha == git(repo, "rev-parse", "main")
 
 
 def test_merge_without_a_message_field_squashes_with_the_whole_proposed_subject(
         alice_client, repo, started):
-    run = started(auto_approve_plan=True)
-    goal = run.plan_versions.last().goal
+    run = at_merge_gate_with_a_long_goal(alice_client, started)
     assert decide(alice_client, run, "approve").status_code == 200
     run = run_to_gate(run)
     parents, body = merged_graph(repo)
-    assert len(parents) == 1 and body.split("\n", 1)[0] == goal
+    assert len(parents) == 1 and body.split("\n", 1)[0] == LONG_GOAL
+
+
+def test_the_merge_commit_names_the_person_and_not_the_offline_label(alice_client, alice, repo,
+                                                                     started):
+    """QA (issue 32): the merge commit did not say who approved it, and its subject carried
+    the offline model's disclaimer."""
+    alice.first_name, alice.last_name, alice.email = "Alice", "Example", "alice@example.com"
+    alice.save()
+    run = started(auto_approve_plan=True)
+    assert "(Offline model:" in run.plan_versions.last().goal
+    assert decide(alice_client, run, "approve").status_code == 200
+    run = run_to_gate(run)
+    assert run.status == "completed", run.error
+    message = git(repo, "log", "-1", "--format=%B", "main")
+    assert message.split("\n", 1)[0] == "Apply 1 explicit edit(s) from the request"
+    assert message.endswith("\n\nApproved-by: Alice Example <alice@example.com>")
+    assert git(repo, "log", "-1", "--format=%cn <%ce>", "main") == \
+        "Alice Example <alice@example.com>"
+    # The body still says which model did the work.
+    assert "(Offline model:" in message
 
 
 @pytest.mark.parametrize("fields, message", [
@@ -625,3 +666,110 @@ def test_a_stale_plan_page_cannot_approve_the_new_plan(alice_client, repo, start
     run.refresh_from_db()
     assert run.status == "awaiting_plan_approval"
     assert list(Approval.objects.filter(run=run).values_list("action", flat=True)) == ["reject"]
+
+
+def test_a_skipped_step_is_never_approved_and_the_page_says_so_at_its_top(alice_client, repo,
+                                                                          started):
+    """QA (issue 32): one of two steps was skipped (its text occurs twice), the other committed,
+    and the merge request said "The reviewer approved round 1". Now the round goes back, and
+    the page's top says which step was not done and why."""
+    (repo / "README.md").write_text("# Project\n\nHelo world.\nThe colour of the colour.\n")
+    git(repo, "commit", "-qam", "colour")
+    run = started('replace "Helo world" with "Hello world" in README.md, then replace "colour" '
+                  'with "color" in README.md', auto_approve_plan=True)
+    assert run.status == "awaiting_escalation", run.error
+    assert list(AgentReport.objects.filter(run=run, kind="review").values_list(
+        "answer__approve", "answer__rejection_kind")) == [(False, "fixup"), (False, "fixup")]
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    assert "The reviewer approved" not in page
+    top = page[:page.index('id="gate-panel"')]
+    assert 'id="not-done"' in top and "1 of 2 plan steps not done" in top
+    assert "Step 2: <q>Replace &quot;colour&quot; with &quot;color&quot; in README.md</q>" in top
+    assert "“colour” occurs 2 times in README.md" in top
+    assert "replace all “colour” with “color” in README.md" in top
+    assert "Hello world" in git(repo, "show", f"quorum/run-{run.pk}:README.md")
+
+
+# --- where worktrees live (issue 32) ------------------------------------------------------------
+def settings_default(tmp_path, **env) -> str:
+    """QUORUM_WORKTREE_ROOT as a fresh process reads it from ``env`` (HOME in tmp_path)."""
+    import os
+
+    from django.conf import settings as django_settings
+
+    child = {k: v for k, v in os.environ.items()
+             if k not in ("QUORUM_WORKTREE_ROOT", "XDG_STATE_HOME")}
+    child.update({"HOME": str(tmp_path / "home"), "QUORUM_VAR_DIR": str(tmp_path / "var"),
+                  **env})
+    out = subprocess.run([sys.executable, "-c", "import config.settings as s; "
+                          "print(s.QUORUM_WORKTREE_ROOT)"], env=child, check=True,
+                         capture_output=True, text=True, cwd=django_settings.BASE_DIR)
+    return str(Path(out.stdout.strip()))
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, "home/.local/state/quorum/worktrees"),
+    ({"XDG_STATE_HOME": "{tmp}/state"}, "state/quorum/worktrees"),
+    ({"XDG_STATE_HOME": "relative/state"}, "home/.local/state/quorum/worktrees"),  # ignored
+    ({"QUORUM_WORKTREE_ROOT": "{tmp}/mine"}, "mine"),
+])
+def test_the_default_worktree_folder_is_outside_any_project(tmp_path, env, expected):
+    from django.conf import settings as django_settings
+
+    from agents_app.repos.roots import project_file_above
+
+    root = settings_default(tmp_path, **{k: v.format(tmp=tmp_path) for k, v in env.items()})
+    assert root == str(tmp_path / expected)
+    assert not Path(root).is_relative_to(django_settings.BASE_DIR)
+    assert project_file_above(Path(root)) is None
+
+
+def user_repo(root):
+    """A repository whose tests pass in it, but not under Quorum's pytest settings (its own
+    ``tests`` package clashes with the ``tests.settings`` Quorum's pyproject.toml names)."""
+    path = root / "calc"
+    (path / "tests").mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "dev@example.com")
+    git(path, "config", "user.name", "Dev")
+    (path / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "0"\n')
+    (path / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    (path / "tests" / "__init__.py").write_text("")
+    (path / "tests" / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def test_the_users_tests_in_a_worktree_see_only_their_repository(alice, repo, settings,
+                                                                 tmp_path):
+    """QA (issue 32): worktrees lived in var/worktrees inside Quorum's checkout, so the user's
+    test command picked up Quorum's pyproject.toml (its pytest options and --strict-markers)."""
+    settings.QUORUM_WORKTREE_ROOT = settings_default(tmp_path)  # the default, HOME in tmp_path
+    assert not Path(settings.QUORUM_WORKTREE_ROOT).is_relative_to(settings.BASE_DIR)
+    command = f"{sys.executable} -m pytest -p no:cacheprovider tests"
+    settings.QUORUM_TEST_COMMANDS = [command]
+    calc = user_repo(repo.parent)
+    run = start_change(alice, repo=str(calc), base="main", models=OFFLINE, enqueue=False,
+                       task='replace "a + b" with "b + a" in calc.py', test_command=command,
+                       auto_approve_plan=True)
+    run = run_to_gate(run)
+    assert run.status == "awaiting_merge_request", run.error
+    worktree = run.options["worktree"]
+    assert worktree.startswith(str(tmp_path / "home" / ".local" / "state" / "quorum"))
+    execute = AgentReport.objects.get(run=run, kind="execute")
+    assert execute.test_exit == 0, execute.test_output
+    assert f"rootdir: {worktree}\n" in execute.test_output
+    assert "configfile: pyproject.toml" in execute.test_output
+    assert "1 passed" in execute.test_output and "tests.settings" not in execute.test_output
+
+
+def test_a_worktree_folder_inside_a_project_is_refused(alice, repo, settings):
+    settings.QUORUM_WORKTREE_ROOT = str(Path(settings.BASE_DIR) / "var" / "worktrees")
+    with pytest.raises(ChangeError, match="lies inside a project") as info:
+        start_change(alice, repo=str(repo), base="main", task=TASK, models=OFFLINE,
+                     enqueue=False)
+    assert str(Path(settings.BASE_DIR) / "pyproject.toml") in str(info.value)
+    assert "outside any project" in str(info.value)
+    assert not Run.objects.exists()

@@ -278,10 +278,13 @@ def test_merge_reject_needs_a_comment_and_the_executor_sees_it(repo, tmp_path):
     d.decide("approve")
     with pytest.raises(InvalidDecision):
         PATTERN.decide(MERGE_GATE, d.state, Decision("reject", feedback="  ", author="alice"))
-    model.enqueue(turn(), REPORT, turn(), APPROVE)
+    docstring = turn("replace_in_file", path="greet.py", search="def greet(name):\n",
+                     replacement='def greet(name):\n    """Greet someone."""\n')
+    model.enqueue(docstring, turn(), REPORT, turn(), APPROVE)
     d.decide("reject", feedback="Please add a docstring.")
     assert "Please add a docstring." in [c for c in model.history
                                         if c.role == "executor"][-2].messages[1]["content"]
+    assert d.gate == MERGE_GATE
 
 
 def test_edited_plan_is_what_the_executor_receives(repo, tmp_path):
@@ -323,7 +326,7 @@ def test_sandbox_escapes_are_tool_errors_the_model_sees(repo, tmp_path):
         turn("run_tests", args=["/etc/passwd"]),
         turn("run_tests", args=["-c", "import time; time.sleep(30)"]),
     ]
-    model = QueueModel(turn(), PLAN, *attempts, turn(), REPORT, turn(), APPROVE)
+    model = QueueModel(turn(), PLAN, *attempts, turn(), REPORT, turn(), reject("unclear"))
     d = Driver(start(repo, tmp_path, test_command=[sys.executable],
                      test_allowlist=[[sys.executable, "-m", "unittest"], slow[:1] + ["-c"]],
                      test_timeout=1), model).run()
@@ -446,19 +449,55 @@ def test_a_note_for_another_round_reaches_the_executor_and_the_reviewer(repo, tm
     d = Driver(start(repo, tmp_path), model).run()
     d.decide("approve")
     assert d.gate == ESCALATION_GATE
-    model.enqueue(turn(), REPORT, turn(), APPROVE)
+    model.enqueue(turn(), REPORT, turn(), APPROVE, turn(), REPORT, turn(), APPROVE)
     d.decide("another_round", feedback="Keep the comma after Hello.")
-    executor = [c for c in model.history if c.role == "executor"][-1].messages[1]["content"]
-    reviewer = [c for c in model.history if c.role == "reviewer"][-1].messages[1]["content"]
+    executor = [c for c in model.history if c.role == "executor"
+                and c.key.startswith("exec2")][-1].messages[1]["content"]
+    reviewer = [c for c in model.history if c.role == "reviewer"
+                and c.key.startswith("review2")][-1].messages[1]["content"]
     for prompt in (executor, reviewer):
         assert "The person's comments to address" in prompt
         assert "- alice: Keep the comma after Hello." in prompt
-    # The round made no new commit after the note: the merge gate says so.
-    assert d.gate == MERGE_GATE
-    assert any("made no new change after the comments from alice" in w
-               for w in d.state["last_review"]["warnings"])
-    (_, second) = d.reports("execute")
+    # The round made no new commit after the note: never approved, whatever the reviewer said;
+    # round 3 (the same) reaches the cap and the person decides.
+    (_, second, _) = d.reports("execute")
     assert second.answer["addressing"][0]["problem"] == "Keep the comma after Hello."
+    assert d.gate == ESCALATION_GATE and d.stages[-2:] == ["execute:1:3", "review:1:3"]
+    review = d.reports("review")[1].answer
+    assert review["approve"] is False and review["rejection_kind"] == "fixup"
+    assert "Round 2 made no change after the comment of alice: “Keep the comma after Hello.”" \
+        in review["overruled"]
+    verdict = [e for e in d.events if e.kind == "review_verdict"][-2]
+    assert "the reviewer approved, but quorum sent round 2 back" in verdict.message.lower()
+    # The person's comment stayed theirs to act on in the next round.
+    assert d.reports("execute")[2].answer["addressing"][0]["by"] == "alice"
+
+
+def test_no_change_after_the_persons_comment_is_sent_back_until_the_cap_then_escalates(
+        repo, tmp_path):
+    """QA (issue 32): sent back with a comment, the next round made no commit and was approved
+    again. Now it goes back as a fix-up with the reason, and at the round cap to the person."""
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path, max_rounds=2), model).run()
+    d.decide("approve")
+    assert d.gate == MERGE_GATE
+    model.enqueue(turn(), REPORT, turn(), APPROVE,  # round 2: nothing done, approved anyway
+                  turn(), REPORT, turn(), APPROVE)  # round 3: the same
+    d.decide("reject", feedback="Add a docstring to greet().")
+    assert d.gate == ESCALATION_GATE and "cap of 2" in d.state["escalation"]
+    assert [r.round for r in d.reports("review")] == [1, 2, 3]
+    for review in d.reports("review")[1:]:
+        assert review.answer["approve"] is False and review.answer["rejection_kind"] == "fixup"
+        assert f"Round {review.round} made no change after the comment of alice" in \
+            review.answer["reason"]
+    # Round 3's executor had the person's comment again, as theirs, and the reviewer saw what
+    # Quorum found unfinished.
+    executor_3 = [c for c in model.history if c.role == "executor"][-2].messages[1]["content"]
+    assert "- alice: Add a docstring to greet()." in executor_3
+    reviewer_3 = [c for c in model.history if c.role == "reviewer"][-1].messages[1]["content"]
+    assert "## Unfinished work Quorum found in this round" in reviewer_3
+    assert "Round 3 made no new commit" in reviewer_3
+    assert git(repo, "log", "--format=%s", "main..quorum/run-7").count("\n") == 0  # one commit
 
 
 @pytest.mark.parametrize("mode, parents", [("squash", 1), ("merge", 2)])
@@ -477,7 +516,7 @@ def test_the_person_s_message_and_mode_make_the_merge(repo, tmp_path, mode, pare
     d.decide("approve", edits={"message": message + "\r\n", "mode": mode})
     assert d.outcome == "completed"
     assert len(git(repo, "rev-list", "--parents", "-n", "1", "main").split()) - 1 == parents
-    assert git(repo, "log", "-1", "--format=%B", "main") == message
+    assert git(repo, "log", "-1", "--format=%B", "main") == message + "\n\nApproved-by: alice"
 
 
 def test_the_offline_executor_does_not_apply_the_plans_edits_twice_on_a_later_round():
@@ -508,3 +547,198 @@ def test_the_offline_executor_does_not_apply_the_plans_edits_twice_on_a_later_ro
     assert executor(fresh)["action"] == {"tool": "replace_in_file", "args": edit}
     report = off.execution_report([{"role": "user", "content": plan + said}])
     assert report["summary"].startswith("The plan's edits are in the files")
+
+
+# --- a round is never approved with work unfinished (issue 32) --------------------------------
+PLAN_TWO = {"goal": "Fix the greeting", "files": ["greet.py"], "approach": "Two edits.",
+            "steps": ["Replace Helo with Hello in greet.py", "Add a docstring to greet()"],
+            "test_strategy": "test_greet.py", "risks": []}
+DOCSTRING = turn("replace_in_file", path="greet.py", search="def greet(name):\n",
+                 replacement='def greet(name):\n    """Greet someone."""\n')
+
+
+def test_a_reviewer_approving_a_skipped_plan_step_is_overruled_to_a_fixup(repo, tmp_path):
+    skipped = {"summary": "Fixed the typo.", "done": ["Step 1"],
+               "skipped": ["Step 2: could not decide where the docstring goes"]}
+    model = QueueModel(turn(), PLAN_TWO, FIX, turn(), skipped, turn(), APPROVE,
+                       DOCSTRING, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    first_exec, second_exec = d.reports("execute")
+    first_review, second_review = d.reports("review")
+    # Round 1: one of two steps done and committed; the reviewer approved; Quorum did not.
+    assert first_exec.commit_sha
+    assert first_exec.answer["not_done"] == {"plan_steps": 2, "other": [], "steps": [
+        {"number": 2, "step": "Add a docstring to greet()",
+         "why": "could not decide where the docstring goes"}]}
+    assert first_review.answer["approve"] is False
+    assert first_review.answer["rejection_kind"] == "fixup"
+    assert first_review.answer["overruled"].startswith(
+        "The reviewer approved, but Quorum sent round 1 back: Plan step 2 was not done "
+        "(“Add a docstring to greet()”): could not decide where the docstring goes")
+    event = next(e for e in d.events if e.kind == "execution_reported")
+    assert "1 of 2 plan steps not done" in event.message
+    # The reviewer had been told, and so is the executor of round 2.
+    review_1 = [c for c in model.history if c.role == "reviewer"][1].messages[1]["content"]
+    assert "- Plan step 2 was not done (“Add a docstring to greet()”)" in review_1
+    assert "Never approve a round that left work unfinished" in \
+        [c for c in model.history if c.role == "reviewer"][1].messages[0]["content"]
+    exec_2 = [c for c in model.history if c.role == "executor"][-3].messages[1]["content"]
+    assert "Plan step 2 was not done" in exec_2 and "Carry out step 2 of the plan." in exec_2
+    # Round 2 finishes the work: approved, and only then the merge request opens.
+    assert second_exec.answer["not_done"]["steps"] == [] and second_review.answer["approve"]
+    assert d.gate == MERGE_GATE
+    assert '"""Greet someone."""' in git(repo, "show", "quorum/run-7:greet.py")
+
+
+def test_a_reviewer_that_rejects_keeps_its_own_kind(repo, tmp_path):
+    """The check only overrules approvals: a reviewer sending the change to the person stays."""
+    skipped = {**REPORT, "skipped": ["Step 2: no idea"]}
+    model = QueueModel(turn(), PLAN_TWO, FIX, turn(), skipped, turn(), reject("unclear"))
+    d = Driver(start(repo, tmp_path, max_rounds=3), model).run()
+    d.decide("approve")
+    assert d.gate == ESCALATION_GATE and "unclear" in d.state["escalation"]
+    assert "overruled" not in d.reports("review")[0].answer
+
+
+def offline_model():
+    from agents_app.llm import offline as offline_llm
+    from agents_app.patterns import PATTERNS
+    from agents_app.patterns.testing import FunctionModel
+
+    assert PATTERNS["plan_execute_review"] is not None  # teaches the offline model its replies
+    return FunctionModel(lambda messages, info: offline_llm.reply(
+        info.role, info.schema.__name__ if info.schema else None, messages))
+
+
+@pytest.fixture
+def colour_repo(repo):
+    (repo / "README.md").write_text("# Greet\n\nHelo world.\nThe colour of the colour.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "readme")
+    return repo
+
+
+TWO_STEPS = ('replace "Helo world" with "Hello world" in README.md, then '
+             'replace "colour" with "color" in README.md')
+
+
+def test_offline_a_skipped_step_is_sent_back_never_approved_and_escalates_at_the_cap(
+        colour_repo, tmp_path):
+    """QA (issue 32): the executor skipped one of two steps (its search text occurred twice),
+    committed the other, and the reviewer approved."""
+    state = PATTERN.bind_run(PATTERN.initial_state(TWO_STEPS, {
+        "repo": str(colour_repo), "base": "main", "worktree_root": str(tmp_path / "wt")}), 7)
+    d = Driver(state, offline_model()).run()
+    assert d.gate == PLAN_GATE and len(d.state["plan"]["steps"]) == 2
+    d.decide("approve")
+    assert d.gate == ESCALATION_GATE and "2 rejected rounds reached the cap of 2" in \
+        d.state["escalation"]
+    assert MERGE_GATE not in [e.data.get("gate") for e in d.events]
+    first, second = d.reports("execute")
+    assert first.commit_sha and not second.commit_sha  # step 1 made; step 2 tried again
+    for report in (first, second):
+        (step,) = report.answer["not_done"]["steps"]
+        assert step["number"] == 2 and step["step"] == 'Replace "colour" with "color" in README.md'
+        # Why, and how to say it so the offline model can do it.
+        assert step["why"].startswith("“colour” occurs 2 times in README.md")
+        assert "replace all “colour” with “color” in README.md" in step["why"]
+        assert "replace the 2nd “colour” with “color” in README.md" in step["why"]
+    for review in d.reports("review"):
+        assert review.answer["approve"] is False and review.answer["rejection_kind"] == "fixup"
+        assert review.answer["reason"].startswith("Plan step 2 was not done")
+    assert "The colour of the colour." in git(colour_repo, "show", "quorum/run-7:README.md")
+    # The person says which: every occurrence. That round finishes the work and is approved.
+    d.decide("another_round", feedback='replace all "colour" with "color" in README.md')
+    assert d.gate == MERGE_GATE
+    assert d.reports("execute")[-1].answer["not_done"] == {"plan_steps": 2, "steps": [],
+                                                           "other": []}
+    assert git(colour_repo, "show", "quorum/run-7:README.md") == \
+        "# Greet\n\nHello world.\nThe color of the color."
+
+
+def test_offline_instructions_replace_one_every_or_a_numbered_occurrence():
+    from agents_app.patterns.plan_execute_review import offline as off
+
+    found = off.instructions(
+        'replace "a" with "b" in x.py; replace all "c" with "d" in x.py; '
+        'Replace every occurrence of "e" with "f" in x.py; replace the 2nd "g" with "h" in x.py; '
+        'replace the third occurrence of "i" with "j" in `x.py`.')
+    assert [f["args"] for f in found] == [
+        {"path": "x.py", "search": "a", "replacement": "b"},
+        {"path": "x.py", "search": "c", "replacement": "d", "replace_all": True},
+        {"path": "x.py", "search": "e", "replacement": "f", "replace_all": True},
+        {"path": "x.py", "search": "g", "replacement": "h", "occurrence": 2},
+        {"path": "x.py", "search": "i", "replacement": "j", "occurrence": 3}]
+    # A step reads back as the same instruction (the executor reads the plan's steps).
+    steps = [f["step"] for f in found]
+    assert steps[1:4] == ['Replace all "c" with "d" in x.py', 'Replace all "e" with "f" in x.py',
+                          'Replace the 2nd "g" with "h" in x.py']
+    assert [off.instructions(s)[0]["args"] for s in steps] == [f["args"] for f in found]
+    # The advice given for an ambiguous replace is never read as an instruction itself.
+    assert off.instructions(off.HOWTO) == []
+    assert [off.ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 101)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]
+
+
+def test_the_merge_commit_names_the_approver_and_keeps_the_offline_label_out_of_its_subject(
+        colour_repo, tmp_path):
+    state = PATTERN.bind_run(PATTERN.initial_state(
+        'replace "Helo world" with "Hello world" in README.md', {
+            "repo": str(colour_repo), "base": "main", "worktree_root": str(tmp_path / "wt"),
+            "auto_approve_plan": True}), 7)
+    d = Driver(state, offline_model()).run()
+    assert d.gate == MERGE_GATE
+    proposal, _ = PATTERN.validate_merge_choice(d.state, None)
+    assert "Offline model" in d.state["plan"]["goal"]  # the plan says what wrote it …
+    assert proposal.split("\n", 1)[0] == "Apply 1 explicit edit(s) from the request"  # … not
+    # Round commits have the plain subject too.
+    assert git(colour_repo, "log", "-1", "--format=%s", "quorum/run-7") == \
+        "Apply 1 explicit edit(s) from the request"
+    d.decide("approve", edits={"approver": "Alice Example <alice@example.com>"})
+    assert d.outcome == "completed"
+    subject_line, body = git(colour_repo, "log", "-1", "--format=%s%n%b", "main").split("\n", 1)
+    assert subject_line == "Apply 1 explicit edit(s) from the request"
+    assert body.rstrip().endswith("\n\nApproved-by: Alice Example <alice@example.com>")
+    assert git(colour_repo, "log", "-1", "--format=%cn <%ce>", "main") == \
+        "Alice Example <alice@example.com>"
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("Fix it", "Fix it\n\nApproved-by: alice"),
+    ("Fix it\n\nBody.\n\nCo-authored-by: Bob <bob@example.com>",
+     "Fix it\n\nBody.\n\nCo-authored-by: Bob <bob@example.com>\nApproved-by: alice"),
+    ("Fix it\n\nApproved-by: alice", "Fix it\n\nApproved-by: alice"),
+])
+def test_the_approver_trailer_joins_an_existing_trailer_block_once(repo, tmp_path, message,
+                                                                   expected):
+    model = QueueModel(turn(), PLAN, FIX, turn(), REPORT, turn(), APPROVE)
+    d = Driver(start(repo, tmp_path), model).run()
+    d.decide("approve")
+    d.decide("approve", edits={"message": message, "mode": "squash"})
+    assert d.outcome == "completed"
+    assert git(repo, "log", "-1", "--format=%B", "main") == expected
+    # No e-mail address known: the person is named in the trailer; Quorum stays the committer.
+    assert git(repo, "log", "-1", "--format=%cn", "main") == "Quorum"
+
+
+def test_offline_a_persons_instruction_replaces_the_step_it_redoes_and_no_other():
+    from agents_app.patterns.plan_execute_review import offline as off
+    from agents_app.patterns.plan_execute_review.prompts import _section
+    from agents_app.patterns.plan_execute_review.schemas import ALREADY_IN_FILES, PERSON_COMMENTS
+
+    plan = _section("Plan", '1. Replace "colour" with "color" in README.md')
+    review = _section(f"Review comments to address ({ALREADY_IN_FILES})",
+                      '- Plan step 1 was not done (“Replace "colour" with "color" in README.md”)')
+
+    def todo(note: str) -> list[dict]:
+        asked = _section(f"{PERSON_COMMENTS} ({ALREADY_IN_FILES}; do what they ask)", note)
+        return [t["args"] for t in off._todo([{"role": "user",
+                                               "content": plan + asked + review}])]
+
+    assert todo('- alice: replace all "colour" with "color" in README.md') == [
+        {"path": "README.md", "search": "colour", "replacement": "color", "replace_all": True}]
+    # An instruction about something else leaves the unfinished step to be tried again.
+    assert todo('- alice: replace "Helo" with "Hello" in README.md') == [
+        {"path": "README.md", "search": "Helo", "replacement": "Hello"},
+        {"path": "README.md", "search": "colour", "replacement": "color"}]

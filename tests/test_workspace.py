@@ -174,6 +174,33 @@ def test_write_file_and_replace(ws):
     assert not (ws.root / "dup.txt").exists()
 
 
+def test_replace_every_occurrence_or_a_numbered_one(ws):
+    """An ambiguous replace is refused; every occurrence or the n-th one is said explicitly."""
+    (ws.root / "dup.txt").write_text("colour, colour\nthe colour\n")
+    with pytest.raises(ToolError, match="occurs 3 times") as info:
+        ws.replace("dup.txt", "colour", "color")
+    assert "replace_all" in str(info.value) and "occurrence" in str(info.value)
+    assert "Replaced the 2nd of 3 occurrences" in ws.replace("dup.txt", "colour", "color",
+                                                             occurrence=2)
+    assert (ws.root / "dup.txt").read_text() == "colour, color\nthe colour\n"
+    assert "Replaced 2 occurrences" in ws.replace("dup.txt", "colour", "hue", every=True)
+    assert (ws.root / "dup.txt").read_text() == "hue, color\nthe hue\n"
+    with pytest.raises(ToolError, match="occurs only 2 times.*no 3rd"):
+        ws.replace("dup.txt", "hue", "x", occurrence=3)
+    with pytest.raises(ToolError, match="not both"):
+        ws.replace("dup.txt", "hue", "x", occurrence=1, every=True)
+    with pytest.raises(ToolError, match="not found"):
+        ws.replace("dup.txt", "colour", "x", every=True)
+    assert (ws.root / "dup.txt").read_text() == "hue, color\nthe hue\n"
+    # The model's tool takes the same choices.
+    ok, said = tools.call(tools.WRITE_TOOLS, ws, "replace_in_file", {
+        "path": "dup.txt", "search": "hue", "replacement": "tint", "replace_all": True})
+    assert ok and (ws.root / "dup.txt").read_text() == "tint, color\nthe tint\n", said
+    ok, said = tools.call(tools.WRITE_TOOLS, ws, "replace_in_file", {
+        "path": "dup.txt", "search": "tint", "replacement": "T", "occurrence": 0})
+    assert not ok and "occurrence" in said
+
+
 # ---------------------------------------------------------------- patches
 MODIFY = """\
 --- a/src/pkg/mod.py

@@ -88,6 +88,11 @@ def author_env(author: str) -> dict[str, str]:
             "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
 
+def is_identity(value: str) -> bool:
+    """True for ``'Name <email>'``, the form :func:`author_env` takes."""
+    return bool(_AUTHOR.match(value or ""))
+
+
 def git_version() -> tuple[int, ...]:
     out = git(".", "--version").stdout
     match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)

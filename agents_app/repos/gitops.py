@@ -13,7 +13,15 @@ import os
 import shutil
 from pathlib import Path
 
-from .gitcmd import GitError, author_env, check_branch, check_ref_arg, git, git_version, repo_lock
+from .gitcmd import (
+    GitError,
+    author_env,
+    check_branch,
+    check_ref_arg,
+    git,
+    git_version,
+    repo_lock,
+)
 
 DEFAULT_AUTHOR = "Quorum Executor <executor@quorum.local>"
 MERGE_AUTHOR = "Quorum <quorum@quorum.local>"
@@ -180,13 +188,15 @@ MERGE_MODES = ("ff", "squash", "merge")
 
 
 def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
-                    author: str = MERGE_AUTHOR, mode: str = "ff") -> dict:
+                    author: str = MERGE_AUTHOR, mode: str = "ff",
+                    committer: str | None = None) -> dict:
     """Merge ``branch`` into ``base_branch``, all or nothing.
 
     ``mode``: ``ff`` fast-forwards when possible and makes a merge commit otherwise;
     ``squash`` makes one new commit on the base with the branch's changes (one parent);
     ``merge`` always makes a merge commit (two parents), even when a fast-forward was possible.
-    ``message`` is the new commit's message (unused by a fast-forward). A squash whose changes
+    ``message`` is the new commit's message (unused by a fast-forward); ``committer``
+    (``'Name <email>'``, default: ``author``) commits it. A squash whose changes
     are all on the base already makes no commit and reports ``up_to_date``, so merging again
     after a crash never adds an empty commit.
 
@@ -210,11 +220,14 @@ def merge_into_base(repo, base_branch: str, branch: str, message: str, *,
         raise GitError(f"unknown merge mode {mode!r}")
     if mode != "ff" and (not message.strip() or "\0" in message):
         raise GitError("the commit message is empty or contains a NUL byte")
+    env = author_env(author)
+    if committer:
+        env.update({k: v for k, v in author_env(committer).items() if "COMMITTER" in k})
     with repo_lock(repo):
-        return _merge_into_base(repo, base_branch, branch, message, author, mode)
+        return _merge_into_base(repo, base_branch, branch, message, env, mode)
 
 
-def _merge_into_base(repo, base_branch: str, branch: str, message: str, author: str,
+def _merge_into_base(repo, base_branch: str, branch: str, message: str, env: dict[str, str],
                      mode: str) -> dict:
     base_ref = f"refs/heads/{base_branch}"
     old = _branch_sha(repo, base_branch)
@@ -262,8 +275,7 @@ def _merge_into_base(repo, base_branch: str, branch: str, message: str, author: 
         if mode == "squash" and tree == tree_of(old):
             return already
         parents = ["-p", old] if mode == "squash" else ["-p", old, "-p", new]
-        target = git(repo, "commit-tree", tree, *parents, "-m", message,
-                      env=author_env(author)).stdout.strip()
+        target = git(repo, "commit-tree", tree, *parents, "-m", message, env=env).stdout.strip()
     checkout = _checkout_of(repo, base_branch)
     if checkout is None:
         _update_ref(repo, base_ref, target, old, f"quorum: merge {branch} into {base_branch}")

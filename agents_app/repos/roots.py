@@ -77,3 +77,24 @@ def allowed_repo(path: str, roots: list[str]) -> Path:
         raise RepoRootError(f"The git repository at {path} lies (partly) outside the folders "
                             f"Quorum may read ({allowed}).")
     return top
+
+
+# Files that make a folder a project whose settings tools find from the folders below it:
+# pytest reads the first of these it meets going up from the tests (``--strict-markers``,
+# ``addopts``, a settings module), and so do ruff, mypy, tox and setuptools.
+PROJECT_FILES = ("pyproject.toml", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg",
+                 "setup.py", "conftest.py")
+
+
+def project_file_above(folder: Path) -> Path | None:
+    """The first project file in ``folder`` or a folder above it, or None when ``folder`` lies
+    outside any project (where a run's worktree belongs: its tests then see only their own
+    repository)."""
+    for here in (folder, *folder.parents):
+        for name in PROJECT_FILES:
+            try:
+                if (here / name).is_file():
+                    return here / name
+            except OSError:
+                continue
+    return None

@@ -70,6 +70,9 @@ class ReplaceArgs(_Args):
     replacement: str = Field(description="Text to put in its place.")
     count: int = Field(1, ge=1, description="How many occurrences may be replaced; the call "
                                             "fails if the text occurs more often.")
+    replace_all: bool = Field(False, description="Replace every occurrence, however many.")
+    occurrence: int | None = Field(None, ge=1, description="Replace only this occurrence "
+                                   "(1 = the first from the top of the file).")
 
 
 class ApplyPatchArgs(_Args):
@@ -125,8 +128,10 @@ WRITE_TOOLS: dict[str, Tool] = {t.name: t for t in (
          "directories are created).", WriteFileArgs,
          lambda ws, a: ws.write_file(a.path, a.content), writes=True),
     Tool("replace_in_file", "Replace an exact piece of text in a file. Fails if it is not "
-         "found or occurs more than count times.", ReplaceArgs,
-         lambda ws, a: ws.replace(a.path, a.search, a.replacement, a.count), writes=True),
+         "found, or occurs more than count times unless replace_all or occurrence says which.",
+         ReplaceArgs, lambda ws, a: ws.replace(a.path, a.search, a.replacement, a.count,
+                                               occurrence=a.occurrence, every=a.replace_all),
+         writes=True),
     Tool("apply_patch", "Apply a unified diff to one or more files, all or nothing.",
          ApplyPatchArgs, lambda ws, a: ws.apply_patch(a.diff), writes=True),
     Tool("delete_file", "Delete a file.", DeleteFileArgs,

@@ -40,6 +40,11 @@ def _split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def _strip_eol(line: str) -> str:
     if line.endswith("\r\n"):
         return line[:-2]
@@ -195,13 +200,19 @@ class Workspace:
         verb = "Overwrote" if existed else "Created"
         return f"{verb} {self._rel(target)} ({len(_split_lines(content))} lines, {len(data)} bytes)"
 
-    def replace(self, path: str, search: str, replacement: str, count: int = 1) -> str:
-        """Replace exact occurrences of ``search``; refuses when it is missing or occurs more
-        than ``count`` times."""
+    def replace(self, path: str, search: str, replacement: str, count: int = 1, *,
+                occurrence: int | None = None, every: bool = False) -> str:
+        """Replace exact occurrences of ``search``: by default at most ``count`` of them, refusing
+        when it is missing or occurs more often; with ``every``, all of them; with
+        ``occurrence``, only that one (1 = the first from the top of the file)."""
         if not search:
             raise ToolError("search text is empty")
         if count < 1:
             raise ToolError("count must be at least 1")
+        if occurrence is not None and every:
+            raise ToolError("Give occurrence (one of them) or replace_all (every one), not both")
+        if occurrence is not None and occurrence < 1:
+            raise ToolError("occurrence must be at least 1 (1 = the first)")
         self.resolve(path, for_write=True, must_exist=True)
         target, content = self._read_text(path)
         found = content.count(search)
@@ -212,17 +223,30 @@ class Workspace:
         if not found:
             raise ToolError(f"The search text was not found in {path!r}. It must match exactly, "
                             "including whitespace and indentation; read the file again.")
-        if found > count:
-            raise ToolError(f"The search text occurs {found} times in {path!r} but count is "
-                            f"{count}. Include more surrounding lines to make it unique, or set "
-                            f"count to {found} to replace every occurrence.")
-        new = content.replace(search, replacement, count)
+        if occurrence is not None:
+            if occurrence > found:
+                raise ToolError(f"The search text occurs only {found} time"
+                                f"{'s' if found != 1 else ''} in {path!r}; there is no "
+                                f"{_ordinal(occurrence)}. Nothing was changed.")
+            at = -1
+            for _ in range(occurrence):
+                at = content.index(search, at + 1)
+            new = content[:at] + replacement + content[at + len(search):]
+            done = f"Replaced the {_ordinal(occurrence)} of {found} occurrences"
+        else:
+            if found > count and not every:
+                raise ToolError(f"The search text occurs {found} times in {path!r} but count is "
+                                f"{count}. Include more surrounding lines to make it unique, set "
+                                "replace_all to replace every occurrence, or occurrence to "
+                                "replace one of them (1 = the first). Nothing was changed.")
+            new = content.replace(search, replacement)
+            done = f"Replaced {found} occurrence{'s' if found != 1 else ''}"
         data = new.encode("utf-8", errors="surrogateescape")
         if len(data) > self.max_write_bytes:
             raise ToolError(f"the result would be {len(data)} bytes, more than the "
                             f"{self.max_write_bytes}-byte limit")
         self._write_bytes(target, data)
-        return f"Replaced {found} occurrence{'s' if found != 1 else ''} in {self._rel(target)}"
+        return f"{done} in {self._rel(target)}"
 
     def delete_file(self, path: str) -> str:
         target = self.resolve(path, for_write=True, must_exist=True)

@@ -15,6 +15,7 @@ from ..base import (
 from ..records import GateDecided, PlanProposed
 from .messages import (
     clean_commit_message,
+    clean_identity,
     proposed_merge_message,
 )
 from .schemas import (
@@ -121,7 +122,12 @@ class GateDecisions:
         rnd = state["round"]
         if decision.action == "approve":
             message, mode = self.validate_merge_choice(state, decision.edits)
-            state = {**state, "merge_message": message, "merge_mode": mode}
+            # The merge commit names who approved it (a trailer; the committer too when their
+            # address is known).
+            approver = (clean_identity(decision.edits.get("approver"))
+                        if isinstance(decision.edits, dict) else "") or clean_identity(who)
+            state = {**state, "merge_message": message, "merge_mode": mode,
+                     "merge_approver": approver}
             return StageResult(state=state, next_stage=f"merge:{rnd}", records=[
                 GateDecided(MERGE_GATE, "approve", version, author=who),
                 MergeRequestChanged("open", decided=True)],
@@ -156,6 +162,8 @@ class GateDecisions:
     def validate_merge_choice(state: dict[str, Any], choice: Any) -> tuple[str, str]:
         """The commit message and merge mode the person chose (the proposal and a squash when
         they chose nothing)."""
+        if isinstance(choice, dict) and set(choice) <= {"approver"}:
+            choice = None  # who approved, and no message or mode chosen
         if choice is None:
             return proposed_merge_message(state), DEFAULT_MERGE_MODE
         if not isinstance(choice, dict):

@@ -2,20 +2,51 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
 from ..base import (
     InvalidDecision,
 )
+from .offline import LABEL as OFFLINE_LABEL
 from .schemas import (
     MAX_COMMIT_MESSAGE,
 )
 
 
 def subject(text: str) -> str:
-    """A commit subject: the first line, whole (a cut subject loses what the change does)."""
-    return " ".join((text or "").split("\n", 1)[0].split()) or "Quorum change"
+    """A commit subject: the first line, whole (a cut subject loses what the change does),
+    without the offline model's label (the page and the body say which model wrote it)."""
+    line = (text or "").split("\n", 1)[0].replace(OFFLINE_LABEL, "")
+    return " ".join(line.split()) or "Quorum change"
+
+
+_TRAILER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: \S")
+
+
+def with_trailer(message: str, key: str, value: str) -> str:
+    """``message`` ending in the trailer ``key: value``: added to its last paragraph when that
+    is a block of trailers already (``Co-authored-by: …``), else as a paragraph of its own;
+    never twice."""
+    message = message.rstrip()
+    line = f"{key}: {value}"
+    if line in message.split("\n"):
+        return message
+    paragraphs = message.split("\n\n")
+    if len(paragraphs) > 1 and all(_TRAILER.match(x) for x in paragraphs[-1].split("\n")):
+        return f"{message}\n{line}"
+    return f"{message}\n\n{line}"
+
+
+def clean_identity(value: object) -> str:
+    """A person as a commit names them (``Name <email>`` or a name), or "" if unusable."""
+    if not isinstance(value, str):
+        return ""
+    value = " ".join(value.split())
+    if not value or len(value) > 200 or any(unicodedata.category(ch) == "Cc" for ch in value):
+        return ""
+    return value
 
 
 def person_comments(comments: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -5,8 +5,11 @@ An executor that sees only the plan (and, on later rounds, the review comments) 
 code in the run's own git worktree and branch, runs the configured tests and reports. A
 reviewer (by default from another model family) checks the diff against the plan and approves
 or rejects with structured comments. Rejections go back to the executor (fix-up), to the
-planner (plan wrong) or to the person (unclear, or the round cap reached). An approved change
-waits as a merge request until the person merges, sends it back, or discards it.
+planner (plan wrong) or to the person (unclear, or the round cap reached). A round that left
+work unfinished (a plan step not done, a comment of the person's not acted on, no change;
+``checks.py``) is never approved: the pattern overrules such an approval to a fix-up. An
+approved change waits as a merge request until the person merges, sends it back, or discards
+it; the merge commit names the person who approved it (an ``Approved-by:`` trailer).
 
 Stages (a stage name is also the journal key of its model calls):
   ``setup``          create the worktree and branch from the base branch; no model call

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...repos import gitops
+from ...repos.gitcmd import is_identity
 from ..agent_loop import AgentResult
 from ..base import (
     Event,
@@ -16,11 +17,13 @@ from ..base import (
     StageResult,
 )
 from ..records import GateDecided
+from .checks import headline, round_problems, steps_not_done
 from .messages import (
     clip,
     person_comments,
     proposed_merge_message,
     subject,
+    with_trailer,
 )
 from .prompts import (
     EXECUTOR_SYSTEM,
@@ -39,6 +42,7 @@ from .schemas import (
     MAX_FIELD,
     MERGE_GATE,
     PERSON_COMMENTS,
+    UNFINISHED,
     AgentWorked,
     ExecutionReport,
     MergeRequestChanged,
@@ -89,6 +93,10 @@ class RoundStages:
         answer = report.model_dump()
         if asked:  # the page shows which comments of the person this round had to address
             answer["addressing"] = asked
+        # Which plan steps the executor says it did not do, and why (the page's notice, the
+        # reviewer's rules).
+        not_done = steps_not_done(state["plan"]["steps"], report.skipped)
+        answer["not_done"] = not_done
         sha = gitops.commit_all(opts["worktree"], message, timestamp=state["commit_time"])
         head = sha or state["head"]
         full_diff = gitops.diff(opts["worktree"], state["base_sha"], head)
@@ -97,10 +105,12 @@ class RoundStages:
         state = {**state, "head": head, "comments": [], "fresh_base": False, "last_round": {
             "round": rnd, "report": report.model_dump(), "test_output": test_output,
             "test_exit": test_exit, "test_ran": ran, "commit": sha or "", "files": files,
-            "addressing": asked}}
+            "addressing": asked, "not_done": not_done}}
         tests = "no tests configured" if not ran else (
             "tests passed" if test_exit == 0 else "tests FAILED")
         what = f"committed {sha[:10]}" if sha else "no new changes"
+        if unfinished := headline(not_done):
+            what += f"; {unfinished}"
         return StageResult(state=state, next_stage=f"review:{version}:{rnd}", records=[
             AgentWorked(stage, "execute", version, rnd, result.trace_dicts(), result.stopped,
                         answer, commit_sha=sha or "", base_sha=state["base_sha"],
@@ -119,6 +129,12 @@ class RoundStages:
         diff = gitops.diff(opts["worktree"], state["base_sha"], state["head"])
         shown, _ = clip(diff, MAX_DIFF_IN_PROMPT)
         report = last["report"]
+        # The rules a round must pass to be approved (checks.py): what this round left
+        # unfinished. The reviewer is shown it, and an approval despite it is overruled below.
+        if "not_done" not in last:  # a round recorded before the check existed
+            last = {**last, "not_done": steps_not_done(state["plan"]["steps"],
+                                                       report.get("skipped") or [])}
+        problems = round_problems(last, branch_empty=not diff.strip())
         report_md = "\n".join([
             report["summary"], "", "Done:", _bullets(report["done"]), "Skipped:",
             _bullets(report["skipped"]), "Surprises:", _bullets(report["surprises"]),
@@ -131,6 +147,11 @@ class RoundStages:
                  *([_section(f"{PERSON_COMMENTS} (the person sent the change back with these)",
                              comments_markdown(last["addressing"]))]
                    if last.get("addressing") else []),
+                 _section("This round", f"Round {rnd} " + (
+                     f"made commit {last['commit'][:10]}." if last.get("commit") else
+                     "made no new commit: the branch is as it was before the round.")),
+                 _section(f"{UNFINISHED} (never approve while this lists anything)",
+                          _bullets([p["problem"] for p in problems])),
                  _section("Test output (run by Quorum after the change)", last["test_output"])]
         try:
             result = self._agent(
@@ -146,21 +167,26 @@ class RoundStages:
             data["rejection_kind"] = "fixup"
         if verdict.approve:
             data["rejection_kind"] = None
+        overruled = ""
+        if verdict.approve and problems:
+            # Never trust an approval of unfinished work: the round goes back as a fix-up.
+            overruled = (f"The reviewer approved, but Quorum sent round {rnd} back: "
+                         + " ".join(p["problem"] for p in problems))[:MAX_FIELD]
+            data.update(approve=False, rejection_kind="fixup", overruled=overruled,
+                        reason=overruled)
+        if data["rejection_kind"] == "fixup":  # the executor is told what is unfinished
+            said = {c["problem"] for c in data["comments"]}
+            data["comments"] = data["comments"] + [p for p in problems
+                                                   if p["problem"] not in said]
         warnings: list[str] = []
-        if verdict.approve and last["test_ran"] and last["test_exit"] != 0:
+        if data["approve"] and last["test_ran"] and last["test_exit"] != 0:
             warnings.append("The reviewer approved although the tests fail.")
-        if verdict.approve and not diff.strip():
-            warnings.append("The reviewer approved a branch with no changes.")
-        if last.get("addressing") and not last.get("commit"):
-            who = ", ".join(sorted({c["by"] for c in last["addressing"]}))
-            warnings.append(f"Round {rnd} made no new change after the comments from {who}: "
-                            "the branch is as it was before they sent it back.")
         data["warnings"] = warnings
         gitops.reset_worktree(opts["worktree"], state["head"])  # drop files the tests left
         state = {**state, "last_review": {**data, "round": rnd}}
         records: list[Any] = [AgentWorked(stage, "review", version, rnd, result.trace_dicts(),
                                           result.stopped, data)]
-        if verdict.approve:
+        if data["approve"]:
             msg = f"Round {rnd}: the reviewer approved. {verdict.summary[:300]}"
             events = [Event("review_verdict", msg, {"round": rnd, "approve": True})]
             events += [Event("review_warning", w, {"round": rnd}) for w in warnings]
@@ -180,9 +206,13 @@ class RoundStages:
         rejections = state["rejections"] + 1
         state = {**state, "rejections": rejections}
         label = {"fixup": "fix-up", "plan_wrong": "plan wrong", "unclear": "unclear"}[kind]
-        events = [Event("review_verdict", f"Round {rnd}: the reviewer rejected the change "
-                        f"({label}). {(verdict.reason or verdict.summary)[:300]}",
-                        {"round": rnd, "approve": False, "kind": kind})]
+        if overruled:
+            events = [Event("review_verdict", f"Round {rnd}: {overruled[:400]}",
+                            {"round": rnd, "approve": False, "kind": kind, "overruled": True})]
+        else:
+            events = [Event("review_verdict", f"Round {rnd}: the reviewer rejected the change "
+                            f"({label}). {(verdict.reason or verdict.summary)[:300]}",
+                            {"round": rnd, "approve": False, "kind": kind})]
         cap = int(opts["max_rounds"])
         if kind == "unclear" or rejections >= cap:
             why = "the reviewer found it unclear" if kind == "unclear" else \
@@ -199,9 +229,11 @@ class RoundStages:
                                 "wrong. The branch starts again from the base."))
             return StageResult(state=state, next_stage=f"plan:{version + 1}", records=records,
                                events=events)
-        state = {**state, "comments": [c.model_dump() for c in verdict.comments] or [
-            {"file": "", "line": None, "problem": verdict.reason or verdict.summary,
-             "requested_change": ""}]}
+        # A comment of the person's that the round made no change for stays theirs to act on.
+        carried = [] if last.get("commit") else list(last.get("addressing") or [])
+        state = {**state, "comments": carried + (data["comments"] or [
+            {"file": "", "line": None, "problem": data["reason"] or verdict.summary,
+             "requested_change": ""}])}
         state, nxt = self._next_execute(state)
         events.append(Event("fixup_round", f"Back to the executor with {len(state['comments'])} "
                             f"comment(s): round {state['round']} of at most {cap}.",
@@ -222,6 +254,9 @@ class RoundStages:
         opts = state["options"]
         message = state.get("merge_message") or proposed_merge_message(state)
         mode = state.get("merge_mode") or DEFAULT_MERGE_MODE
+        approver = state.get("merge_approver") or ""
+        if approver:
+            message = with_trailer(message, "Approved-by", approver)
         try:
             if state.get("head") and gitops.branch_sha(opts["repo"], opts["branch"]) is None:
                 # An earlier attempt of this stage merged and removed the branch, and the worker
@@ -229,8 +264,9 @@ class RoundStages:
                 # the merge then finds it already contained instead of "no such branch".
                 gitops.create_worktree(opts["repo"], opts["worktree"], opts["branch"],
                                        state["head"])
-            outcome = gitops.merge_into_base(opts["repo"], opts["base"], opts["branch"], message,
-                                             mode=mode)
+            outcome = gitops.merge_into_base(
+                opts["repo"], opts["base"], opts["branch"], message, mode=mode,
+                committer=approver if is_identity(approver) else None)
         except gitops.GitError as exc:
             outcome = {"merged": False, "conflicts": [], "message": str(exc)}
         if not outcome["merged"]:

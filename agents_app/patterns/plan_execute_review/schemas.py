@@ -21,6 +21,8 @@ DEFAULT_MERGE_MODE = "squash"
 PERSON_COMMENTS = "The person's comments to address"
 # How a later round's executor prompt says the plan's edits are made already.
 ALREADY_IN_FILES = "your previous attempt is already in the files"
+# The reviewer prompt's section listing what Quorum found unfinished in the round (checks.py).
+UNFINISHED = "Unfinished work Quorum found in this round"
 
 
 
@@ -59,8 +61,10 @@ class ExecutionReport(BaseModel):
 
     summary: str = Field(description="What you changed, in a few sentences.")
     done: list[str] = Field(default_factory=list, description="Plan steps carried out.")
-    skipped: list[str] = Field(default_factory=list, description="Steps not carried out, "
-                               "each with the reason.")
+    skipped: list[str] = Field(default_factory=list, description="Plan steps not carried out "
+                               "or that failed, each starting with its number ('Step 2: ...') "
+                               "and saying why; and comments of the person's you could not act "
+                               "on.")
     surprises: list[str] = Field(default_factory=list, description="What you did not expect "
                                  "in the code, including anything that suggests the plan is "
                                  "wrong.")

@@ -16,8 +16,9 @@ from ...llm.families import same_family
 from ...models import AgentReport, MergeRequest, Run
 from ...option_fields import default_of
 from ...repos import gitops
-from ...repos.roots import RepoRootError, allowed_repo
+from ...repos.roots import RepoRootError, allowed_repo, project_file_above
 from .. import safe_json
+from .checks import headline
 from .messages import proposed_merge_message
 from .pattern import PlanExecuteReview
 from .schemas import DEFAULT_MERGE_MODE, MAX_COMMIT_MESSAGE, MERGE_MODES
@@ -80,6 +81,16 @@ def family_warning(models: dict[str, str]) -> str:
     return ""
 
 
+def git_identity(user) -> str:
+    """The person as the merge commit names them: ``Full Name <email>``, or their name alone
+    when no address is known (a made-up address would mislead)."""
+    name = " ".join((user.get_full_name() or "").replace("<", "").replace(">", "").split()) \
+        or user.get_username()
+    email = (user.email or "").strip()
+    return f"{name} <{email}>" if email and "<" not in email and ">" not in email \
+        and " " not in email else name
+
+
 def default_models() -> dict[str, str]:
     return {role: settings.QUORUM_ROLE_MODELS.get(role, settings.QUORUM_DEFAULT_MODEL)
             for role in PlanExecuteReview.roles}
@@ -102,6 +113,13 @@ def start_change(owner, *, repo: str, base: str, task: str, models: dict[str, st
     if worktrees == Path(top) or worktrees.is_relative_to(top):
         raise ChangeError(f"QUORUM_WORKTREE_ROOT ({worktrees}) lies inside this repository; "
                           "run worktrees must live outside it.")
+    if (found := project_file_above(worktrees)) is not None:
+        raise ChangeError(f"QUORUM_WORKTREE_ROOT ({worktrees}) lies inside a project ({found}): "
+                          "a test command run in a worktree there would read that file's "
+                          "settings, not only the repository's own. Set it to a folder outside "
+                          "any project, or leave it unset (the default, "
+                          "$XDG_STATE_HOME/quorum/worktrees or else "
+                          "~/.local/state/quorum/worktrees, is outside any project).")
     base = check_base(top, base)
     argv = test_argv(test_command)
     allowlist = [shlex.split(c) for c in test_commands()]
@@ -209,6 +227,8 @@ def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
     events = list(run.events.all()) if timeline else list(run.events.order_by("-seq")[:1])
     state = run.state or {}
     mr = MergeRequest.objects.filter(run=run).select_related("decided_by").first()
+    # The latest round's plan steps not done, for the notice at the top of the page.
+    not_done = (latest_exec.answer or {}).get("not_done") if latest_exec else None
     return {
         "run": run, "mr": mr, "plans": plans, "plan": plans[-1] if plans else None,
         "reports": reports, "latest_exec": latest_exec,
@@ -227,7 +247,9 @@ def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
         if state.get("plan") else "",
         "merge_mode": state.get("merge_mode") or DEFAULT_MERGE_MODE,
         "merge_modes": MERGE_MODES, "max_commit_message": MAX_COMMIT_MESSAGE,
+        "approver": git_identity(run.owner) if run.status == "awaiting_merge_request" else "",
         "last_review_state": state.get("last_review") or {},
+        "not_done": not_done or {}, "not_done_headline": headline(not_done),
         "rounds_used": state.get("round", 0),
         "max_rounds": (run.options or {}).get("max_rounds"),
         "family_warning": family_warning(run.models_used),

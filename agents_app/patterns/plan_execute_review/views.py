@@ -17,7 +17,7 @@ from ...views import decide_and_show, owned_run, render_panel
 from ..base import Decision
 from .forms import ChangeDecisionForm, ChangeListForm, StartChangeForm
 from .pattern import PlanExecuteReview
-from .service import ChangeError, change_context, diff_views, start_change
+from .service import ChangeError, change_context, diff_views, git_identity, start_change
 
 PAGE = "plan_execute_review/change_detail.html"
 NEW_PAGE = "plan_execute_review/change_new.html"
@@ -115,7 +115,7 @@ def change_decision(request, pk: int):
             typed["failed_action"] = "reject"  # opens the reject form: the other way on
         typed["edited"] = edits
     elif run.gate == "merge_request" and action == "approve":
-        edits = form.merge_choice()
+        edits = {**(form.merge_choice() or {}), "approver": git_identity(request.user)}
     decision = Decision(action=action, feedback=d["feedback"], edits=edits,
                         author=request.user.get_username())
     return decide_and_show(request, run, d["seq"], decision,
