@@ -278,6 +278,11 @@ def summary_body(s: Summary) -> str:
         else:
             rng = f"`{_short(s.base_sha)}..{_short(s.head_sha)}` (the whole pull request)"
         out.append(f"Round {s.round} · reviewed {rng}.")
+        full = [c for c in s.coverage or () if isinstance(c, dict)
+                and c.get("reason") == "full_round"]
+        if full:
+            out.append(f"Full round instead of the new commits alone: "
+                       f"{inline(full[0].get('detail') or '', 400)}")
     if s.reasons:
         out.append("**Incomplete review:** " + "; ".join(s.reasons) + ".")
     if s.event_note:

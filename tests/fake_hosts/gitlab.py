@@ -42,9 +42,10 @@ def _status(repo, sha: str, body: dict, who: str) -> Answer:
     if state not in EVENT_OF or sha not in repo.commits:
         return Answer(400, {"message": "400 Bad request - state does not have a valid value"})
     posted = repo.statuses.setdefault(sha, [])
-    live = next((x for x in reversed(posted) if x["context"] == name
-                 and x["state"] in ("pending", "running")), None)
-    current = live["state"] if live else "created"
+    latest = next((x for x in reversed(posted) if x["context"] == name), None)
+    # Only a pending or running status is changed; after a final one a post makes a new one.
+    current = latest["state"] if latest and latest["state"] in ("pending", "running") \
+        else "created"
     if (current, state) not in ALLOWED:
         return Answer(400, {"message": f"Cannot transition status via :{EVENT_OF[state]} from "
                                        f":{current} (Reason(s): Status cannot transition via "
