@@ -3,7 +3,7 @@ the database's one write lock: when a round was started inside a transaction tha
 fetched the pull request, every other delivery and every triage click waited for the fetch
 (and, past 30 s, failed with "database is locked"; past GitHub's 10 s, the delivery was lost).
 
-Here the fake GitHub takes 5 s to list a pull request's files while a worker thread starts
+On each provider the fake takes 5 s to list a pull request's files while a worker thread starts
 the round; meanwhile a delivery for the same pull request, one for another, and a triage
 click are each answered in under a second. Everything is real but the code host: the
 receiver, the delivery's handling, the database file shared by the threads."""
@@ -26,7 +26,7 @@ from reviews_app.prflow import status as commit_status
 from tests.fake_hosts import FakeHosts
 from tests.publishing_fixtures import make_review
 from tests.waiting import wait_until
-from tests.webhook_helpers import SECRET, github_pr, post
+from tests.webhook_helpers import SECRET, forgejo_pr, github_pr, gitlab_mr, post
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TOKEN = "slow-host-token"  # noqa: S105 - test fixture
@@ -43,20 +43,35 @@ def hosts():
         yield fake
 
 
+FILES = {"github": "/pulls/7/files", "gitlab": "/merge_requests/7/diffs",
+         "forgejo": "/pulls/7/files"}
+
+
+def hook(provider: str, number: int, sha: str) -> tuple[dict, str]:
+    if provider == "gitlab":
+        return gitlab_mr("update", iid=number, sha=sha, repo="octo/demo",
+                         oldrev="0" * 40), "Merge Request Hook"
+    if provider == "forgejo":
+        return forgejo_pr("synchronized", number=number, sha=sha, repo="octo/demo"), \
+            "pull_request"
+    return github_pr("synchronize", number=number, sha=sha, repo="octo/demo"), "pull_request"
+
+
+@pytest.mark.parametrize("provider", ["github", "gitlab", "forgejo"])
 def test_deliveries_and_a_triage_click_are_answered_while_a_fetch_takes_seconds(
-        alice_client, alice, hosts, monkeypatch):
+        alice_client, alice, hosts, monkeypatch, provider):
     monkeypatch.setenv("QUORUM_CONN_SLOW_TOKEN", TOKEN)
     queued: list[int] = []
     monkeypatch.setattr(webhook, "_enqueue", queued.append)
     monkeypatch.setattr(commit_status, "send", lambda pk, countdown=None: None)
-    conn = Connection.objects.create(owner=alice, provider="github", repository="octo/demo",
-                                     api_url=hosts.api_url("github"),
+    conn = Connection.objects.create(owner=alice, provider=provider, repository="octo/demo",
+                                     api_url=hosts.api_url(provider),
                                      token_env="QUORUM_CONN_SLOW_TOKEN",
                                      secret_sealed=sealed.seal(SECRET), bot_login="quorum-bot")
     review = make_review(alice)  # a review waiting for triage, for the click
     review.run.status = Status.AWAITING_TRIAGE
     review.run.save(update_fields=["status"])
-    hosts.slow("/pulls/7/files", FETCH_SECONDS, times=1)
+    hosts.slow(FILES[provider], FETCH_SECONDS, times=1)
     first = WebhookDelivery.objects.create(connection=conn, delivery_id="slow-1",
                                            event="opened", number=7)
     outcome = {}
@@ -69,16 +84,15 @@ def test_deliveries_and_a_triage_click_are_answered_while_a_fetch_takes_seconds(
 
     worker = threading.Thread(target=work)
     worker.start()
-    wait_until(lambda: "/repos/octo/demo/pulls/7/files" in hosts.routes(), timeout=10,
+    wait_until(lambda: any(r.endswith(FILES[provider]) for r in hosts.routes()), timeout=10,
                what="the worker's slow fetch of the files")
     started = time.monotonic()
     answers = {}
     for what, send in (
-            ("same pull request", lambda: post(alice_client, conn, github_pr(
-                "synchronize", number=7, sha=hosts.pull(7).head_sha, repo="octo/demo"),
-                "pull_request")),
-            ("another pull request", lambda: post(alice_client, conn, github_pr(
-                number=8, sha=hosts.pull(8).head_sha, repo="octo/demo"), "pull_request")),
+            ("same pull request", lambda: post(alice_client, conn,
+                                               *hook(provider, 7, hosts.pull(7).head_sha))),
+            ("another pull request", lambda: post(alice_client, conn,
+                                                  *hook(provider, 8, hosts.pull(8).head_sha))),
             ("triage click", lambda: alice_client.post(
                 reverse("finding_decision", args=[review.run_id, "SEC-1"]),
                 {"decision": "accepted"}))):
