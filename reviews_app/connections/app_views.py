@@ -75,7 +75,7 @@ def _describe(app: GitHubApp, what: str) -> dict:
     except SecretUnavailable as exc:
         problem = str(exc)
     return {"env": env, "hint": "" if env else hint, "stored": bool(stored),
-            "problem": problem, "label": label}
+            "problem": problem, "label": label, "fingerprint": what == "key"}
 
 
 @login_required
@@ -117,6 +117,7 @@ def app_detail(request, pk):
         "app": app, "webhook_url": webhook_url(request, app), "new_secret": new_secret,
         "key": _describe(app, "key"), "secret": _describe(app, "secret"),
         "installations": installations, "permissions": PERMISSIONS, "events": EVENTS,
+        "policy": dict(Connection.Policy.choices).get(app.publish_policy, app.publish_policy),
         "deliveries": app.deliveries.filter(connection__isnull=True)[:20],
     })
     if new_secret:

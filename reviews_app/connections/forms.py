@@ -283,6 +283,7 @@ class GitHubAppForm(forms.ModelForm):
         self.initial["key_env"] = ""
         self.initial["secret_env"] = ""
         self.initial["api_url"] = "" if self.creating else self.instance.api_url
+        self.fields["app_id"].label = "App ID"
         self.fields["app_id"].help_text = "The App ID on the App's settings page (digits)."
         if self.creating:
             self.fields["secret"].help_text = ("Empty (and no variable): Quorum generates a "

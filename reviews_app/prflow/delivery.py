@@ -143,11 +143,18 @@ def _handle(d: WebhookDelivery, enqueue: bool) -> tuple[Outcome, PullRequest | N
     except ValueError as exc:  # e.g. the token's environment variable is not set
         return Outcome("failed", f"The connection cannot be used: {exc}"), None
     try:
-        if d.event == "command":
+        # Who Quorum writes as, learned once (its own commands are never acted on, and its
+        # markers alone count when comments are read back).
+        try:
             bot = account.learn(conn, client)
-            if account.is_ours(conn, d.sender, bot):
-                return Outcome("ignored", f"The comment is by Quorum's own account ({bot}): "
-                                          "not acted on."), None
+        except HostError as exc:
+            if exc.retryable:
+                raise
+            bot = ""  # the provider will not say: a person's command is still acted on
+            log.warning("connection %s: its account is not known (%s)", conn.pk, exc)
+        if d.event == "command" and account.is_ours(conn, d.sender, bot):
+            return Outcome("ignored", f"The comment is by Quorum's own account ({bot}): "
+                                      "not acted on."), None
         pull = client.pull(d.number)
         if pull.state != "open":
             pr = _save_pull(conn, pull)
