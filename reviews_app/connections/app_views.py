@@ -18,7 +18,7 @@ from reviews_app.models import Connection, GitHubApp
 from . import github_app
 from .forms import GitHubAppForm
 from .secrets import SecretUnavailable, value_of
-from .views import _go
+from .views import _go, shown_once
 
 log = logging.getLogger("quorum.connections")
 _SESSION_KEY = "quorum_new_app_secret_{}"
@@ -99,13 +99,7 @@ def app_new(request):
 @require_GET
 def app_detail(request, pk):
     app = _own(request, pk)
-    new_secret = ""
-    stored = request.session.pop(_SESSION_KEY.format(app.pk), "")
-    if stored:
-        try:
-            new_secret = sealed.unseal(stored)
-        except sealed.UnsealError:
-            new_secret = ""
+    new_secret = shown_once(request, _SESSION_KEY.format(app.pk))
     installations = list(app.installations.all())
     conns = Connection.objects.filter(installation__app=app).order_by("repository")
     by_inst: dict[int, list[Connection]] = {}

@@ -75,7 +75,31 @@ def check_api_url(value: str, *, staff: bool) -> str:
     return value.rstrip("/")
 
 
-class ConnectionForm(forms.ModelForm):
+class SecretSources:
+    """The checks of a secret given either pasted or as an environment variable's name
+    (connections and GitHub Apps alike)."""
+
+    cleaned_data: dict
+
+    def _env(self, name: str) -> str:
+        value = self.cleaned_data.get(name, "").strip()
+        if value and not _ENV_NAME.fullmatch(value):
+            raise forms.ValidationError(
+                f"Name an environment variable starting with {ENV_PREFIX} (capital letters, "
+                "digits and _ only): other variables are never read for a connection.")
+        return value
+
+    def _pasted(self, name: str, what: str, minimum: int = 1) -> str:
+        value = self.cleaned_data.get(name, "")
+        if value and _CONTROL.search(value):
+            raise forms.ValidationError(f"The {what} may not contain spaces or control "
+                                        "characters.")
+        if value and len(value) < minimum:
+            raise forms.ValidationError(f"The {what} must be at least {minimum} characters.")
+        return value
+
+
+class ConnectionForm(SecretSources, forms.ModelForm):
     api_url = forms.CharField(required=False, max_length=300, label="API base URL",
                               help_text="Empty: the provider's public service ("
                               + ", ".join(DEFAULT_API_URLS.values()) + ").")
@@ -137,28 +161,11 @@ class ConnectionForm(forms.ModelForm):
     def clean_repository(self):
         return self.cleaned_data["repository"].strip()
 
-    def _env(self, name: str) -> str:
-        value = self.cleaned_data.get(name, "").strip()
-        if value and not _ENV_NAME.fullmatch(value):
-            raise forms.ValidationError(
-                f"Name an environment variable starting with {ENV_PREFIX} (capital letters, "
-                "digits and _ only): other variables are never read for a connection.")
-        return value
-
     def clean_token_env(self):
         return self._env("token_env")
 
     def clean_secret_env(self):
         return self._env("secret_env")
-
-    def _pasted(self, name: str, what: str, minimum: int = 1) -> str:
-        value = self.cleaned_data.get(name, "")
-        if value and _CONTROL.search(value):
-            raise forms.ValidationError(f"The {what} may not contain spaces or control "
-                                        "characters.")
-        if value and len(value) < minimum:
-            raise forms.ValidationError(f"The {what} must be at least {minimum} characters.")
-        return value
 
     def clean_token(self):
         return self._pasted("token", "token")
@@ -245,7 +252,7 @@ def key_fingerprint(pem: str) -> str:
     return "SHA256:" + base64.b64encode(hashlib.sha256(der).digest()).decode()[:20] + "…"
 
 
-class GitHubAppForm(forms.ModelForm):
+class GitHubAppForm(SecretSources, forms.ModelForm):
     api_url = forms.CharField(required=False, max_length=300, label="API base URL",
                               help_text="Empty: https://api.github.com (GitHub Enterprise: "
                                         "https://github.example.org/api/v3).")
@@ -299,14 +306,6 @@ class GitHubAppForm(forms.ModelForm):
                                         "under “About”).")
         return value
 
-    def _env(self, name: str) -> str:
-        value = self.cleaned_data.get(name, "").strip()
-        if value and not _ENV_NAME.fullmatch(value):
-            raise forms.ValidationError(
-                f"Name an environment variable starting with {ENV_PREFIX} (capital letters, "
-                "digits and _ only): other variables are never read.")
-        return value
-
     def clean_key_env(self):
         return self._env("key_env")
 
@@ -334,14 +333,7 @@ class GitHubAppForm(forms.ModelForm):
         return value
 
     def clean_secret(self):
-        value = self.cleaned_data.get("secret", "")
-        if value and _CONTROL.search(value):
-            raise forms.ValidationError("The webhook secret may not contain spaces or control "
-                                        "characters.")
-        if value and len(value) < _MIN_SECRET:
-            raise forms.ValidationError(f"The webhook secret must be at least {_MIN_SECRET} "
-                                        "characters.")
-        return value
+        return self._pasted("secret", "webhook secret", _MIN_SECRET)
 
     def clean(self):
         data = super().clean()

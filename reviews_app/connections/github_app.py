@@ -11,7 +11,6 @@ it expires, so every worker process shares it.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 
 from django.db import IntegrityError, transaction
@@ -152,39 +151,18 @@ def _answer(status: int, text: str) -> HttpResponse:
 def receive(request, hook_id: str):
     """POST /webhooks/github-app/<hook_id>/: the App's deliveries, checked like a
     connection's (size, signature, delivery id, shape; nothing stored for a refusal)."""
-    from django.conf import settings
-
-    from .webhook import _read_body, accept, not_allowed
+    from .webhook import Checked, accept, check, not_allowed
 
     if request.method != "POST":
         return not_allowed()
     app = GitHubApp.objects.filter(hook_id=hook_id).select_related("owner").first()
     if app is None:
         raise Http404("No such webhook.")
-    body = _read_body(request, settings.QUORUM_WEBHOOK_MAX_BYTES)
-    if body is None:
-        return _answer(413, f"The payload is larger than {settings.QUORUM_WEBHOOK_MAX_BYTES} "
-                            "bytes.")
-    try:
-        secret = secret_of(app)
-    except SecretUnavailable as exc:
-        log.error("webhook for GitHub App %s: %s", app.pk, exc)
-        return _answer(503, "The App's webhook secret is not available; its owner can see why "
-                            "on the App's page in Quorum.")
-    if not webhooks.verify("github", request.headers, body, secret):
-        log.warning("webhook for GitHub App %s: bad or missing signature", app.pk)
-        return _answer(401, "The signature is missing or does not match the App's webhook "
-                            "secret.")
-    if not app.active:
-        return _answer(403, "This GitHub App is paused in Quorum.")
-    delivery = webhooks.delivery_id("github", request.headers)
-    if not delivery or len(delivery) > 100 or not delivery.isprintable():
-        return _answer(400, "The delivery has no usable delivery id header.")
-    try:
-        payload = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return _answer(400, "The payload is not JSON: set the App's webhook content type to "
-                            "application/json.")
+    got = check(request, "github", thing="GitHub App", pk=app.pk, whose="the App's",
+                secret=lambda: secret_of(app), active=app.active)
+    if not isinstance(got, Checked):
+        return got
+    payload, delivery = got.payload, got.delivery
     if not isinstance(payload, dict):
         return _answer(400, "The payload is not a JSON object.")
     name = webhooks.event_name("github", request.headers)

@@ -97,6 +97,17 @@ def connection_new(request):
                   status=400 if form.errors else 200)
 
 
+def shown_once(request, key: str) -> str:
+    """A generated secret kept sealed in the session until its page shows it, once."""
+    stored = request.session.pop(key, "")
+    if not stored:
+        return ""
+    try:
+        return sealed.unseal(stored)
+    except sealed.UnsealError:
+        return ""
+
+
 def _learn_account(request, conn: Connection) -> None:
     """Ask the provider which account the token writes as (after the save, outside its
     transaction); when it does not answer, say that the first delivery asks again."""
@@ -125,13 +136,7 @@ def _followed(conn: Connection) -> list[PullRequest]:
 @require_GET
 def connection_detail(request, pk):
     conn = _own(request, pk)
-    new_secret = ""
-    stored = request.session.pop(_SESSION_KEY.format(conn.pk), "")
-    if stored:
-        try:
-            new_secret = sealed.unseal(stored)
-        except sealed.UnsealError:
-            new_secret = ""
+    new_secret = shown_once(request, _SESSION_KEY.format(conn.pk))
     response = render(request, "reviews_app/connections/detail.html", {
         "conn": conn, "webhook_url": webhook_url(request, conn), "new_secret": new_secret,
         "events": EVENTS[conn.provider], "where": WHERE[conn.provider],

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -64,33 +66,39 @@ def not_allowed() -> HttpResponse:
         content_type="text/plain; charset=utf-8")
 
 
-@csrf_exempt
-def receive(request, provider: str, hook_id: str):
-    if request.method != "POST":
-        return not_allowed()
-    conn = None
-    if provider in webhooks.PROVIDERS:
-        conn = Connection.objects.filter(hook_id=hook_id, provider=provider).first()
-    if conn is None:
-        raise Http404("No such webhook.")
+@dataclass
+class Checked:
+    """A delivery that passed the checks every delivery passes."""
+
+    delivery: str
+    payload: object
+
+
+def check(request, provider: str, *, thing: str, pk: int, whose: str,
+          secret: Callable[[], str], active: bool) -> Checked | HttpResponse:
+    """The checks of every delivery, in order, each refusal a plain sentence with nothing
+    stored: too large 413, secret unreadable 503, bad or missing signature 401, paused 403,
+    no delivery id 400, not JSON 400. ``thing`` and ``pk`` name the receiver ("connection",
+    3); ``whose`` its secret in the answers ("this connection's")."""
+    label = f"{thing} {pk}"
     body = _read_body(request, settings.QUORUM_WEBHOOK_MAX_BYTES)
     if body is None:
-        log.warning("webhook for connection %s: body over %s bytes refused", conn.pk,
+        log.warning("webhook for %s: body over %s bytes refused", label,
                     settings.QUORUM_WEBHOOK_MAX_BYTES)
         return _answer(413, f"The payload is larger than {settings.QUORUM_WEBHOOK_MAX_BYTES} "
                             "bytes.")
     try:
-        secret = secret_of(conn)
+        key = secret()
     except SecretUnavailable as exc:
-        log.error("webhook for connection %s: %s", conn.pk, exc)
-        return _answer(503, "The connection's webhook secret is not available; its owner can "
-                            "see why on the connection's page.")
-    if not webhooks.verify(provider, request.headers, body, secret):
-        log.warning("webhook for connection %s: bad or missing signature", conn.pk)
-        return _answer(401, "The signature (or token) is missing or does not match this "
-                            "connection's webhook secret.")
-    if not conn.active:
-        return _answer(403, "This connection is paused: turn it on in Quorum to receive "
+        log.error("webhook for %s: %s", label, exc)
+        return _answer(503, f"{whose[0].upper()}{whose[1:]} webhook secret is not available; "
+                            "its owner can see why on its page in Quorum.")
+    if not webhooks.verify(provider, request.headers, body, key):
+        log.warning("webhook for %s: bad or missing signature", label)
+        return _answer(401, f"The signature (or token) is missing or does not match {whose} "
+                            "webhook secret.")
+    if not active:
+        return _answer(403, f"This {thing} is paused: turn it on in Quorum to receive "
                             "deliveries.")
     delivery = webhooks.delivery_id(provider, request.headers)
     if not delivery or len(delivery) > _MAX_DELIVERY_ID or not delivery.isprintable():
@@ -100,13 +108,29 @@ def receive(request, provider: str, hook_id: str):
     except (ValueError, UnicodeDecodeError):
         return _answer(400, "The payload is not JSON: set the webhook's content type to "
                             "application/json.")
+    return Checked(delivery, payload)
+
+
+@csrf_exempt
+def receive(request, provider: str, hook_id: str):
+    if request.method != "POST":
+        return not_allowed()
+    conn = None
+    if provider in webhooks.PROVIDERS:
+        conn = Connection.objects.filter(hook_id=hook_id, provider=provider).first()
+    if conn is None:
+        raise Http404("No such webhook.")
+    got = check(request, provider, thing="connection", pk=conn.pk, whose="this connection's",
+                secret=lambda: secret_of(conn), active=conn.active)
+    if isinstance(got, HttpResponse):
+        return got
     try:
-        event = webhooks.parse(provider, request.headers, payload)
+        event = webhooks.parse(provider, request.headers, got.payload)
     except webhooks.BadPayload as exc:
         return _answer(400, str(exc))
     if isinstance(event, webhooks.Ignored) and event.ping:
         return _answer(200, "pong")
-    return accept(conn, delivery, event, webhooks.event_name(provider, request.headers))
+    return accept(conn, got.delivery, event, webhooks.event_name(provider, request.headers))
 
 
 def accept(conn: Connection, delivery: str, event, name: str, *, app=None) -> HttpResponse:
