@@ -124,6 +124,10 @@ def test_an_installation_makes_each_repository_a_connection_without_a_token(clie
     assert (inst.installation_id, inst.account, inst.active) == (77, "octo", True)
     shop = Connection.objects.get(repository="octo/shop")
     assert shop.installation == inst and shop.owner == alice and not shop.token_env
+    client.force_login(alice)
+    page = client.get(shop.get_absolute_url()).content.decode()
+    assert 'id="app-webhook"' in page and "installation token of the GitHub App" in page
+    assert 'id="webhook-url"' not in page
     old.refresh_from_db()
     assert old.installation == inst and old.bot_login == ""  # switched to the App
     app.refresh_from_db()
