@@ -1,0 +1,1 @@
+"""Forks, replays and comparisons of runs (issue 33)."""
