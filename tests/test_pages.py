@@ -183,3 +183,49 @@ def test_an_htmx_cancel_marks_its_notice_for_reading_out(alice_client, alice):
                              HTTP_HX_REQUEST="true").content.decode()
     assert '<p class="notice" data-announce>Run cancelled.</p>' in page
     assert page.lstrip().startswith('<section class="card run-header" id="run-header"')
+
+
+# --- issue 32: under make dev a missing page is the app's own 404 ---------------------------
+@pytest.mark.parametrize("who", ["alice", "anonymous"])
+def test_under_debug_an_unknown_address_is_the_apps_404_page(client, alice, settings, who):
+    """make dev runs with DEBUG=true, which showed Django's technical 404 (every URL pattern,
+    "You're seeing this error because you have DEBUG = True")."""
+    settings.DEBUG = True
+    if who == "alice":
+        client.force_login(alice)
+    response = client.get("/no/such/<page>/")
+    assert response.status_code == 404
+    page = response.content.decode()
+    assert 'id="not-found"' in page and "There is no page here" in page
+    assert "<code>/no/such/%3Cpage%3E/</code>" in page and "<page>" not in page
+    assert "URLconf" not in page and "DEBUG = True" not in page
+    assert 'id="live-status"' in page  # the app's own layout
+
+
+def test_under_debug_a_run_of_someone_else_is_the_apps_404_page(bob_client, settings, alice):
+    settings.DEBUG = True
+    run = engine.create_run(alice, "plan_execute", "Collect logs.", options={}, models={},
+                            enqueue=False)
+    response = bob_client.get(run.get_absolute_url())
+    assert response.status_code == 404
+    page = response.content.decode()
+    assert 'id="not-found"' in page and "DEBUG = True" not in page
+
+
+def test_under_debug_a_missing_slash_is_still_added(alice_client, settings):
+    settings.DEBUG = True
+    response = alice_client.get("/runs/new")
+    assert response.status_code == 301 and response["Location"] == "/runs/new/"
+
+
+def test_quorum_debug_404_gives_django_s_page_back(alice_client, settings):
+    settings.DEBUG = True
+    settings.QUORUM_DEBUG_404 = True
+    response = alice_client.get("/no/such/page/")
+    assert response.status_code == 404 and "URLconf" in response.content.decode()
+
+
+def test_without_debug_an_unknown_address_is_the_same_page(alice_client, settings):
+    settings.DEBUG = False
+    response = alice_client.get("/no/such/page/")
+    assert response.status_code == 404 and 'id="not-found"' in response.content.decode()
