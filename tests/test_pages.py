@@ -229,3 +229,31 @@ def test_without_debug_an_unknown_address_is_the_same_page(alice_client, setting
     settings.DEBUG = False
     response = alice_client.get("/no/such/page/")
     assert response.status_code == 404 and 'id="not-found"' in response.content.decode()
+
+
+# --- issue 32: the start form says what each pattern is for, and offers only its options ----
+def test_the_start_form_says_in_one_line_what_each_pattern_is_for(alice_client):
+    page = alice_client.get(reverse("start_run")).content.decode()
+    from agents_app.patterns import task_patterns
+
+    for pattern in task_patterns():
+        purpose = pattern.purpose
+        # One sentence, short enough to read at a glance under the pattern's name.
+        assert purpose.startswith("For ") and purpose.endswith(".") and len(purpose) <= 90, \
+            (pattern.name, purpose)
+        assert purpose.count(". ") == 0, purpose
+        assert (f'<p class="hint purpose" id="purpose-{pattern.name}" '
+                f'data-for="{pattern.name}">{html_lib.escape(purpose)}</p>') in page
+
+
+def test_the_start_form_offers_ask_person_to_react_only(alice_client):
+    """ReWOO offered "ask person", then refused it ("ReWOO plans all its calls before any
+    runs…"): each tool's box now names the patterns that take it."""
+    page = alice_client.get(reverse("start_run")).content.decode()
+    boxes = {value: patterns for patterns, value in
+             re.findall(r'<label data-for="([^"]+)"><input type="checkbox" name="tools" '
+                        r'value="(\w+)"', page)}
+    assert boxes["ask_person"] == "react"
+    assert boxes["calculator"] == boxes["current_time"] == "rewoo react"
+    assert set(boxes) == set(PATTERNS["react"].options.model_fields["tools"].annotation
+                             .__args__[0].__args__)

@@ -198,7 +198,10 @@ class Pattern:
     # of its gates (same ``{n}`` numbers as ``stage_labels``).
     stage_lines: dict[str, str] = {}
     gate_lines: dict[str, str] = {}
-    summary: str = ""  # one sentence: what it does (the README's table, the start form)
+    summary: str = ""  # one sentence: what it does (manage.py patterns)
+    # One short sentence, "For …": what a person would choose it for. The start form shows it
+    # under the pattern's name (a pattern started from a task has one; a test checks it).
+    purpose: str = ""
     roles: tuple[str, ...] = ()
     # The kind of model a role gets unless configured: "default", "cheap" (a light task) or
     # "other-family" (a reviewer from another model family than the default, when there is one).

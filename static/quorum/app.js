@@ -177,6 +177,10 @@
       // A hidden field is not sent: a leftover value of another pattern cannot block this one.
       el.querySelectorAll("input, select, textarea").forEach(function (f) { f.disabled = hide; });
     });
+    // The line that says what the chosen pattern is for describes the menu.
+    var purpose = form.querySelector("#purpose-" + select.value);
+    if (purpose) select.setAttribute("aria-describedby", purpose.id);
+    else select.removeAttribute("aria-describedby");
   }
 
   document.addEventListener("change", function (ev) {

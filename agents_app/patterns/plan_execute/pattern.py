@@ -108,6 +108,7 @@ class PlanExecute(Pattern):
                    "synthesize": "The synthesizer is writing the answer.",
                    "direct": "Answering directly."}
     gate_lines = {PLAN_GATE: "Waiting for you: approve, edit or reject the plan."}
+    purpose = "For multi-step work you want to read, edit and approve before it runs."
     summary = ("A planner writes numbered steps; you approve, edit or reject the plan; an "
                "executor carries out each step; a synthesizer writes the answer.")
     roles = ("planner", "executor", "synthesizer")

@@ -72,6 +72,7 @@ class VoteOptions(PatternOptions):
 class QuorumVote(Pattern):
     name = "vote"
     label = "Quorum vote"
+    purpose = "For a question with one right answer: several models answer, the most agreed wins."
     summary = ("Several models answer the same task independently; an aggregator groups the "
                "equivalent answers, and the largest group's answer wins when enough voters "
                "agree. Otherwise you pick, edit, or ask for another round.")
