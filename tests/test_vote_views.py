@@ -71,7 +71,8 @@ def test_pick_completes_with_the_groups_answer(alice_client, waiting):
     r = decide(alice_client, waiting, action="pick", group="2", htmx=True)
     assert r.status_code == 200
     body = r.content.decode()
-    assert "You picked the answer of group 2" in body and 'id="gate-status"' in body
+    assert "alice picked the answer of group 2" in body and 'id="gate-status"' in body
+    assert "The run is finishing with the answer chosen." in body
     run = engine.run_inline(waiting.pk)
     assert run.status == "completed"
     assert run.answer.startswith("**Start from “three”.**")
@@ -165,6 +166,23 @@ def test_a_refused_edit_shows_the_text_again_without_control_characters(alice_cl
     body = r.content.decode()
     assert r.status_code == 400 and "My answer here</textarea>" in body
     assert re.search(r'<details class="edit" open>', body)
+
+
+def test_an_edit_sent_after_the_pick_names_who_picked_and_comes_back(alice_client, waiting):
+    """Issue 32: a second tab's edit was dropped with a generic message."""
+    seq = waiting.stage_seq
+    assert decide(alice_client, waiting, action="pick", group="2").status_code == 200
+    r = decide(alice_client, waiting, seq=seq, action="edit", group="1", htmx=True,
+               answer="Insertion sort, <em>always</em>.")
+    body = r.content.decode()
+    assert r.status_code == 409
+    assert re.search(r"no longer waiting for that decision.*At [\d:]+, alice picked the answer "
+                     r"of group 2", body)
+    unsent = body.split('id="unsent"', 1)[1]
+    assert "Your edit of group 1&#x27;s answer" in unsent
+    assert "Insertion sort, &lt;em&gt;always&lt;/em&gt;.</textarea>" in unsent
+    decision = RunItem.objects.get(run=waiting, kind="decision").data
+    assert (decision["action"], decision["group"]) == ("pick", 2)
 
 
 def test_a_stale_page_gets_409(alice_client, waiting):

@@ -198,6 +198,11 @@ class Pattern:
     # of its gates (same ``{n}`` numbers as ``stage_labels``).
     stage_lines: dict[str, str] = {}
     gate_lines: dict[str, str] = {}
+    # What the run does after a person's decision, by run status ("executing": "The executor
+    # is carrying out the plan's steps."): the run page's status line (agents_app/notices.py)
+    # says it under the decision until the run's status changes. A status without a line
+    # gets a plain one.
+    status_lines: dict[str, str] = {}
     summary: str = ""  # one sentence: what it does (manage.py patterns)
     # One short sentence, "For …": what a person would choose it for. The start form shows it
     # under the pattern's name (a pattern started from a task has one; a test checks it).

@@ -147,6 +147,8 @@ class ReAct(Pattern):
                    "final": "Writing the final answer."}
     gate_lines = {APPROVAL_GATE: "Waiting for you: approve, edit or reject the tool call.",
                   ASK_GATE: "Waiting for you: the agent asked you a question."}
+    status_lines = {"executing": "The agent goes on: it thinks, then acts.",
+                    "synthesizing": "The agent is writing its final answer."}
     roles = ("agent",)
     gates = (APPROVAL_GATE, ASK_GATE)
     options = ReActOptions

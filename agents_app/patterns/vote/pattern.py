@@ -83,6 +83,9 @@ class QuorumVote(Pattern):
                    "final": "Finishing with the answer you chose."}
     gate_lines = {GATE: "Waiting for you: the voters did not agree enough. Pick an answer, "
                         "edit one, or ask for another round."}
+    status_lines = {"executing": "The voters are answering again.",
+                    "reviewing": "The aggregator is grouping the answers.",
+                    "synthesizing": "The run is finishing with the answer chosen."}
     roles = (*VOTER_ROLES, "aggregator")
     role_defaults = {role: "other-family" for role in VOTER_ROLES[1::2]}
     options = VoteOptions
