@@ -185,6 +185,18 @@ def test_an_htmx_cancel_marks_its_notice_for_reading_out(alice_client, alice):
     assert page.lstrip().startswith('<section class="card run-header" id="run-header"')
 
 
+# --- issue 32: pages that stay true ---------------------------------------------------------
+def test_a_run_stopped_by_its_budget_says_budget_exceeded_once(alice_client, no_schedule):
+    """The page said "Budget exceeded: Budget exceeded: used 155 of the 100 tokens…"."""
+    run = start(alice_client, pattern="plan_execute", task="Collect logs, then find the error.",
+                auto_approve="on", max_tokens="100")
+    assert run.status == "budget_exceeded" and run.error.startswith("Budget exceeded: ")
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    header = plain(page.split('id="run-header"', 1)[1].split("</section>", 1)[0])
+    assert header.count("Budget exceeded") == 2, header  # the status badge and the reason
+    assert "Budget exceeded: used 155 of the 100 tokens allowed" in header
+
+
 # --- issue 32: under make dev a missing page is the app's own 404 ---------------------------
 @pytest.mark.parametrize("who", ["alice", "anonymous"])
 def test_under_debug_an_unknown_address_is_the_apps_404_page(client, alice, settings, who):

@@ -215,3 +215,17 @@ def test_a_flood_of_steps_is_refused_in_words_not_a_500(alice_client, gated_run,
     assert response.status_code == status
     assert said in response.content.decode()
     nothing_decided(gated_run)
+
+
+@pytest.mark.parametrize("htmx", [True, False])
+def test_a_rejection_without_feedback_keeps_the_reject_box_open_beside_its_error(
+        alice_client, gated_run, htmx):
+    """Issue 32: the "Reject with feedback" box closed as its error appeared, hiding the very
+    field the error asks for."""
+    response = decide(alice_client, gated_run, htmx=htmx, action="reject",
+                      seq=gated_run.stage_seq, feedback="")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "Say what is wrong with the plan, so the planner can fix it." in html
+    assert '<details class="reject" open>' in html
+    nothing_decided(gated_run)

@@ -18,7 +18,6 @@ from django.urls import reverse
 from agents_app import engine
 from agents_app.forms import HistoryFilterForm, StartRunForm
 from agents_app.models import Run, RunItem
-from agents_app.patterns import PATTERNS
 
 # Voters answer side by side on helper threads, each with its own database connection:
 # they must see the committed run, so these tests commit (like the worker does).
@@ -45,6 +44,17 @@ def waiting(alice_client, no_schedule) -> Run:
     return run
 
 
+def test_the_run_page_names_only_the_voters_the_run_has(alice_client, waiting):
+    """Issue 32: a three-voter run's header listed voter_1 to voter_7."""
+    page = alice_client.get(waiting.get_absolute_url()).content.decode()
+    header = page.split('id="run-header"', 1)[1].split("</section>", 1)[0]
+    assert re.findall(r"<span>(voter_\d|aggregator): ", header) == [
+        "voter_1", "voter_2", "voter_3", "aggregator"]
+    five = start(alice_client, voters="5")
+    assert [r for r in five.models_used if r.startswith("voter_")] == [
+        f"voter_{i}" for i in range(1, 6)]
+
+
 def decide(client, run, htmx=False, **data):
     data.setdefault("seq", run.stage_seq)
     extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
@@ -53,7 +63,8 @@ def decide(client, run, htmx=False, **data):
 
 def test_from_the_form_to_the_gate(alice_client, waiting):
     run = waiting
-    assert set(run.models_used) == set(PATTERNS["vote"].roles)
+    # Only the roles a three-voter run uses (issue 32: the header listed seven voters).
+    assert list(run.models_used) == ["voter_1", "voter_2", "voter_3", "aggregator"]
     assert run.options["voters"] == 3 and run.options["threshold"] == 75
     kinds = list(RunItem.objects.filter(run=run).values_list("kind", "key"))
     assert kinds == [("answer", "1:1"), ("answer", "1:2"), ("answer", "1:3"), ("grouping", "1")]

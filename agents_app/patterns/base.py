@@ -250,6 +250,11 @@ class Pattern:
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         return {"task": task, "options": dict(options)}
 
+    def roles_used(self, options: dict[str, Any]) -> tuple[str, ...]:
+        """The roles a run with ``options`` calls (all of them unless the options leave some
+        out): the run's role → model map keeps these only, so its page names no other."""
+        return self.roles
+
     def bind_run(self, state: dict[str, Any], run_id: int) -> dict[str, Any]:
         """The state once the run has its id (for names derived from it, like a branch)."""
         return state

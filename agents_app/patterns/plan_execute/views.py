@@ -38,8 +38,11 @@ def plan_decision(request, pk: int):
     every step, so a plan whose steps were all deleted is an empty plan, refused."""
     run = owned_run(request, pk)
     form = PlanDecisionForm(request.POST)
+    # What the person sent, shown again with a refusal; a refused rejection keeps its box open
+    # (its error asks for the feedback that box holds).
     shown = {"edited_steps": form.shown_steps(),
-             "feedback": without_control_characters(request.POST.get("feedback", ""))}
+             "feedback": without_control_characters(request.POST.get("feedback", "")),
+             "failed_action": request.POST.get("action", "")}
     if not form.is_valid():
         return _plan_panel(request, run, 400, error=read_errors(form), **shown)
     d = form.cleaned_data

@@ -107,6 +107,11 @@ class QuorumVote(Pattern):
     def first_stage(self, state: dict[str, Any]) -> str:
         return "vote:1"
 
+    def roles_used(self, options: dict[str, Any]) -> tuple[str, ...]:
+        """The first ``voters`` voter slots and the aggregator: the higher slots are unused."""
+        voters = int(options.get("voters") or len(VOTER_ROLES))
+        return (*VOTER_ROLES[:voters], "aggregator")
+
     def status_for(self, stage: str) -> str:
         kind = (stage or "").split(":")[0]
         return {"vote": "executing", "aggregate": "reviewing"}.get(kind, "synthesizing")
