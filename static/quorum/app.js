@@ -335,6 +335,39 @@
     if (tl) tl.dataset.lastSeq = String(lastSeq());
   });
 
+  // --- the timeline follows new events -----------------------------------------------------
+  // Its list scrolls inside its card, newest last: it opens at the newest event and stays
+  // there as events arrive, unless the person scrolled up to read an older one.
+  var following = true;
+  function atEnd(tl) { return tl.scrollHeight - tl.scrollTop - tl.clientHeight < 24; }
+  function toEnd() {
+    var tl = document.getElementById("timeline");
+    if (tl) tl.scrollTop = tl.scrollHeight;
+  }
+  document.addEventListener("htmx:wsBeforeMessage", function () {
+    var tl = document.getElementById("timeline");
+    following = !tl || atEnd(tl);
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () { if (following) toEnd(); });
+  document.addEventListener("DOMContentLoaded", toEnd);
+
+  // --- text boxes grow with their text -----------------------------------------------------
+  // app.css sizes them by their content (field-sizing); where a browser cannot, this does.
+  var sizesItself = window.CSS && CSS.supports && CSS.supports("field-sizing", "content");
+  function grow(area) {
+    if (sizesItself || !area.matches(".plan-step textarea, .unsent textarea")) return;
+    area.style.height = "auto";
+    area.style.height = area.scrollHeight + 2 + "px";
+  }
+  function growAll(root) {
+    if (sizesItself || !root || !root.querySelectorAll) return;
+    root.querySelectorAll(".plan-step textarea, .unsent textarea").forEach(grow);
+  }
+  document.addEventListener("input", function (ev) {
+    if (ev.target.matches && ev.target.matches("textarea")) grow(ev.target);
+  });
+  document.addEventListener("htmx:load", function (ev) { growAll(ev.detail.elt); });
+  document.addEventListener("DOMContentLoaded", function () { growAll(document); });
 })();
 
 // Review form: show the fields of the chosen source only.
