@@ -97,11 +97,20 @@ class StartRunForm(forms.Form):
         return [self[n] for n in names]
 
     def other_option_fields(self):
-        """Lists of choices, text boxes and check boxes, each on a line of its own."""
+        """Lists of choices, text boxes and check boxes, each on a line of its own: (bound
+        field, kind, boxes), where a list of choices has its boxes, each with the patterns
+        that take it (ReWOO's tools have no "ask person"), so the page shows only those."""
         order = {"choices": 0, "text": 1, "flag": 2}
         entries = sorted((e for e in self.options_fields.values() if e.kind != "value"),
                          key=lambda e: order[e.kind])
-        return [(self[e.name], e.kind) for e in entries]
+        return [(self[e.name], e.kind, [
+            (box, " ".join(e.choice_patterns.get(box.data["value"], e.patterns)))
+            for box in self[e.name]] if e.kind == "choices" else [])
+            for e in entries]
+
+    def pattern_purposes(self):
+        """What each pattern is for, in one line, shown under the chosen pattern's name."""
+        return [p for p in task_patterns() if p.purpose]
 
     def clean_task(self):
         return clean_task_text(self.cleaned_data["task"], "task", "Describe the task.")

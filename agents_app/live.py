@@ -14,16 +14,17 @@ from .patterns import PATTERNS
 
 LIVE_MESSAGE_LIMIT = 900_000  # bytes; Daphne refuses WebSocket messages over 1 MiB
 # The run page's own panels, around the pattern's.
-HEAD = ("header",)
+HEAD = ("gate-status", "header")  # the status line first: a panel's update may quote it
 TAIL = ("answer-panel", "calls-panel")
 
 
 def panels_for(run: Run, kinds) -> set[str]:
-    """The panels of ``run``'s page that events of ``kinds`` change (the header always)."""
+    """The panels of ``run``'s page that events of ``kinds`` change (the header and the status
+    line always: both follow the run's state)."""
     pattern = PATTERNS.get(run.pattern)
     own = set(pattern.panels) if pattern else set()
     table = dict(pattern.live_events) if pattern else {}
-    panels = {"header"}
+    panels = {"header", "gate-status"}
     for kind in kinds:
         if kind == "model_call":
             panels.add("calls-panel")

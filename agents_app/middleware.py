@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
+from django.views.defaults import page_not_found
 
 METHOD_WORDS = {"GET": "opening it as a page", "POST": "sending a form to it"}
 
@@ -83,3 +84,38 @@ class FormOverLimits:
             return HttpResponse(text, status=413, content_type="text/plain; charset=utf-8")
         return render(request, "413.html", {"text": text, "back": page_above(request.path)},
                       status=413)
+
+
+class NotFoundPage:
+    """Under DEBUG (``make dev`` sets it), a missing page is the app's own 404 page, the one
+    production serves (``templates/404.html``), not Django's technical 404, which lists every
+    URL pattern and says "you have DEBUG = True" to a person who mistyped an address.
+
+    Why a middleware: Django calls ``handler404`` only when DEBUG is off; with DEBUG on it
+    always renders its technical page, and no setting of Django's changes that. A middleware
+    sees both ways a page is missing: a view's Http404 (``process_exception``) and an address
+    no URL pattern matched (a 404 answer with no ``resolver_match``: the resolver raised
+    before any view). It answers both with Django's own ``page_not_found``, as production
+    does, and leaves a view's own 404 answer alone (a webhook's, say). DEBUG keeps its other
+    help (tracebacks of errors, static files from the source tree, the network guard).
+    Placed after CommonMiddleware, whose missing-slash redirect still sees the 404.
+    ``QUORUM_DEBUG_404=true`` brings Django's technical page back (to look at the URL
+    patterns)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    @staticmethod
+    def active() -> bool:
+        return settings.DEBUG and not settings.QUORUM_DEBUG_404
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.status_code == 404 and request.resolver_match is None and self.active():
+            return page_not_found(request, Resolver404({"path": request.path_info}))
+        return response
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, Http404) and self.active():
+            return page_not_found(request, exception)
+        return None

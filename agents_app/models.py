@@ -115,6 +115,16 @@ class Run(models.Model):
         return self.prompt_tokens + self.completion_tokens
 
     @property
+    def error_detail(self) -> str:
+        """The error as a page shows it after the status in words ("Budget exceeded: …"):
+        without those words again when the message starts with them (the budget's and the
+        time limit's messages do, for the command line, which prints them alone)."""
+        label = f"{self.get_status_display()}:"
+        if self.error[: len(label)].lower() == label.lower():
+            return self.error[len(label):].lstrip()
+        return self.error
+
+    @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL
 

@@ -35,6 +35,9 @@ class OptionField:
     patterns: list[str] = field(default_factory=list)
     kind: str = "value"  # value | flag | choices | text
     helps: list[str] = field(default_factory=list)
+    # For a list of choices shared by patterns that do not all take every choice (ReAct's
+    # tools and ReWOO's, which has no ask_person): the patterns each choice belongs to.
+    choice_patterns: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def flag(self) -> str:
@@ -145,6 +148,13 @@ def _same(a: forms.Field, b: forms.Field) -> bool:
     return shape(a) == shape(b)
 
 
+def _mergeable(a: forms.Field, b: forms.Field) -> bool:
+    """Two lists of check boxes of the same name and label: one field, each box shown for the
+    patterns that take it."""
+    return isinstance(a, forms.MultipleChoiceField) and type(a) is type(b) \
+        and a.label == b.label
+
+
 def option_fields(patterns: list[Pattern] | None = None) -> dict[str, OptionField]:
     """The fields of every option a person may set, by field name, in registry order. Two
     patterns share a field when their option of that name is the same; otherwise the later
@@ -157,10 +167,13 @@ def option_fields(patterns: list[Pattern] | None = None) -> dict[str, OptionFiel
                 continue
             made, kind = _make_field(pattern, option)
             name = option
-            if name in fields and not _same(fields[name].field, made):
+            if name in fields and not _same(fields[name].field, made) \
+                    and not _mergeable(fields[name].field, made):
                 name = f"{pattern.name}_{option}"
             entry = fields.setdefault(name, OptionField(name, option, made, kind=kind))
             entry.patterns.append(pattern.name)
+            if kind == "choices":
+                _add_choices(entry, made, pattern.name)
             default = default_of(pattern, option)
             entry.helps.append(f"{pattern.name}: {info.description or info.title}"
                                + (f" (default {_placeholder(default)})"
@@ -172,6 +185,19 @@ def option_fields(patterns: list[Pattern] | None = None) -> dict[str, OptionFiel
             if meta.get("web_only"):
                 entry.helps[-1] += " [web only]"
     return fields
+
+
+def _add_choices(entry: OptionField, made: forms.Field, pattern: str) -> None:
+    """``made``'s choices in ``entry``'s field (the union, in first-seen order), each noting
+    that ``pattern`` takes it."""
+    shared = entry.field
+    known = [value for value, _ in shared.choices]
+    extra_choices = [(v, label) for v, label in made.choices
+                     if v not in known]
+    if extra_choices:
+        shared.choices = [*shared.choices, *extra_choices]
+    for value, _ in made.choices:
+        entry.choice_patterns.setdefault(value, []).append(pattern)
 
 
 def options_from(pattern: Pattern, fields: dict[str, OptionField], values: dict[str, Any], *,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .models import Run
+from .notices import run_notice
 from .patterns import PATTERNS
 from .patterns.registry import part_of
 
@@ -22,6 +23,9 @@ def run_context(run: Run, **extra) -> dict:
         # ``last_seq``), so the page never counts an event whose effects it does not show.
         "events": (events := list(run.events.filter(seq__lte=run.last_event_seq))),
         "last_seq": events[-1].seq if events else 0,
+        # The status line (what a person last decided, what the run does now): drawn on the
+        # page, in the answer to a decision and in every live update (notices.py).
+        "run_notice": run_notice(run, pattern, events),
     }
     if template:
         ctx.update(_panel_context(pattern, run, extra))

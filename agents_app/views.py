@@ -3,6 +3,8 @@ steps, answer, model-call trace). One view per page; htmx requests get the named
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -16,10 +18,14 @@ from .forms import (
     StartRunForm,
 )
 from .models import ModelCall, Run
+from .notices import notice_for
 from .patterns.base import Decision, InvalidDecision
 from .run_page import run_context
 from .search import history
 from .trace import call_io
+
+# What a person typed for a decision: (label, text) pairs, or a function that makes them.
+Unsent = Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]]
 
 
 @login_required
@@ -83,14 +89,25 @@ def render_panel(request, page: str, panel: str, ctx: dict, status: int = 200):
     return render(request, f"{page}#{panel}" if request.htmx else page, ctx, status=status)
 
 
-def decide_and_show(request, run: Run, seq: int, decision: Decision, show, **invalid_extra):
-    """Apply a person's decision and answer with ``show(run, status, **extra)``: 409 when the
-    page was out of date, 400 with the reason when the decision cannot apply."""
+def decide_and_show(request, run: Run, seq: int, decision: Decision, show, *,
+                    unsent: Unsent = (), **invalid_extra):
+    """Apply a person's decision and answer with ``show(run, status, **extra)``: 400 with the
+    reason when the decision cannot apply; 409 when the page was out of date, saying who
+    decided what and when and what the run does now, with ``unsent`` — (label, text) pairs of
+    what the person typed, or a function that makes them — given back to copy, never applied
+    (``unsent`` on the page)."""
     try:
         run = engine.decide(run, request.user, seq, decision)
-    except engine.StaleDecision as exc:
+    except engine.StaleDecision:
         run.refresh_from_db()
-        return show(run, 409, error=str(exc))
+        pairs = unsent() if callable(unsent) else unsent
+        kept = [(label, text) for label, text in pairs if text.strip()]
+        notice = notice_for(run)
+        message = ("This page was out of date: the run is no longer waiting for that "
+                   f"decision, so nothing you sent was applied. {notice}")
+        if kept:
+            message += " What you typed is kept under “Not sent” above."
+        return show(run, 409, error=message, unsent=kept, unsent_because=notice.decided)
     except InvalidDecision as exc:
         return show(run, 400, error=str(exc), **invalid_extra)
     return show(run, 200)
@@ -99,29 +116,27 @@ def decide_and_show(request, run: Run, seq: int, decision: Decision, show, **inv
 RUN_PAGE = "agents_app/run_detail.html"
 
 
-def gate_answer(request, run: Run, panel: str, status: int, gate_status: str = "", **extra):
-    """The answer to a gate decision: the gate's panel, and the page's status region with
-    ``gate_status`` (what was decided, focused so that a screen reader says it). The status
-    region is outside the panels, which live updates replace, so focus stays on it."""
-    ctx = run_context(run, gate_status=gate_status, **extra)
+def gate_answer(request, run: Run, panel: str, status: int, **extra):
+    """The answer to a gate decision: the gate's panel, and the page's status line (derived
+    from the run, ``agents_app/notices.py``), focused after a decision so that a screen
+    reader says it. The status line is outside the panels, which live updates replace, and
+    they change its content, not the region, so the focus stays on it."""
+    ctx = run_context(run, focus_notice=status == 200, **extra)
     if not request.htmx:
         return render(request, RUN_PAGE, ctx, status=status)
     source = ctx["panel_template"] if panel in ctx["pattern_panels"] and ctx["panel_template"] \
         else RUN_PAGE
     # After a stale decision (409) the run has moved on: the header and the answer come along,
-    # so the page does not show its old status beside the new panel. Otherwise they are left
-    # to the live channel, whose newer update may already be on the page.
-    parts = ("gate-status", "header", "answer-panel") if status == 409 else ("gate-status",)
+    # so the page does not show its old status beside the new panel, and what the person
+    # typed comes back outside the panels (the next live update would replace a panel).
+    # Otherwise they are left to the live channel, whose newer update may be on the page.
+    parts: tuple[str, ...] = ("gate-status",)
+    if status == 409:
+        parts += ("header", "answer-panel") + (("unsent",) if ctx.get("unsent") else ())
     html = "".join([render_to_string(f"{source}#{panel}", ctx, request),
                     *[render_to_string(f"{RUN_PAGE}#{part}", {**ctx, "oob": True}, request)
                       for part in parts]])
     return HttpResponse(html, status=status)
-
-
-
-
-@login_required
-@require_POST
 
 
 @login_required

@@ -65,6 +65,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "agents_app.middleware.MethodNotAllowedPage",  # a 405 says why instead of a blank page
+    # Under DEBUG too, a missing page is the app's 404 page, not Django's technical one.
+    "agents_app.middleware.NotFoundPage",
     # A form past Django's limits: 413 said plainly, before any view (and the CSRF check).
     "agents_app.middleware.FormOverLimits",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -205,6 +207,9 @@ QUORUM_OFFLINE_LATENCY = env.float("QUORUM_OFFLINE_LATENCY", default=0.0, high=6
 # A provider or model call made inside a database transaction raises instead of holding the
 # transaction's locks for the whole wait (common/netguard.py). On under DEBUG and in tests.
 QUORUM_NET_GUARD = env.bool("QUORUM_NET_GUARD", default=DEBUG)
+# Under DEBUG a missing page is the app's own 404 page (agents_app.middleware.NotFoundPage);
+# true shows Django's technical 404 instead (it lists the URL patterns).
+QUORUM_DEBUG_404 = env.bool("QUORUM_DEBUG_404", default=False)
 # Tests set this to False: then code hosts (GitHub, GitLab, Forgejo) are called only on
 # loopback addresses (the test suite's fake provider servers).
 QUORUM_ALLOW_PROVIDER_REQUESTS = env.bool("QUORUM_ALLOW_PROVIDER_REQUESTS", default=True)

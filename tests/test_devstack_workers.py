@@ -2,6 +2,7 @@
 forked from one parent), beat in a process of its own, and bad settings refused in one line."""
 
 import shlex
+from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,69 @@ def test_make_dev_runs_devstack_prepare():
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     dev = makefile.split("\ndev:", 1)[1].split("\n\n", 1)[0]
     assert "manage.py devstack --prepare" in dev and "migrate" not in dev
+
+
+class FakeManager:
+    """honcho's Manager, recording what would start (and starting nothing)."""
+
+    started: dict = {}
+
+    def __init__(self):
+        FakeManager.started = {}
+        self.returncode = 0
+
+    def add_process(self, name, cmd, env=None):
+        FakeManager.started[name] = env
+
+    def loop(self):
+        pass
+
+
+def run_devstack(monkeypatch, *args) -> str:
+    out = StringIO()
+    monkeypatch.setattr(devstack, "Manager", FakeManager)
+    with pytest.raises(SystemExit):
+        call_command("devstack", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_make_dev_gives_the_offline_model_a_visible_pace_and_says_so(monkeypatch, settings):
+    """Issue 32: offline runs finished before their page had loaded, so a new user never saw
+    the live view. make dev (and only it) slows each offline call to 0.4 s, and says so."""
+    monkeypatch.delenv("QUORUM_OFFLINE_LATENCY", raising=False)
+    assert settings.QUORUM_OFFLINE_LATENCY == 0  # the setting's own default: no pace
+    said = run_devstack(monkeypatch, "--port", "8123")
+    for name in ("web", "workers", "beat"):
+        assert FakeManager.started[name]["QUORUM_OFFLINE_LATENCY"] == "0.4"
+    line = said.strip().splitlines()[-1]
+    assert line.startswith("Quorum on http://127.0.0.1:8123 — ")
+    assert "offline model: 0.4 s a call (make dev's pace; QUORUM_OFFLINE_LATENCY=0 for none)" \
+        in line
+
+
+@pytest.mark.parametrize(("value", "said"), [("0", "offline model: no pace"),
+                                             ("1.5", "offline model: 1.5 s a call")])
+def test_quorum_offline_latency_still_sets_the_pace(monkeypatch, value, said):
+    monkeypatch.setenv("QUORUM_OFFLINE_LATENCY", value)
+    out = run_devstack(monkeypatch)
+    assert FakeManager.started["workers"]["QUORUM_OFFLINE_LATENCY"] == value
+    assert said in out and "(QUORUM_OFFLINE_LATENCY)" in out and "make dev's pace" not in out
+
+
+def test_the_first_account_message_names_the_address_served(monkeypatch):
+    """It said http://127.0.0.1:8000 with --port 8123."""
+    monkeypatch.delenv("QUORUM_PORT", raising=False)
+    monkeypatch.delenv("QUORUM_ADMIN_PASSWORD", raising=False)
+    done = {}
+    monkeypatch.setattr(devstack, "call_command",
+                        lambda name, *args, **kw: done.setdefault(name, kw))
+    run_devstack(monkeypatch, "--prepare", "--port", "8123", "--host", "127.0.0.2")
+    assert done["ensure_first_user"]["url"] == "http://127.0.0.2:8123"
+
+
+@pytest.mark.django_db
+def test_ensure_first_user_prints_the_address_it_is_given(monkeypatch):
+    monkeypatch.delenv("QUORUM_ADMIN_PASSWORD", raising=False)
+    out = StringIO()
+    call_command("ensure_first_user", url="http://127.0.0.1:8123", stdout=out)
+    assert "sign in at http://127.0.0.1:8123\n" in out.getvalue()

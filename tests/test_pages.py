@@ -183,3 +183,89 @@ def test_an_htmx_cancel_marks_its_notice_for_reading_out(alice_client, alice):
                              HTTP_HX_REQUEST="true").content.decode()
     assert '<p class="notice" data-announce>Run cancelled.</p>' in page
     assert page.lstrip().startswith('<section class="card run-header" id="run-header"')
+
+
+# --- issue 32: pages that stay true ---------------------------------------------------------
+def test_a_run_stopped_by_its_budget_says_budget_exceeded_once(alice_client, no_schedule):
+    """The page said "Budget exceeded: Budget exceeded: used 155 of the 100 tokens…"."""
+    run = start(alice_client, pattern="plan_execute", task="Collect logs, then find the error.",
+                auto_approve="on", max_tokens="100")
+    assert run.status == "budget_exceeded" and run.error.startswith("Budget exceeded: ")
+    page = alice_client.get(run.get_absolute_url()).content.decode()
+    header = plain(page.split('id="run-header"', 1)[1].split("</section>", 1)[0])
+    assert header.count("Budget exceeded") == 2, header  # the status badge and the reason
+    assert "Budget exceeded: used 155 of the 100 tokens allowed" in header
+
+
+# --- issue 32: under make dev a missing page is the app's own 404 ---------------------------
+@pytest.mark.parametrize("who", ["alice", "anonymous"])
+def test_under_debug_an_unknown_address_is_the_apps_404_page(client, alice, settings, who):
+    """make dev runs with DEBUG=true, which showed Django's technical 404 (every URL pattern,
+    "You're seeing this error because you have DEBUG = True")."""
+    settings.DEBUG = True
+    if who == "alice":
+        client.force_login(alice)
+    response = client.get("/no/such/<page>/")
+    assert response.status_code == 404
+    page = response.content.decode()
+    assert 'id="not-found"' in page and "There is no page here" in page
+    assert "<code>/no/such/%3Cpage%3E/</code>" in page and "<page>" not in page
+    assert "URLconf" not in page and "DEBUG = True" not in page
+    assert 'id="live-status"' in page  # the app's own layout
+
+
+def test_under_debug_a_run_of_someone_else_is_the_apps_404_page(bob_client, settings, alice):
+    settings.DEBUG = True
+    run = engine.create_run(alice, "plan_execute", "Collect logs.", options={}, models={},
+                            enqueue=False)
+    response = bob_client.get(run.get_absolute_url())
+    assert response.status_code == 404
+    page = response.content.decode()
+    assert 'id="not-found"' in page and "DEBUG = True" not in page
+
+
+def test_under_debug_a_missing_slash_is_still_added(alice_client, settings):
+    settings.DEBUG = True
+    response = alice_client.get("/runs/new")
+    assert response.status_code == 301 and response["Location"] == "/runs/new/"
+
+
+def test_quorum_debug_404_gives_django_s_page_back(alice_client, settings):
+    settings.DEBUG = True
+    settings.QUORUM_DEBUG_404 = True
+    response = alice_client.get("/no/such/page/")
+    assert response.status_code == 404 and "URLconf" in response.content.decode()
+
+
+def test_without_debug_an_unknown_address_is_the_same_page(alice_client, settings):
+    settings.DEBUG = False
+    response = alice_client.get("/no/such/page/")
+    assert response.status_code == 404 and 'id="not-found"' in response.content.decode()
+
+
+# --- issue 32: the start form says what each pattern is for, and offers only its options ----
+def test_the_start_form_says_in_one_line_what_each_pattern_is_for(alice_client):
+    page = alice_client.get(reverse("start_run")).content.decode()
+    from agents_app.patterns import task_patterns
+
+    for pattern in task_patterns():
+        purpose = pattern.purpose
+        # One sentence, short enough to read at a glance under the pattern's name.
+        assert purpose.startswith("For ") and purpose.endswith(".") and len(purpose) <= 90, \
+            (pattern.name, purpose)
+        assert purpose.count(". ") == 0, purpose
+        assert (f'<p class="hint purpose" id="purpose-{pattern.name}" '
+                f'data-for="{pattern.name}">{html_lib.escape(purpose)}</p>') in page
+
+
+def test_the_start_form_offers_ask_person_to_react_only(alice_client):
+    """ReWOO offered "ask person", then refused it ("ReWOO plans all its calls before any
+    runs…"): each tool's box now names the patterns that take it."""
+    page = alice_client.get(reverse("start_run")).content.decode()
+    boxes = {value: patterns for patterns, value in
+             re.findall(r'<label data-for="([^"]+)"><input type="checkbox" name="tools" '
+                        r'value="(\w+)"', page)}
+    assert boxes["ask_person"] == "react"
+    assert boxes["calculator"] == boxes["current_time"] == "rewoo react"
+    assert set(boxes) == set(PATTERNS["react"].options.model_fields["tools"].annotation
+                             .__args__[0].__args__)

@@ -172,14 +172,16 @@ def test_a_stale_page_cannot_approve_the_plan_it_no_longer_shows(alice_client, g
 # --- the decision is announced and focused ------------------------------------------------------
 def test_a_decision_is_announced_in_a_live_region_that_takes_focus(alice_client, gated_run):
     page = alice_client.get(gated_run.get_absolute_url()).content.decode()
-    assert '<div id="gate-status" class="gate-status" role="status" aria-live="polite">' in page
+    assert '<div id="gate-status" class="gate-status" role="status" aria-live="polite" ' \
+        'data-as-of=' in page
     response = decide(alice_client, gated_run, action="approve", seq=gated_run.stage_seq,
                       steps=["Only this step"])
     html = response.content.decode()
     status = re.search(r'<div id="gate-status"[^>]*hx-swap-oob="innerHTML">(.*?)</div>', html,
                        re.DOTALL)
     assert status, html[-500:]
-    assert 'tabindex="-1" autofocus data-focus-now>You approved plan v2 with your edits.' in status.group(1)
+    assert re.match(r'<p class="notice" tabindex="-1" autofocus data-focus-now><span class="decided">At [\d:]+, alice '
+                    r'edited and approved plan v2\.</span> The executor is carrying out', status.group(1))
 
 
 def test_a_refusal_is_an_alert_that_takes_focus(alice_client, gated_run):
@@ -212,4 +214,18 @@ def test_a_flood_of_steps_is_refused_in_words_not_a_500(alice_client, gated_run,
                       steps=steps)
     assert response.status_code == status
     assert said in response.content.decode()
+    nothing_decided(gated_run)
+
+
+@pytest.mark.parametrize("htmx", [True, False])
+def test_a_rejection_without_feedback_keeps_the_reject_box_open_beside_its_error(
+        alice_client, gated_run, htmx):
+    """Issue 32: the "Reject with feedback" box closed as its error appeared, hiding the very
+    field the error asks for."""
+    response = decide(alice_client, gated_run, htmx=htmx, action="reject",
+                      seq=gated_run.stage_seq, feedback="")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "Say what is wrong with the plan, so the planner can fix it." in html
+    assert '<details class="reject" open>' in html
     nothing_decided(gated_run)

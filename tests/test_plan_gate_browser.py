@@ -92,7 +92,9 @@ def test_empty_plan_is_refused_and_the_edited_plan_is_the_one_carried_out(live_s
     answer_after_live_update(page, "plan")
     page.click("#plan-form button[value=approve]")
     page.wait_for_function("() => document.getElementById('gate-status').innerText"
-                           ".includes('You approved plan v2 with your edits')", timeout=10_000)
+                           ".includes('alice edited and approved plan v2')", timeout=10_000)
+    page.wait_for_function("() => document.getElementById('gate-status')"
+                           ".contains(document.activeElement)", timeout=10_000)
     region = live_region(page)
     assert region["live"] == "polite" and region["role"] == "status"
     assert focus_inside(page, "#gate-status")
@@ -142,8 +144,11 @@ def test_ask_a_person_is_answered_on_the_page(live_stack, page, alice):
     answer_after_live_update(page, "tool")
     page.click("#items-panel button.primary")
     page.wait_for_function("() => document.getElementById('gate-status').innerText"
-                           ".includes('Your answer was sent to the agent')", timeout=10_000)
-    assert focus_inside(page, "#gate-status") and live_region(page)["live"] == "polite"
+                           ".includes('alice answered the agent')", timeout=10_000)
+    # The live update says it first; the answer, 2 s later, puts the focus on it.
+    page.wait_for_function("() => document.getElementById('gate-status')"
+                           ".contains(document.activeElement)", timeout=10_000)
+    assert live_region(page)["live"] == "polite"
     wait_completed(page)
     answer = page.locator("#answer-panel").inner_text()
     assert "You told me: Europe/Paris" in answer and "(Europe/Paris," in answer

@@ -6,6 +6,7 @@ a plain message with the text kept, never a 500; an answer sent twice is recorde
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -108,7 +109,8 @@ def test_the_pattern_refuses_control_characters_and_deep_arguments_from_any_call
 def test_a_rejection_is_announced(alice_client, approval_run):
     html = post(alice_client, approval_run, action="reject", seq=approval_run.stage_seq,
                 feedback="Not now").content.decode()
-    assert 'autofocus data-focus-now>You rejected the call.' in html and 'aria-live="polite"' in html
+    assert re.search(r'autofocus data-focus-now><span class="decided">At \d\d:\d\d:\d\d, alice rejected the call: Not '
+                     r'now\.</span> The agent goes on', html) and 'aria-live="polite"' in html
 
 
 # --- the ask-a-person gate -------------------------------------------------------------------
@@ -134,7 +136,12 @@ def test_an_answer_sent_twice_is_recorded_once(alice_client, ask_run):
     second = post(alice_client, ask_run, action="approve", seq=ask_run.stage_seq,
                   feedback="Europe/Paris")
     assert first.status_code == 200 and second.status_code == 409
-    assert 'autofocus data-focus-now>Your answer was sent to the agent' in first.content.decode()
+    assert re.search(r'autofocus data-focus-now><span class="decided">At [\d:]+, alice answered the agent\.',
+                     first.content.decode())
+    # The answer sent again is refused saying who answered, and given back to copy.
+    refused = second.content.decode()
+    assert re.search(r"no longer waiting.*At [\d:]+, alice answered the agent\.", refused)
+    assert "Europe/Paris</textarea>" in refused.split('id="unsent"', 1)[1]
     ask_run.refresh_from_db()
     assert [h["tool"] for h in ask_run.state["history"]] == ["ask_person"]
     assert RunItem.objects.filter(run=ask_run, kind="step").count() == 1

@@ -60,7 +60,8 @@ def test_another_round_then_the_vote_settles_live(live_stack, page, alice):
     page.fill("#items-panel textarea[name=feedback]", "Name one database.")
     page.click("#items-panel button[value=again]")
     page.wait_for_function("() => document.getElementById('gate-status').innerText"
-                           ".includes('answering again')", timeout=10_000)
+                           ".includes('alice asked for round 2 with feedback.')",
+                           timeout=10_000)
     status_says(page, "Completed")
     page.wait_for_selector("#items-panel #vote-round-2 .badge.ok", timeout=30_000)
     assert "The voters read your feedback: “Name one database.”" in panel.inner_text()

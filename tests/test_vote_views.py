@@ -18,7 +18,6 @@ from django.urls import reverse
 from agents_app import engine
 from agents_app.forms import HistoryFilterForm, StartRunForm
 from agents_app.models import Run, RunItem
-from agents_app.patterns import PATTERNS
 
 # Voters answer side by side on helper threads, each with its own database connection:
 # they must see the committed run, so these tests commit (like the worker does).
@@ -45,6 +44,17 @@ def waiting(alice_client, no_schedule) -> Run:
     return run
 
 
+def test_the_run_page_names_only_the_voters_the_run_has(alice_client, waiting):
+    """Issue 32: a three-voter run's header listed voter_1 to voter_7."""
+    page = alice_client.get(waiting.get_absolute_url()).content.decode()
+    header = page.split('id="run-header"', 1)[1].split("</section>", 1)[0]
+    assert re.findall(r"<span>(voter_\d|aggregator): ", header) == [
+        "voter_1", "voter_2", "voter_3", "aggregator"]
+    five = start(alice_client, voters="5")
+    assert [r for r in five.models_used if r.startswith("voter_")] == [
+        f"voter_{i}" for i in range(1, 6)]
+
+
 def decide(client, run, htmx=False, **data):
     data.setdefault("seq", run.stage_seq)
     extra = {"HTTP_HX_REQUEST": "true"} if htmx else {}
@@ -53,7 +63,8 @@ def decide(client, run, htmx=False, **data):
 
 def test_from_the_form_to_the_gate(alice_client, waiting):
     run = waiting
-    assert set(run.models_used) == set(PATTERNS["vote"].roles)
+    # Only the roles a three-voter run uses (issue 32: the header listed seven voters).
+    assert list(run.models_used) == ["voter_1", "voter_2", "voter_3", "aggregator"]
     assert run.options["voters"] == 3 and run.options["threshold"] == 75
     kinds = list(RunItem.objects.filter(run=run).values_list("kind", "key"))
     assert kinds == [("answer", "1:1"), ("answer", "1:2"), ("answer", "1:3"), ("grouping", "1")]
@@ -71,7 +82,8 @@ def test_pick_completes_with_the_groups_answer(alice_client, waiting):
     r = decide(alice_client, waiting, action="pick", group="2", htmx=True)
     assert r.status_code == 200
     body = r.content.decode()
-    assert "You picked the answer of group 2" in body and 'id="gate-status"' in body
+    assert "alice picked the answer of group 2" in body and 'id="gate-status"' in body
+    assert "The run is finishing with the answer chosen." in body
     run = engine.run_inline(waiting.pk)
     assert run.status == "completed"
     assert run.answer.startswith("**Start from “three”.**")
@@ -165,6 +177,23 @@ def test_a_refused_edit_shows_the_text_again_without_control_characters(alice_cl
     body = r.content.decode()
     assert r.status_code == 400 and "My answer here</textarea>" in body
     assert re.search(r'<details class="edit" open>', body)
+
+
+def test_an_edit_sent_after_the_pick_names_who_picked_and_comes_back(alice_client, waiting):
+    """Issue 32: a second tab's edit was dropped with a generic message."""
+    seq = waiting.stage_seq
+    assert decide(alice_client, waiting, action="pick", group="2").status_code == 200
+    r = decide(alice_client, waiting, seq=seq, action="edit", group="1", htmx=True,
+               answer="Insertion sort, <em>always</em>.")
+    body = r.content.decode()
+    assert r.status_code == 409
+    assert re.search(r"no longer waiting for that decision.*At [\d:]+, alice picked the answer "
+                     r"of group 2", body)
+    unsent = body.split('id="unsent"', 1)[1]
+    assert "Your edit of group 1&#x27;s answer" in unsent
+    assert "Insertion sort, &lt;em&gt;always&lt;/em&gt;.</textarea>" in unsent
+    decision = RunItem.objects.get(run=waiting, kind="decision").data
+    assert (decision["action"], decision["group"]) == ("pick", 2)
 
 
 def test_a_stale_page_gets_409(alice_client, waiting):

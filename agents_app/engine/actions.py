@@ -10,6 +10,7 @@ from django.utils import timezone
 from .. import records
 from ..events import append_events
 from ..models import TERMINAL, Run, Status
+from ..notices import DECIDED_BY
 from ..patterns import get_pattern
 from ..patterns.base import Decision, Event
 from .commit import finish_run
@@ -44,7 +45,11 @@ def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
         locked.save(update_fields=["state", "stage", "status", "gate", "stage_seq", "updated_at"])
         # The answer's panels are stamped with the run's last event (``data-as-of``): the page
         # keeps a live update newer than the answer, and drops the decision's own.
-        locked.last_event_seq = append_events(locked.pk, result.events) or locked.last_event_seq
+        # A decision's events say who made it: the run page's status line names the last one
+        # (agents_app/notices.py), and so does the refusal of a decision sent too late.
+        events = [Event(e.kind, e.message, {**e.data, DECIDED_BY: user.get_username()})
+                  for e in result.events]
+        locked.last_event_seq = append_events(locked.pk, events) or locked.last_event_seq
         schedule_on_commit(locked.pk, enqueue)
     return locked
 

@@ -25,6 +25,10 @@ def create_run(owner: User, pattern_name: str, task: str, *, options: dict[str, 
                enqueue: bool = True) -> Run:
     pattern = get_pattern(pattern_name)
     state = pattern.initial_state(task, options)
+    # None of the pattern's roles this run does not call (a three-voter vote has no voter_4):
+    # its page, its "offline model" label and its first event name the others alone.
+    unused = set(pattern.roles) - set(pattern.roles_used(state.get("options", options)))
+    models = {role: model for role, model in models.items() if role not in unused}
     with transaction.atomic():
         run = Run.objects.create(
             owner=owner, pattern=pattern.name, task=task, status=Status.QUEUED,

@@ -198,7 +198,15 @@ class Pattern:
     # of its gates (same ``{n}`` numbers as ``stage_labels``).
     stage_lines: dict[str, str] = {}
     gate_lines: dict[str, str] = {}
-    summary: str = ""  # one sentence: what it does (the README's table, the start form)
+    # What the run does after a person's decision, by run status ("executing": "The executor
+    # is carrying out the plan's steps."): the run page's status line (agents_app/notices.py)
+    # says it under the decision until the run's status changes. A status without a line
+    # gets a plain one.
+    status_lines: dict[str, str] = {}
+    summary: str = ""  # one sentence: what it does (manage.py patterns)
+    # One short sentence, "For …": what a person would choose it for. The start form shows it
+    # under the pattern's name (a pattern started from a task has one; a test checks it).
+    purpose: str = ""
     roles: tuple[str, ...] = ()
     # The kind of model a role gets unless configured: "default", "cheap" (a light task) or
     # "other-family" (a reviewer from another model family than the default, when there is one).
@@ -241,6 +249,11 @@ class Pattern:
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         return {"task": task, "options": dict(options)}
+
+    def roles_used(self, options: dict[str, Any]) -> tuple[str, ...]:
+        """The roles a run with ``options`` calls (all of them unless the options leave some
+        out): the run's role → model map keeps these only, so its page names no other."""
+        return self.roles
 
     def bind_run(self, state: dict[str, Any], run_id: int) -> dict[str, Any]:
         """The state once the run has its id (for names derived from it, like a branch)."""

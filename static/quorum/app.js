@@ -95,10 +95,131 @@
     }
     if (seqOf(incoming) >= 0 && seqOf(target) > seqOf(incoming)) {
       ev.preventDefault(); // the page already shows a newer state of this panel
-    } else if (target.querySelector("form.htmx-request") || typedIn(target)) {
+    } else if (target.querySelector("form.htmx-request")) {
       ev.preventDefault();
       keep(target, incoming);
+    } else if (typedIn(target)) {
+      // The person is typing in the panel. If the run is still where their form was made
+      // for, the update waits for them; if it has moved on (decided in another tab, say),
+      // their form can no longer be sent: what they typed goes to "Not sent" and the panel
+      // shows the run as it is, so it never offers a decision that cannot apply.
+      var outdated = outdatedForms(target, incoming);
+      if (!outdated.length || !giveBack(outdated)) {
+        ev.preventDefault();
+        keep(target, incoming);
+      }
     }
+  });
+
+  // --- the status line (#gate-status) ------------------------------------------------------
+  // Swapped by its content (innerHTML), so that it stays the same live region and keeps the
+  // focus a decision gave it. It carries data-as-of like a panel: an older render (the answer
+  // to a decision, late behind a live update) never replaces a newer one, and the same words
+  // are not put in again (a screen reader would say them again).
+  document.addEventListener("htmx:oobBeforeSwap", function (ev) {
+    var target = ev.detail.target;
+    var fragment = ev.detail.fragment;
+    if (!target || target.id !== "gate-status" || !fragment || !fragment.getAttribute) return;
+    var seq = seqOf(fragment);
+    var now = seqOf(target);
+    var focusing = fragment.querySelector("[data-focus-now]");
+    var older = seq >= 0 && now > seq;
+    if (older || (!focusing && words(fragment) === words(target))) {
+      ev.preventDefault();
+      var shown = target.querySelector(".notice");
+      if (focusing && shown) shown.setAttribute("data-focus-now", ""); // the answer's focus
+      return;
+    }
+    if (seq >= 0) target.setAttribute("data-as-of", String(seq));
+  });
+
+  function words(el) {
+    return el ? el.textContent.replace(/\s+/g, " ").trim() : "";
+  }
+
+  // --- what a person typed for a decision the run has moved on from -------------------------
+  // A gate's form names the state it was made for (its seq field). A live update of its panel
+  // without that form, at that state, means the decision can no longer be sent.
+  function outdatedForms(region, incoming) {
+    return Array.prototype.filter.call(region.querySelectorAll("form"), function (form) {
+      var seq = form.querySelector("input[name=seq]");
+      if (!seq || !typedIn(form)) return false;
+      var action = form.getAttribute("action");
+      return !Array.prototype.some.call(incoming.querySelectorAll("form"), function (f) {
+        var s = f.querySelector("input[name=seq]");
+        return f.getAttribute("action") === action && !!s && s.value === seq.value;
+      });
+    });
+  }
+
+  // The typed text of ``forms`` into the page's "Not sent" box (#unsent, outside the panels),
+  // field by field (data-unsent names each; a plan's steps are one numbered list), read-only,
+  // with what happened. False when the page has no such box (the update then waits).
+  function giveBack(forms) {
+    var box = document.getElementById("unsent");
+    if (!box) return false;
+    var groups = [];
+    var byLabel = {};
+    forms.forEach(function (form) {
+      form.querySelectorAll("textarea, input[type=text]").forEach(function (f) {
+        var label = f.getAttribute("data-unsent") || f.name;
+        if (!byLabel[label]) {
+          byLabel[label] = { label: label, fields: [] };
+          groups.push(byLabel[label]);
+        }
+        byLabel[label].fields.push(f);
+      });
+    });
+    var kept = groups.filter(function (g) {
+      return g.fields.some(function (f) { return f.value !== f.defaultValue; }) &&
+        g.fields.some(function (f) { return f.value.trim(); });
+    });
+    if (!kept.length) return false;
+    var section = document.createElement("section");
+    section.className = "card unsent";
+    section.setAttribute("tabindex", "-1");
+    section.setAttribute("aria-labelledby", "unsent-title");
+    var title = document.createElement("h2");
+    title.id = "unsent-title";
+    title.textContent = "Not sent";
+    var said = document.createElement("p");
+    said.className = "hint";
+    said.setAttribute("role", "alert");
+    // The decision that moved it on, quoted from the status line (its part that stays true).
+    var decided = words(document.querySelector("#gate-status .decided"));
+    said.textContent = "The run moved on while you were typing." + (decided ? " " + decided : "") +
+      " None of this was sent or applied; copy what you still need.";
+    section.appendChild(title);
+    section.appendChild(said);
+    kept.forEach(function (g) {
+      var text = g.fields.length > 1
+        ? g.fields.map(function (f, i) { return (i + 1) + ". " + f.value.trim(); }).join("\n")
+        : g.fields[0].value;
+      var label = document.createElement("label");
+      label.textContent = g.label + " ";
+      var area = document.createElement("textarea");
+      area.readOnly = true;
+      area.rows = 3;
+      area.defaultValue = text;
+      area.value = text;
+      label.appendChild(area);
+      section.appendChild(label);
+    });
+    var dismiss = document.createElement("button");
+    dismiss.type = "button";
+    dismiss.className = "small";
+    dismiss.setAttribute("data-dismiss-unsent", "");
+    dismiss.textContent = "Dismiss";
+    section.appendChild(dismiss);
+    box.replaceChildren(section);
+    section.focus(); // out of the panel about to be replaced, onto the text that was in it
+    return true;
+  }
+
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest && ev.target.closest("[data-dismiss-unsent]");
+    var box = btn && document.getElementById("unsent");
+    if (box) box.replaceChildren();
   });
 
   // An answer that replaced a part of a panel (one finding's card) makes that panel as new
@@ -177,6 +298,10 @@
       // A hidden field is not sent: a leftover value of another pattern cannot block this one.
       el.querySelectorAll("input, select, textarea").forEach(function (f) { f.disabled = hide; });
     });
+    // The line that says what the chosen pattern is for describes the menu.
+    var purpose = form.querySelector("#purpose-" + select.value);
+    if (purpose) select.setAttribute("aria-describedby", purpose.id);
+    else select.removeAttribute("aria-describedby");
   }
 
   document.addEventListener("change", function (ev) {
@@ -209,6 +334,40 @@
     var tl = document.getElementById("timeline");
     if (tl) tl.dataset.lastSeq = String(lastSeq());
   });
+
+  // --- the timeline follows new events -----------------------------------------------------
+  // Its list scrolls inside its card, newest last: it opens at the newest event and stays
+  // there as events arrive, unless the person scrolled up to read an older one.
+  var following = true;
+  function atEnd(tl) { return tl.scrollHeight - tl.scrollTop - tl.clientHeight < 24; }
+  function toEnd() {
+    var tl = document.getElementById("timeline");
+    if (tl) tl.scrollTop = tl.scrollHeight;
+  }
+  document.addEventListener("htmx:wsBeforeMessage", function () {
+    var tl = document.getElementById("timeline");
+    following = !tl || atEnd(tl);
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () { if (following) toEnd(); });
+  document.addEventListener("DOMContentLoaded", toEnd);
+
+  // --- text boxes grow with their text -----------------------------------------------------
+  // app.css sizes them by their content (field-sizing); where a browser cannot, this does.
+  var sizesItself = window.CSS && CSS.supports && CSS.supports("field-sizing", "content");
+  function grow(area) {
+    if (sizesItself || !area.matches(".plan-step textarea, .unsent textarea")) return;
+    area.style.height = "auto";
+    area.style.height = area.scrollHeight + 2 + "px";
+  }
+  function growAll(root) {
+    if (sizesItself || !root || !root.querySelectorAll) return;
+    root.querySelectorAll(".plan-step textarea, .unsent textarea").forEach(grow);
+  }
+  document.addEventListener("input", function (ev) {
+    if (ev.target.matches && ev.target.matches("textarea")) grow(ev.target);
+  });
+  document.addEventListener("htmx:load", function (ev) { growAll(ev.detail.elt); });
+  document.addEventListener("DOMContentLoaded", function () { growAll(document); });
 })();
 
 // Review form: show the fields of the chosen source only.

@@ -23,8 +23,15 @@ from honcho.manager import Manager
 
 from agents_app.cli import CheckedCommand, form_type, option_or_env
 from agents_app.management.commands.worker import add_shape_options, shape
+from config.env import Env
 
 PORT = forms.IntegerField(min_value=1, max_value=65535)
+# make dev's pace for the offline model, in seconds per call, unless QUORUM_OFFLINE_LATENCY
+# says otherwise. Unpaced, an offline run is over before its page has loaded, and a new user
+# never sees a run live (stages arriving, the plan gate opening): at this pace a plan of a few
+# steps takes a couple of seconds. Only make dev sets it; the setting's default (tests,
+# production, commands) stays 0.
+OFFLINE_PACE = 0.4
 
 
 def redis_server_binary() -> str:
@@ -58,6 +65,20 @@ def beat_command(bin_dir: Path, var: Path) -> str:
         str(var / "celerybeat-schedule"), "--loglevel", "INFO"])
 
 
+def offline_pace(env: dict[str, str]) -> str:
+    """Give the offline model make dev's pace in ``env`` unless QUORUM_OFFLINE_LATENCY is set
+    there (it wins; an empty value counts as unset), and say which pace applies."""
+    if not env.get("QUORUM_OFFLINE_LATENCY", "").strip():
+        env["QUORUM_OFFLINE_LATENCY"] = str(OFFLINE_PACE)
+        return (f"offline model: {OFFLINE_PACE:g} s a call (make dev's pace; "
+                "QUORUM_OFFLINE_LATENCY=0 for none)")
+    reader = Env()
+    reader.ENVIRON = env
+    pace = reader.float("QUORUM_OFFLINE_LATENCY", high=600.0)  # as the settings read it
+    return ("offline model: no pace" if pace == 0 else f"offline model: {pace:g} s a call") \
+        + " (QUORUM_OFFLINE_LATENCY)"
+
+
 def embedded_redis_command(port: int, data_dir: Path) -> str:
     data_dir.mkdir(parents=True, exist_ok=True)
     args = [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(port),
@@ -82,17 +103,19 @@ class Command(CheckedCommand):
     def handle(self, *args, **opts):
         opts["port"] = option_or_env(opts["port"], "QUORUM_PORT", PORT, 8000)
         opts["processes"], opts["concurrency"] = shape(opts)
+        url = f"http://{opts['host']}:{opts['port']}"
         if opts["prepare"]:  # a bad setting is the first thing said, before any migration
             from agents_app.option_fields import check_pattern_settings
 
             check_pattern_settings()
             call_command("migrate", interactive=False)
-            call_command("ensure_first_user")
+            call_command("ensure_first_user", url=url)  # where the stack really serves
             connections.close_all()
         bin_dir = Path(sys.executable).parent
         var = Path(settings.VAR_DIR)
         manager = Manager()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        pace = offline_pace(env)
         if not os.environ.get("REDIS_URL"):
             manager.add_process("redis", embedded_redis_command(settings.EMBEDDED_REDIS_PORT,
                                                                 var / "redis"), env=env)
@@ -102,6 +125,6 @@ class Command(CheckedCommand):
         manager.add_process("workers", workers_command(bin_dir, opts["processes"],
                                                        opts["concurrency"]), env=env)
         manager.add_process("beat", beat_command(bin_dir, var), env=env)
-        self.stdout.write(f"Quorum on http://{opts['host']}:{opts['port']} — Ctrl-C stops all.")
+        self.stdout.write(f"Quorum on {url} — {pace} — Ctrl-C stops all.")
         manager.loop()
         sys.exit(manager.returncode)

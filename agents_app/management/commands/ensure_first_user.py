@@ -12,6 +12,10 @@ from django.core.management.base import BaseCommand
 class Command(BaseCommand):
     help = "Create a first superuser if the database has no user (QUORUM_ADMIN_USERNAME/PASSWORD)."
 
+    def add_arguments(self, parser):
+        parser.add_argument("--url", help="where to sign in (make dev gives the address it "
+                                          "serves; default: QUORUM_HOST and QUORUM_PORT)")
+
     def handle(self, *args, **opts):
         User = get_user_model()
         if User.objects.exists():
@@ -21,9 +25,9 @@ class Command(BaseCommand):
         User.objects.create_superuser(username=username, email="", password=password)
         given = bool(os.environ.get("QUORUM_ADMIN_PASSWORD"))
         shown = "(from QUORUM_ADMIN_PASSWORD)" if given else password
+        url = opts.get("url") or (f"http://{os.environ.get('QUORUM_HOST', '127.0.0.1')}:"
+                                  f"{os.environ.get('QUORUM_PORT', '8000')}")
         self.stdout.write(self.style.SUCCESS(
-            "\n  First account created — sign in at "
-            f"http://{os.environ.get('QUORUM_HOST', '127.0.0.1')}:"
-            f"{os.environ.get('QUORUM_PORT', '8000')}\n"
+            f"\n  First account created — sign in at {url}\n"
             f"    username: {username}\n    password: {shown}\n"
             + ("" if given else "  This password is shown only once.\n")))

@@ -61,6 +61,7 @@ class DebateOptions(PatternOptions):
 class Debate(Pattern):
     name = "debate"
     label = "Debate"
+    purpose = "For a choice with sides: each position is argued, then a judge concludes."
     summary = ("Debaters argue the positions you set, round by round, each answering the "
                "others; a judge weighs the arguments and writes the conclusion.")
     stage_labels = {"round": "Round {0}", "judge": "Judge's conclusion"}

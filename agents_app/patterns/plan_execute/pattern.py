@@ -108,6 +108,10 @@ class PlanExecute(Pattern):
                    "synthesize": "The synthesizer is writing the answer.",
                    "direct": "Answering directly."}
     gate_lines = {PLAN_GATE: "Waiting for you: approve, edit or reject the plan."}
+    status_lines = {"planning": "The planner is writing a new version of the plan.",
+                    "executing": "The executor is carrying out the plan's steps.",
+                    "synthesizing": "The synthesizer is writing the answer."}
+    purpose = "For multi-step work you want to read, edit and approve before it runs."
     summary = ("A planner writes numbered steps; you approve, edit or reject the plan; an "
                "executor carries out each step; a synthesizer writes the answer.")
     roles = ("planner", "executor", "synthesizer")
@@ -321,7 +325,8 @@ class PlanExecute(Pattern):
                                     f"(v{version}).", {"version": version}))
         records.append(GateDecided(PLAN_GATE, "approve", version, edited=bool(records),
                                    author=decision.author))
-        events.append(Event("plan_decided", f"{decision.author} approved plan v{version}.",
+        how = "edited and approved" if events else "approved"
+        events.append(Event("plan_decided", f"{decision.author} {how} plan v{version}.",
                             {"version": version}))
         state = {**state, "plan": plan}
         return StageResult(state=state, next_stage=f"step:{version}:{plan['frozen']}",

@@ -137,6 +137,7 @@ class ReActOptions(PatternOptions):
 class ReAct(Pattern):
     name = "react"
     label = "ReAct (think, act, observe)"
+    purpose = "For questions that need tools, one step at a time, with you approving calls."
     summary = ("An agent thinks, calls a tool, reads the result and repeats until it can "
                "answer; a tool call can wait for your approval, and the agent can ask you.")
     stage_labels = {"step": "Iteration {0}", "act": "Iteration {0}: tool call",
@@ -146,6 +147,8 @@ class ReAct(Pattern):
                    "final": "Writing the final answer."}
     gate_lines = {APPROVAL_GATE: "Waiting for you: approve, edit or reject the tool call.",
                   ASK_GATE: "Waiting for you: the agent asked you a question."}
+    status_lines = {"executing": "The agent goes on: it thinks, then acts.",
+                    "synthesizing": "The agent is writing its final answer."}
     roles = ("agent",)
     gates = (APPROVAL_GATE, ASK_GATE)
     options = ReActOptions

@@ -16,14 +16,6 @@ from .forms import ToolDecisionForm
 from .pattern import APPROVAL_GATE, ASK_GATE
 
 
-def _tool_decided(run: Run, gate: str, action: str) -> str:
-    if gate == ASK_GATE:
-        return "Your answer was sent to the agent; it is thinking again."
-    if action == "reject":
-        return "You rejected the call. The agent reads your reason and chooses another way."
-    return "You approved the call. It runs now."
-
-
 def _items_panel(request, run: Run, status: int = 200, **extra):
     return gate_answer(request, run, "items-panel", status, **extra)
 
@@ -49,9 +41,11 @@ def tool_decision(request, pk: int):
                         author=request.user.get_username())
 
     def show(r, status, **extra):
-        if status == 200:
-            extra["gate_status"] = _tool_decided(r, gate, d["action"])
         return _items_panel(request, r, status, **extra)
 
-    return decide_and_show(request, run, d["seq"], decision, show, **typed)
+    said = "Your answer to the agent" if gate == ASK_GATE else "Your reason"
+    unsent = [(said, typed["typed_feedback"])]
+    if d["action"] == "approve" and gate == APPROVAL_GATE and "pending_args" in typed:
+        unsent.append(("The arguments you approved", typed["pending_args"]))
+    return decide_and_show(request, run, d["seq"], decision, show, unsent=unsent, **typed)
 

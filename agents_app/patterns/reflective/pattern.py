@@ -46,6 +46,7 @@ class Reflective(Pattern):
     name = "reflective"
     label = "Reflective (actor and critic)"
     stage_labels = {"draft": "Draft {0}", "critique": "Critique of draft {0}"}
+    purpose = "For writing that gets better with critique: draft, critique, revise."
     summary = ("An actor drafts, a critic judges the draft against the task, the actor revises "
                "until the critic approves or the round limit is reached.")
     roles = ("actor", "critic")

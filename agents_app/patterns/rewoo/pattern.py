@@ -23,7 +23,15 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from ..base import Event, Item, ModelClient, OfflineReply, Pattern, StageResult
 from ..options import PatternOptions, option
 from ..parallel import run_parallel
-from ..tools.toolbox import ASK_PERSON, PERSON, AgentTool, ToolName, describe, registry, run_tool
+from ..tools.toolbox import (
+    ASK_PERSON,
+    PERSON,
+    AgentTool,
+    UnattendedTool,
+    describe,
+    registry,
+    run_tool,
+)
 from . import offline
 from .prompts import CITATION, organize_messages, sketch_messages, verify_messages
 
@@ -62,23 +70,26 @@ class ReWOOOptions(PatternOptions):
                                     help="tool calls run at once")
     max_verify_passes: int = option(1, label="Verify passes", ge=0, le=3,
                                     help="checks of the answer against the evidence")
-    tools: list[ToolName] = option([], label="Tools", help="None ticked: all of them.")
+    # Not ask_person: the form does not offer it (the choices come from this type), and the
+    # validator below says why to anyone who sends it all the same (the command line).
+    tools: list[UnattendedTool] = option([], label="Tools", help="None ticked: all of them.")
     repo_roots: list[str] = option([], label="Repository roots", hidden=True,
                                    setting="QUORUM_REPO_ROOTS")
     per_work_timeout: float = option(25.0, label="Seconds per tool call", hidden=True)
 
-    @field_validator("tools")
+    @field_validator("tools", mode="before")
     @classmethod
-    def _no_person(cls, tools: list[str], info: ValidationInfo) -> list[str]:
-        if ASK_PERSON in tools:
+    def _no_person(cls, tools: Any, info: ValidationInfo) -> Any:
+        if isinstance(tools, list) and ASK_PERSON in tools:
             raise ValueError("ReWOO plans all its calls before any runs, so it cannot stop to "
-                             "ask a person: untick “ask person”.")
+                             "ask a person: leave out “ask person”.")
         return tools
 
 
 class ReWOO(Pattern):
     name = "rewoo"
     label = "ReWOO (plan, work in parallel, organize)"
+    purpose = "For questions answered from tools (arithmetic, time, files) in one planned pass."
     summary = ("A planner decides every tool call up front; the calls run side by side; an "
                "organizer writes the answer from their evidence, which a check holds it to.")
     stage_labels = {"sketch": "Planning the tool calls", "work": "Running the tool calls",

@@ -90,6 +90,7 @@ class TeamLeadOptions(PatternOptions):
 class TeamLead(Pattern):
     name = "team_lead"
     label = "Team lead"
+    purpose = "For work that splits into parts for specialists, brought together by a lead."
     summary = ("A lead splits the task among team members (a researcher, a writer, …), "
                "reviews their work, sends back what falls short, and writes the final answer.")
     stage_labels = {"delegate": "Splitting the task", "work": "Team work, batch {0}",

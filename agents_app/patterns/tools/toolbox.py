@@ -285,8 +285,12 @@ TOOL_NAMES: tuple[str, ...] = tuple(registry([]))
 if TYPE_CHECKING:
     # Literal types of names known only at run time: to the type checker they are strings.
     ToolName = str
+    UnattendedTool = str
     ApprovableTool = str
 else:
     # The options' choices (the web form's boxes, the command line's values) come from these.
     ToolName = Literal[TOOL_NAMES]
-    ApprovableTool = Literal[tuple(n for n, t in registry([]).items() if t.kind != PERSON)]
+    # The tools that run without a person (every one but ask_person): what a pattern that
+    # never stops for a person (ReWOO) may use, and what ReAct may ask approval for.
+    UnattendedTool = Literal[tuple(n for n, t in registry([]).items() if t.kind != PERSON)]
+    ApprovableTool = UnattendedTool

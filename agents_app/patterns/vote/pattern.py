@@ -72,6 +72,7 @@ class VoteOptions(PatternOptions):
 class QuorumVote(Pattern):
     name = "vote"
     label = "Quorum vote"
+    purpose = "For a question with one right answer: several models answer, the most agreed wins."
     summary = ("Several models answer the same task independently; an aggregator groups the "
                "equivalent answers, and the largest group's answer wins when enough voters "
                "agree. Otherwise you pick, edit, or ask for another round.")
@@ -82,6 +83,9 @@ class QuorumVote(Pattern):
                    "final": "Finishing with the answer you chose."}
     gate_lines = {GATE: "Waiting for you: the voters did not agree enough. Pick an answer, "
                         "edit one, or ask for another round."}
+    status_lines = {"executing": "The voters are answering again.",
+                    "reviewing": "The aggregator is grouping the answers.",
+                    "synthesizing": "The run is finishing with the answer chosen."}
     roles = (*VOTER_ROLES, "aggregator")
     role_defaults = {role: "other-family" for role in VOTER_ROLES[1::2]}
     options = VoteOptions
@@ -102,6 +106,11 @@ class QuorumVote(Pattern):
 
     def first_stage(self, state: dict[str, Any]) -> str:
         return "vote:1"
+
+    def roles_used(self, options: dict[str, Any]) -> tuple[str, ...]:
+        """The first ``voters`` voter slots and the aggregator: the higher slots are unused."""
+        voters = int(options.get("voters") or len(VOTER_ROLES))
+        return (*VOTER_ROLES[:voters], "aggregator")
 
     def status_for(self, stage: str) -> str:
         kind = (stage or "").split(":")[0]

@@ -17,14 +17,6 @@ from .forms import VoteDecisionForm
 PANEL = "items-panel"
 
 
-def _decided(run, action: str, group: int | None) -> str:
-    if action == "again":
-        return f"You asked for round {run.state.get('round', 0) + 1}: the voters are answering again."
-    edited = (run.state.get("chosen") or {}).get("edited")
-    how = "edited and picked" if edited else "picked"
-    return f"You {how} the answer of group {group}. The run finishes with it."
-
-
 @login_required
 @require_POST
 def vote_decision(request, pk: int):
@@ -44,8 +36,9 @@ def vote_decision(request, pk: int):
                         author=request.user.get_username())
 
     def show(r, status, **extra):
-        if status == 200:
-            extra["gate_status"] = _decided(r, d["action"], d["group"])
         return gate_answer(request, r, PANEL, status, **extra)
 
-    return decide_and_show(request, run, d["seq"], decision, show, **typed)
+    unsent = [("Your feedback for the voters", typed["typed_feedback"])]
+    if d["action"] == "edit":
+        unsent.insert(0, (f"Your edit of group {d['group']}'s answer", typed["typed_answer"]))
+    return decide_and_show(request, run, d["seq"], decision, show, unsent=unsent, **typed)
