@@ -552,3 +552,28 @@ def test_the_coverage_panel_updates_live_when_the_review_is_synthesized(transact
     html = render_live_update(run, [Event("review_synthesized", "ready")], set())
     assert 'id="coverage-panel" hx-swap-oob="true"' in html
     assert "not examined by any analyzer or model" in html
+
+
+# --- a style fix that keeps an injection is folded, and says so everywhere -----------------------
+def test_a_folded_style_finding_keeps_its_reason_on_the_page_and_in_exports(alice_client,
+                                                                              triage_run):
+    """GOOD builds a shell command with % (bandit B602): ruff's UP031 on that line would
+    only swap % for format specifiers. It is not offered as a finding to accept; the page's
+    dropped findings and every export say where it went and why."""
+    review = Review.objects.get(run=triage_run)
+    [nit] = [f for f in review.findings.all() if "UP031" in f.rules]
+    [shell] = [f for f in review.findings.all() if "B602" in f.rules]
+    assert not nit.kept and shell.kept
+    assert nit.drop_reason.startswith(f"folded into {shell.key} \u201c")
+    page = alice_client.get(reverse("review_detail", args=[triage_run.pk])).content.decode()
+    dropped = page[page.index('class="dropped"'):]
+    dropped = dropped[:dropped.index("</details>")]
+    assert nit.key in dropped and f"folded into {shell.key}" in dropped
+    card = page[page.index(f'id="finding-{shell.key}"'):]
+    assert "Took in a style finding" in card[:card.index("</li>")]
+    url = reverse("export_review", args=[triage_run.pk])
+    md = alice_client.get(url, {"format": "markdown"}).content.decode()
+    assert f"folded into {shell.key}" in md[md.index("## Dropped findings"):]
+    data = json.loads(alice_client.get(url, {"format": "json"}).content)
+    [out] = [d for d in data["dropped"] if d["key"] == nit.key]
+    assert out["drop_reason"] == nit.drop_reason
