@@ -577,3 +577,22 @@ def test_a_folded_style_finding_keeps_its_reason_on_the_page_and_in_exports(alic
     data = json.loads(alice_client.get(url, {"format": "json"}).content)
     [out] = [d for d in data["dropped"] if d["key"] == nit.key]
     assert out["drop_reason"] == nit.drop_reason
+
+
+def test_the_markdown_export_names_the_analyzers_the_review_ran(transactional_db, alice,
+                                                                  alice_client):
+    """JavaScript alone: Semgrep, oxlint and the secrets scanners ran, ruff and bandit did
+    not (the analysis record says so). The export names them, and not a fixed pair."""
+    run = engine.run_inline(start(alice, JS).pk)
+    ran = run.state["analysis"]["tools"]
+    assert {"semgrep", "oxlint"} <= set(ran) and not {"ruff", "bandit"} & set(ran)
+    md = alice_client.get(reverse("export_review", args=[run.pk]),
+                          {"format": "markdown"}).content.decode()
+    [line] = [ln for ln in md.splitlines() if ln.startswith("- **Analyzers that ran:**")]
+    assert f"semgrep {ran['semgrep']} (1 finding)" in line
+    assert f"oxlint {ran['oxlint']}" in line and "detect-secrets" in line
+    assert "secret key formats" in line
+    assert "ruff" not in md and "bandit" not in md
+    data = json.loads(alice_client.get(reverse("export_review", args=[run.pk]),
+                                       {"format": "json"}).content)
+    assert {a["name"] for a in data["review"]["analyzers"]} >= {"semgrep", "oxlint"}

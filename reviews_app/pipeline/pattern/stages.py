@@ -238,8 +238,9 @@ class CodeReview(Pattern):
         model_verdict, summary = "", ""
         coverage_notes = [f"{c['path']}: {c['reason']}" for c in state["coverage"]][:50]
         try:
+            ran = [a["name"] for a in analyze.ran(state.get("analysis") or {})]
             reply = client.complete("synthesizer", prompts.synthesis_messages(
-                state["label"], kept, rule, state["reviewers"], coverage_notes),
+                state["label"], kept, rule, state["reviewers"], coverage_notes, ran),
                 schema=SynthesisAnswer, key="synthesis")
             answer: SynthesisAnswer = reply.data
             notes += synthesis.apply_model_duplicates(findings, [g.model_dump()
