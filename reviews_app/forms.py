@@ -207,6 +207,12 @@ class VerdictForm(forms.Form):
     verdict = forms.ChoiceField(choices=Verdict.choices, required=False)
     reason = forms.CharField(required=False, max_length=4000)
     seq = forms.IntegerField(min_value=0)
+    # The accepted critical findings the person confirmed approving over (keys, comma-separated).
+    confirm_critical = forms.CharField(required=False, max_length=2000)
+
+    def confirmed_keys(self) -> list[str]:
+        text = self.cleaned_data.get("confirm_critical") or ""
+        return [k for k in text.replace(",", " ").split() if k]
 
 
 class ExportForm(forms.Form):

@@ -182,9 +182,17 @@ def _triage_context(review: Review, kept: list[Finding]) -> dict:
             "suggested_verdict": after if after != review.proposed_verdict else "",
             "pending_keys": pending, "version_text": triage.version_text(review),
             "settle_choices": [("accepted", "Accept"), ("rejected", "Reject")],
+            **_critical_context(review if closed is None else None),
             "history": [(d, triage.describe(d)) for d in decisions],
             "last_reopen": next((d for d in reversed(decisions) if d.kind == "reopen"), None)
             if closed is None and review.triage_version else None}
+
+
+def _critical_context(review: Review | None) -> dict:
+    """The accepted critical findings an approval must confirm (none while triage is shut)."""
+    critical = triage.accepted_critical(review) if review is not None else []
+    return {"critical_accepted": critical, "critical_names": triage.named(critical),
+            "critical_keys": ",".join(f.key for f in critical)}
 
 
 @login_required
@@ -300,13 +308,15 @@ def verdict_decision(request, pk: int):
     d = form.cleaned_data
     try:
         triage.finalise(review, request.user, action=d["action"], verdict=d["verdict"],
-                        reason=d["reason"], seq=d["seq"])
+                        reason=d["reason"], seq=d["seq"],
+                        confirmed_critical=form.confirmed_keys())
     except (triage.Refused, InvalidDecision) as exc:
         # An override keeps what the person typed, and its part of the form stays open.
         kept_input = ({"chosen": d["verdict"], "reason": d["reason"], "override_open": True}
                       if d["action"] == "override" else {})
         return _triage_panels(request, review, "verdict-panel", getattr(exc, "status", 400),
-                              error_for="verdict", error=str(exc), **kept_input)
+                              error_for="verdict", error=str(exc),
+                              confirm_asked=bool(getattr(exc, "critical", None)), **kept_input)
     return _triage_panels(request, review, "verdict-panel")
 
 
