@@ -160,6 +160,8 @@ class FindingDecisionForm(forms.Form):
     comment = forms.CharField(required=False, max_length=4000)
     # The state the page showed: a stale page is told so instead of overwriting.
     seen = forms.ChoiceField(choices=Finding.Decision.choices, required=False)
+    # Where it was sent from: the finding's thread on the diff, or its card in the list.
+    view = forms.ChoiceField(choices=[("diff", "Diff"), ("list", "List")], required=False)
 
     def clean(self):
         data = super().clean()
@@ -177,6 +179,8 @@ class FindingDecisionForm(forms.Form):
         elif "comment" in self.errors:
             why = ("the comment contains a NUL byte" if "\x00" in self.data.get("comment", "")
                    else "the comment is too long: keep it under 4,000 characters")
+        elif "view" in self.errors:
+            why = "it came from no part of the page; reload the page and try again"
         else:
             why = "accept or reject the finding"
         return f"That decision could not be read: {why}. Nothing changed."
