@@ -160,6 +160,8 @@ class FindingDecisionForm(forms.Form):
     comment = forms.CharField(required=False, max_length=4000)
     # The state the page showed: a stale page is told so instead of overwriting.
     seen = forms.ChoiceField(choices=Finding.Decision.choices, required=False)
+    # Where it was sent from: the finding's thread on the diff, or its card in the list.
+    view = forms.ChoiceField(choices=[("diff", "Diff"), ("list", "List")], required=False)
 
     def clean(self):
         data = super().clean()
@@ -177,6 +179,8 @@ class FindingDecisionForm(forms.Form):
         elif "comment" in self.errors:
             why = ("the comment contains a NUL byte" if "\x00" in self.data.get("comment", "")
                    else "the comment is too long: keep it under 4,000 characters")
+        elif "view" in self.errors:
+            why = "it came from no part of the page; reload the page and try again"
         else:
             why = "accept or reject the finding"
         return f"That decision could not be read: {why}. Nothing changed."
@@ -207,6 +211,12 @@ class VerdictForm(forms.Form):
     verdict = forms.ChoiceField(choices=Verdict.choices, required=False)
     reason = forms.CharField(required=False, max_length=4000)
     seq = forms.IntegerField(min_value=0)
+    # The accepted critical findings the person confirmed approving over (keys, comma-separated).
+    confirm_critical = forms.CharField(required=False, max_length=2000)
+
+    def confirmed_keys(self) -> list[str]:
+        text = self.cleaned_data.get("confirm_critical") or ""
+        return [k for k in text.replace(",", " ").split() if k]
 
 
 class ExportForm(forms.Form):

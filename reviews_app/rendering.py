@@ -56,6 +56,14 @@ class FileView:
     unanchored: list  # findings whose line is not among the shown lines
     lazy: bool = False  # rows left out: the page loads them when the file is opened
 
+    @property
+    def counts(self) -> list[tuple[str, int]]:
+        """(severity, how many of the file's findings), strongest first, for the file list."""
+        out: dict[str, int] = {}
+        for x in self.findings:
+            out[x.severity] = out.get(x.severity, 0) + 1
+        return sorted(out.items(), key=lambda kv: SEVERITY_RANK.get(kv[0], 9))
+
 
 def _highlighted(texts: list[str], lexer_name: str) -> list[SafeString]:
     if not texts:
@@ -127,6 +135,13 @@ def file_views(files: list[dict], findings, *, only: int | None = None) -> list[
                               removed=f.get("removed", 0), clipped=f.get("clipped", False),
                               rows=rows, findings=mine, unanchored=unanchored))
     return views
+
+
+def elsewhere(files: list[dict], findings) -> list:
+    """The findings on no file of the diff (a cross-file finding naming another file): shown,
+    and triaged, above the files."""
+    paths = {f["path"] for f in files}
+    return [x for x in findings if x.file not in paths]
 
 
 def anchors(files: list[dict], findings) -> dict[str, str]:

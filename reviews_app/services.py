@@ -26,7 +26,7 @@ from . import fix_config, memories, sources
 from . import rules as review_rules
 from .models import Finding, Review
 from .pipeline import diffs
-from .pipeline.pattern import CodeReview
+from .pipeline.pattern import CodeReview, analyze
 from .sources import git
 
 PATTERN = CodeReview.name
@@ -385,6 +385,8 @@ def export_dict(review: Review) -> dict:
                     "override_reason": review.verdict_reason or "",
                     "by_rules": review.rule_verdict or None},
         "summary": review.summary, "notes": list(review.notes or []),
+        # What the analysis record says ran (the exports name these, not a fixed list).
+        "analyzers": analyze.ran((run.state or {}).get("analysis") or {}),
         "findings": [_finding_dict(f, reported) for f in findings if f.kept],
         "dropped": [_finding_dict(f, reported) for f in findings if not f.kept],
         "coverage": review.coverage,

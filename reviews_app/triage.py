@@ -42,10 +42,12 @@ OPEN_STATUSES = (Status.AWAITING_TRIAGE, Status.COMPLETED)
 class Refused(Exception):
     """The decision was not taken and nothing changed; ``str()`` says why, in plain words."""
 
-    def __init__(self, message: str, status: int = 409, *, untriaged: bool = False):
+    def __init__(self, message: str, status: int = 409, *, untriaged: bool = False,
+                 critical: list[str] | None = None):
         super().__init__(message)
         self.status = status
         self.untriaged = untriaged
+        self.critical = critical or []  # approving needs a confirmation naming these
 
 
 # --- reading the state ---------------------------------------------------------------------------
@@ -83,6 +85,35 @@ def _state_text(f: Finding) -> str:
 
 def _pending(review: Review):
     return review.findings.filter(kept=True, decision=PENDING).order_by("position")
+
+
+def accepted_critical(review: Review) -> list[Finding]:
+    """The critical findings the person accepted: approving the change over them needs a
+    confirmation that names them."""
+    return list(review.findings.filter(kept=True, decision=ACCEPTED, severity="critical")
+                .order_by("position"))
+
+
+def named(findings: list[Finding]) -> str:
+    """Findings by key and title, for a sentence: SEC-2 “Shell command built with %”."""
+    def title(f: Finding) -> str:
+        return f.title if len(f.title) <= 100 else f.title[:99] + "…"
+    return ", ".join(f"{f.key} \u201c{title(f)}\u201d" for f in findings)
+
+
+def _check_critical(review: Review, verdict: str, confirmed: list[str] | None) -> None:
+    """Approving over accepted critical findings is refused unless the person confirmed
+    exactly those (a page that showed others is out of date)."""
+    if verdict != Verdict.APPROVE:
+        return
+    critical = accepted_critical(review)
+    if critical and sorted(confirmed or ()) != sorted(f.key for f in critical):
+        n = len(critical)
+        raise Refused(
+            f"Approving needs your confirmation: you accepted {n} critical finding"
+            f"{'s' if n > 1 else ''}: {named(critical)}. Tick “I approve despite "
+            f"{'these critical findings' if n > 1 else 'this critical finding'}” and approve "
+            "again, or change the verdict.", critical=[f.key for f in critical])
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -196,10 +227,11 @@ def settle_rest(review: Review, decision: str, user, seen: list[str] | None = No
 
 
 def finalise(review: Review, user, *, action: str, verdict: str = "", reason: str = "",
-             seq: int) -> Review:
+             seq: int, confirmed_critical: list[str] | None = None) -> Review:
     """Accept the proposed verdict or override it, once nothing is left untriaged. At the
     gate the engine takes the decision (and moves the run on); after a reopen the pattern
-    checks it the same way and the review alone changes."""
+    checks it the same way and the review alone changes. Approving over accepted critical
+    findings needs ``confirmed_critical`` to name exactly them."""
     decision = Decision(action=action, feedback=reason,
                         edits={"verdict": verdict} if action == "override" else None,
                         author=user.get_username())
@@ -217,6 +249,9 @@ def finalise(review: Review, user, *, action: str, verdict: str = "", reason: st
                 f"{'s are' if len(left) > 1 else ' is'} not triaged ({', '.join(left)}). "
                 "Accept or reject each one, or settle them all at once with “Accept all "
                 "remaining” or “Reject all remaining”.", untriaged=True)
+        if action in ("accept", "override"):
+            _check_critical(review, review.proposed_verdict if action == "accept" else verdict,
+                            confirmed_critical)
         run = review.run
         if run.status == Status.AWAITING_TRIAGE:
             try:

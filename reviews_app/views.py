@@ -34,9 +34,9 @@ from .forms import (
 )
 from .models import Finding, Review
 from .pipeline import coverage, export, synthesis
-from .pipeline.pattern import VERDICT_LABELS
+from .pipeline.pattern import VERDICT_LABELS, analyze
 from .pipeline.schema import SEVERITIES
-from .rendering import anchors, file_views
+from .rendering import anchors, elsewhere, file_views
 
 PAGE = "reviews_app/review_detail.html"
 PUBLICATION_PANEL = "reviews_app/_publication.html"  # issue 15: the publish part's panel
@@ -139,6 +139,8 @@ def review_context(review: Review, *, with_diff: bool = True, timeline: bool = T
     costs = services.cost_breakdown(run)
     return {
         "review": review, "run": run, "kept": kept, "dropped": dropped, "files": views,
+        "elsewhere": elsewhere(review.files, kept) if with_diff else [],
+        "analyzers_ran": [a["name"] for a in analyze.ran(state.get("analysis") or {})],
         "anchors": anchors(review.files, kept), "events": events,
         "last_seq": events[-1].seq if events else 0,
         "reviewers": reviewers, "costs": costs, "analysis": state.get("analysis") or {},
@@ -182,9 +184,17 @@ def _triage_context(review: Review, kept: list[Finding]) -> dict:
             "suggested_verdict": after if after != review.proposed_verdict else "",
             "pending_keys": pending, "version_text": triage.version_text(review),
             "settle_choices": [("accepted", "Accept"), ("rejected", "Reject")],
+            **_critical_context(review if closed is None else None),
             "history": [(d, triage.describe(d)) for d in decisions],
             "last_reopen": next((d for d in reversed(decisions) if d.kind == "reopen"), None)
             if closed is None and review.triage_version else None}
+
+
+def _critical_context(review: Review | None) -> dict:
+    """The accepted critical findings an approval must confirm (none while triage is shut)."""
+    critical = triage.accepted_critical(review) if review is not None else []
+    return {"critical_accepted": critical, "critical_names": triage.named(critical),
+            "critical_keys": ",".join(f.key for f in critical)}
 
 
 @login_required
@@ -210,7 +220,10 @@ def _triage_panels(request, review: Review, first: str, status: int = 200, **ext
     return HttpResponse("".join(html), status=status)
 
 
-TRIAGE_PANELS = ("verdict-panel", "findings-panel", "history-panel")
+# What one triage action can change: the verdict, the cards, the history, and on the diff the
+# triage bar and every finding's thread.
+TRIAGE_PANELS = ("verdict-panel", "findings-panel", "history-panel", "triage-bar",
+                 "diff-threads")
 
 
 @login_required
@@ -219,6 +232,10 @@ def finding_decision(request, pk: int, key: str):
     review = owned_review(request, pk)
     finding = get_object_or_404(Finding.objects.select_related("decided_by"), review=review,
                                 key=key, kept=True)
+    # The same decision from the finding's thread on the diff or from its card in the list:
+    # the answer is the one it came from, and the other is redrawn out of band.
+    on_diff = (request.htmx.target == f"thread-{finding.key}" if request.htmx
+               else request.POST.get("view") == "diff")
     form = FindingDecisionForm(request.POST)
     notice, error, status = "", "", 200
     if not form.is_valid():
@@ -236,17 +253,22 @@ def finding_decision(request, pk: int, key: str):
         if status >= 400:
             return _triage_panels(request, review, "findings-panel", status,
                                   error_for="findings", error=error)
-        return redirect(f"{review.get_absolute_url()}#finding-{finding.key}")
-    # The form targets the finding's card: answer with the card (and its message), and
+        anchor = "thread" if on_diff else "finding"
+        return redirect(f"{review.get_absolute_url()}#{anchor}-{finding.key}")
+    # The form targets the finding's thread or card: answer with it (and its message), and
     # refresh what the decision changes elsewhere out of band.
     review.refresh_from_db()
     ctx = review_context(review, with_diff=False, timeline=False)
-    card = render_to_string(f"{PAGE}#finding-card",
-                            {**ctx, "f": finding, "card_error": error, "card_notice": notice},
-                            request=request)
-    oob = [render_to_string(f"{PAGE}#{name}", {**ctx, "oob": True}, request=request)
-           for name in ("triage-summary", "verdict-panel", "history-panel")]
-    return HttpResponse(card + "".join(oob), status=status)
+    main, other = (("finding-thread", "finding-card") if on_diff
+                   else ("finding-card", "finding-thread"))
+    answer = render_to_string(f"{PAGE}#{main}",
+                              {**ctx, "f": finding, "card_error": error, "card_notice": notice,
+                               "announce": True}, request=request)
+    oob = [render_to_string(f"{PAGE}#{other}", {**ctx, "f": finding, "oob": True},
+                            request=request)]
+    oob += [render_to_string(f"{PAGE}#{name}", {**ctx, "oob": True}, request=request)
+            for name in ("triage-bar", "triage-summary", "verdict-panel", "history-panel")]
+    return HttpResponse(answer + "".join(oob), status=status)
 
 
 @login_required
@@ -300,13 +322,15 @@ def verdict_decision(request, pk: int):
     d = form.cleaned_data
     try:
         triage.finalise(review, request.user, action=d["action"], verdict=d["verdict"],
-                        reason=d["reason"], seq=d["seq"])
+                        reason=d["reason"], seq=d["seq"],
+                        confirmed_critical=form.confirmed_keys())
     except (triage.Refused, InvalidDecision) as exc:
         # An override keeps what the person typed, and its part of the form stays open.
         kept_input = ({"chosen": d["verdict"], "reason": d["reason"], "override_open": True}
                       if d["action"] == "override" else {})
         return _triage_panels(request, review, "verdict-panel", getattr(exc, "status", 400),
-                              error_for="verdict", error=str(exc), **kept_input)
+                              error_for="verdict", error=str(exc),
+                              confirm_asked=bool(getattr(exc, "critical", None)), **kept_input)
     return _triage_panels(request, review, "verdict-panel")
 
 
@@ -334,8 +358,12 @@ def review_file(request, pk: int, index: int):
     review = owned_review(request, pk)
     if index >= len(review.files):
         raise Http404("No such file in this review.")
-    [view] = file_views(review.files, list(review.findings.filter(kept=True)), only=index)
-    return render(request, f"{PAGE}#diff-table", {"v": view, "run": review.run})
+    kept = list(review.findings.filter(kept=True).select_related("decided_by"))
+    [view] = file_views(review.files, kept, only=index)
+    return render(request, f"{PAGE}#diff-table", {
+        "v": view, "run": review.run, "review": review,
+        "triage_open": triage.closed_reason(review) is None,
+        "memory": memories.page_context(review, kept)})
 
 
 @login_required
@@ -363,16 +391,19 @@ _PANELS_BY_KIND = {
     "reflection_skipped": {"reviewers-panel"}, "analysis_done": {"reviewers-panel"},
     "model_call": {"costs-panel", "reviewers-panel"},
     "review_synthesized": {"verdict-panel", "findings-panel", "reviewers-panel", "diff-panel",
-                           "header", "coverage-panel"},
-    "gate_opened": {"verdict-panel", "findings-panel"},
+                           "header", "coverage-panel", "triage-bar"},
+    "gate_opened": {"verdict-panel", "findings-panel", "triage-bar", "diff-threads"},
     "verdict_decided": {"verdict-panel", "findings-panel", "history-panel",
-                        "publication-panel"},
+                        "publication-panel", "triage-bar", "diff-threads"},
     "triage_reopened": {"verdict-panel", "findings-panel", "history-panel",
-                        "publication-panel"},
-    "findings_triaged": {"verdict-panel", "findings-panel", "history-panel"},
+                        "publication-panel", "triage-bar", "diff-threads"},
+    "findings_triaged": {"verdict-panel", "findings-panel", "history-panel", "triage-bar",
+                         "diff-threads"},
     "publication": {"publication-panel"},
-    "run_finished": {"verdict-panel", "reviewers-panel", "findings-panel", "costs-panel"},
-    "run_cancelled": {"verdict-panel"}, "budget_exceeded": {"verdict-panel"},
+    "run_finished": {"verdict-panel", "reviewers-panel", "findings-panel", "costs-panel",
+                     "triage-bar", "diff-threads"},
+    "run_cancelled": {"verdict-panel", "triage-bar", "diff-threads"},
+    "budget_exceeded": {"verdict-panel"},
 }
 
 
@@ -380,12 +411,15 @@ def render_live_update(run: Run, events, panels: set[str]) -> str:
     review = Review.objects.select_related("run", "verdict_decided_by").get(run=run)
     for e in events:
         panels = panels | _PANELS_BY_KIND.get(e.kind, set())
+    if "diff-panel" in panels:  # it holds the threads already
+        panels = panels - {"diff-threads"}
     ctx = review_context(review, with_diff="diff-panel" in panels, timeline=False)
     # A very large review does not fit one WebSocket message: the diff and findings give way
     # to a notice asking the person to load the page.
     return live_message(PAGE, ctx, events, panels,
                         ("header", "reviewers-panel", "verdict-panel", "publication-panel",
-                         "findings-panel", "history-panel", "diff-panel", "costs-panel",
-                         "coverage-panel"),
-                        bulky=("diff-panel", "findings-panel"), too_large="too-large",
+                         "triage-bar", "findings-panel", "history-panel", "diff-panel",
+                         "diff-threads", "costs-panel", "coverage-panel"),
+                        bulky=("diff-panel", "diff-threads", "findings-panel"),
+                        too_large="too-large",
                         sources={"publication-panel": PUBLICATION_PANEL})

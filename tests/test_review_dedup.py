@@ -12,7 +12,7 @@ from agents_app.patterns.testing import FunctionModel
 from common.analyzers import AnalyzerInput, rules, run_analyzers, suggestion_for
 from reviews_app import services
 from reviews_app.models import Review
-from reviews_app.pipeline import offline_review, synthesis
+from reviews_app.pipeline import fold, offline_review, synthesis
 from reviews_app.pipeline.pattern import CodeReview
 from reviews_app.pipeline.quality.offline import verifier as offline_verifier
 
@@ -263,3 +263,71 @@ def test_the_page_shows_which_finding_a_dropped_duplicate_duplicates(scripted, a
     page = client.get(reverse("review_detail", args=[run.pk])).content.decode()
     assert ("duplicate of SEC-1 \u201cSQL injection through string formatting\u201d at "
             "app/q.py:2") in page
+
+
+# --- a style finding whose fix keeps a security problem is folded into it ------------------------
+ORDERS = ('import sqlite3\n\n\ndef order(db, oid):\n'
+          '    return db.execute("select * from orders where id = %s" % oid)\n')
+
+
+def test_a_format_nit_on_an_injection_line_is_folded_into_the_security_finding():
+    """ruff's UP031 ("use format specifiers instead of percent format") on the line of bandit's
+    B608 suggests an f-string: the query is still built from the value, so its fix keeps the
+    injection. It is folded into the security finding, and both say why."""
+    rec, _ = offline_review_of([python_file("shop/orders.py", ORDERS)])
+    [sql] = [f for f in rec.kept if "B608" in f["rules"]]
+    assert not [f for f in rec.kept if "UP031" in f["rules"]]
+    [nit] = [f for f in rec.dropped if "UP031" in f["rules"]]
+    assert nit["drop_reason"].startswith(f"folded into {sql['key']} \u201c")
+    assert "shop/orders.py:5" in nit["drop_reason"] and "keeps the injection" in \
+        nit["drop_reason"]
+    assert nit["duplicate_of"] == ""  # not a duplicate: another rule, made moot
+    [step] = [q for q in nit["quality"] if q["stage"] == "fold"]
+    assert (step["action"], step["into"]) == ("fold", sql["key"])
+    [took] = [q for q in sql["quality"] if q["stage"] == "fold"]
+    assert took["action"] == "absorb" and took["key"] == nit["key"]
+    assert rec.verdict == "request_changes"
+
+
+@pytest.mark.parametrize(("style", "security", "folded"), [
+    # An f-string suggested on the line of a shell command built with %: folded.
+    (finding("STY-1", "style", 5, "Use an f-string instead of % formatting", ["UP032"],
+             "low", suggestion="f\"grep {uid} /etc/passwd\""),
+     finding("SEC-1", "security", 5, "subprocess call with shell=True", ["B602"], "high"),
+     True),
+    # A model's style finding (no rule) saying the same thing in words: folded.
+    (finding("STY-1", "style", 5, "Prefer an f-string over %-formatting", (), "low",
+             suggestion="Write the query as an f-string."),
+     finding("SEC-1", "security", 5, "SQL injection through string formatting", (), "high"),
+     True),
+    # A template literal suggested where JavaScript concatenates SQL: folded.
+    (finding("STY-1", "style", 5, "Unexpected string concatenation", ["prefer-template"],
+             "low", suggestion="Use a template literal."),
+     finding("SEC-1", "security", 5, "SQL built from input", ["js-sql-injection"], "high"),
+     True),
+    # The style suggestion itself parameterises the query: it does not keep the problem.
+    (finding("STY-1", "style", 5, "Use format specifiers", ["UP031"], "low",
+             suggestion="Pass oid as a query parameter instead of formatting it."),
+     finding("SEC-1", "security", 5, "SQL injection", ["B608"], "high"), False),
+    # A security finding that is not an injection (a weak hash): the nit stays.
+    (finding("STY-1", "style", 5, "Use format specifiers", ["UP031"], "low",
+             suggestion="Replace with format specifiers on line 5."),
+     finding("SEC-1", "security", 5, "Use of weak MD5 hash", ["B324"], "high"), False),
+    # Another line: the nit stays.
+    (finding("STY-1", "style", 9, "Use format specifiers", ["UP031"], "low",
+             suggestion="Replace with format specifiers on line 9."),
+     finding("SEC-1", "security", 5, "SQL injection", ["B608"], "high"), False),
+    # A style nit about something else on the injection line: it stays.
+    (finding("STY-1", "style", 5, "Line too long", ["E501"], "low",
+             suggestion="Wrap the line."),
+     finding("SEC-1", "security", 5, "SQL injection", ["B608"], "high"), False),
+])
+def test_which_style_findings_are_folded_into_a_security_finding(style, security, folded):
+    findings = [style, security]
+    assert fold.fold_style_into_security(findings) == int(folded)
+    assert security["status"] == "kept"
+    assert (style["status"] == "dropped") is folded
+    if folded:
+        assert style["drop_reason"].startswith("folded into SEC-1 \u201c")
+    else:
+        assert style["drop_reason"] == "" and not style.get("quality")

@@ -31,7 +31,7 @@ FINDING_KEYS = {
 }
 REVIEW_KEYS = {
     "id", "title", "tool_version", "source", "created_at", "status", "offline", "verdict",
-    "triage", "summary", "notes",
+    "triage", "summary", "notes", "analyzers",
 }
 TOP_KEYS = {
     "schema_version", "only_accepted", "review", "counts", "findings", "dropped", "coverage",
@@ -850,3 +850,68 @@ def test_a_finding_without_other_places_has_no_also_at():
         {"file": "app/views.py", "line": 10, "end_line": None, "key": "F1"}])])
     assert "Also at" not in to_markdown(review)
     assert "relatedLocations" not in to_sarif(review)["runs"][0]["results"][0]
+
+
+# --------------------------------------------------------------------------- what ran, what shows
+
+RAN = [{"id": "semgrep", "name": "semgrep", "version": "1.185.0", "imported": False},
+       {"id": "oxlint", "name": "oxlint", "version": "1.89.0", "imported": False},
+       {"id": "detect-secrets", "name": "detect-secrets", "version": "1.5.0",
+        "imported": False},
+       {"id": "secrets", "name": "Quorum's secret key formats", "version": "",
+        "imported": False},
+       {"id": "gitleaks", "name": "gitleaks", "version": "", "imported": True}]
+
+
+def test_markdown_names_the_analyzers_that_ran_with_what_each_found():
+    """An offline review of JavaScript: Semgrep, oxlint and the secrets scanners ran, ruff and
+    bandit did not. The report names those that ran (from the review's analysis record) and
+    how many of the exported findings each produced; it does not name ruff or bandit."""
+    findings = [make_finding("F1", evidence=[{"tool": "semgrep", "rule": "js-sql-injection"}]),
+                make_finding("F2", evidence=[{"tool": "semgrep", "rule": "js-html-injection"}]),
+                make_finding("F3", evidence=[{"tool": "secrets", "rule": "stripe-key"},
+                                             {"tool": "detect-secrets", "rule": "Stripe"}]),
+                make_finding("F4", category="style", severity="low",
+                             evidence=[{"tool": "oxlint", "rule": "eslint(no-var)"}])]
+    md = to_markdown(make_review(findings, offline=True, analyzers=RAN))
+    text = render_html(md)
+    assert ("<li><strong>Analyzers that ran:</strong> semgrep 1.185.0 (2 findings), "
+            "oxlint 1.89.0 (1 finding), detect-secrets 1.5.0 (1 finding), Quorum’s secret key "
+            "formats (1 finding), gitleaks (imported SARIF; no finding)</li>") \
+        in text.replace("&#8217;", "’").replace("'", "’")
+    assert "ruff" not in md and "bandit" not in md
+    assert "restated the results of the analyzers that ran" in md
+    # Only what is exported counts: the accepted-only report of F4 alone.
+    findings[3]["decision"] = "accepted"
+    accepted = to_markdown(make_review(findings, offline=True, analyzers=RAN),
+                           only_accepted=True)
+    assert "semgrep 1.185.0 (no finding)" in accepted and "oxlint 1.89.0 (1 finding)" in accepted
+    # A review recorded before the analyzers were: no list, and no made-up one.
+    old = to_markdown(make_review(findings, offline=True))
+    assert "Analyzers that ran" not in old and "ruff" not in old and "bandit" not in old
+    none = to_markdown(make_review(findings, analyzers=[]))
+    assert "- **Analyzers that ran:** none" in none
+
+
+def test_json_lists_the_analyzers_that_ran():
+    data = json.loads(to_json(make_review([], analyzers=RAN)))
+    assert data["review"]["analyzers"] == [
+        {"name": a["name"], "version": a["version"], "imported": a["imported"]} for a in RAN]
+
+
+def test_an_accepted_only_export_leaves_out_notes_on_findings_it_does_not_show():
+    findings = [make_finding("F1", decision="accepted"), make_finding("F2", decision="rejected"),
+                make_finding("F3"), make_finding("F10", decision="accepted")]
+    notes = ["security upgraded F2 to critical.", "style downgraded F10 to low.",
+             "security upgraded F1 to high.", "security added F3: Problem F3",
+             "The synthesizer grouped D1 with F1, but they are not on the same lines; kept "
+             "apart.", "Incomplete review: the style reviewer did not finish."]
+    review = make_review(findings, dropped=[make_finding("D1", drop_reason="dup")],
+                         notes=notes)
+    kept_notes = ["style downgraded F10 to low.", "security upgraded F1 to high.",
+                  "Incomplete review: the style reviewer did not finish."]
+    assert json.loads(to_json(review))["review"]["notes"] == notes
+    assert json.loads(to_json(review, only_accepted=True))["review"]["notes"] == kept_notes
+    full, accepted = to_markdown(review), to_markdown(review, only_accepted=True)
+    assert all(n in full for n in notes)
+    assert [n for n in notes if n in accepted] == kept_notes

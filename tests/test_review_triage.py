@@ -97,7 +97,8 @@ def test_accept_reject_and_undo_are_each_recorded_with_who_when_and_what(
     ]
     assert all(d.at is not None for d in rows)
     page = alice_client.get(reverse("review_detail", args=[triage_run.pk])).content.decode()
-    history = page[page.index('id="history-panel"'):page.index('id="diff-panel"')]
+    history = page[page.index('id="history-panel"'):]
+    history = history[:history.index("</section>")]
     items = re.findall(r'<li class="decision kind-(\w+)" id="decision-\d+"><time datetime="'
                        r'([^"]+)">[^<]+</time> <strong class="who">(\w+)</strong> '
                        r'<span class="what">([^<]+)</span>', history)
@@ -538,7 +539,8 @@ def test_notes_in_the_history_are_escaped(alice_client, triage_run):  # noqa: F8
          {"decision": "rejected", "comment": '<script>alert(1)</script><img src=x onerror=a()>'},
          f.key)
     html = alice_client.get(reverse("review_detail", args=[triage_run.pk])).content.decode()
-    history = html[html.index('id="history-panel"'):html.index('id="diff-panel"')]
+    history = html[html.index('id="history-panel"'):]
+    history = history[:history.index("</section>")]
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in history
     assert "<script>" not in history and "<img" not in history
 
@@ -575,3 +577,59 @@ def test_once_triaged_the_page_says_what_the_accepted_findings_call_for(
     page = alice_client.get(url).content.decode()
     assert "call for “Request changes”, as proposed." in page
     assert '<details class="reject">' in page and " selected>" not in page
+
+
+# --- approving over accepted critical findings needs a confirmation naming them -------------------
+def test_approving_over_accepted_critical_findings_needs_a_confirmation_naming_them(
+        alice_client, triage_run):  # noqa: F811
+    """GOOD's shell command built with % is critical. Accepting it and then approving the
+    change is refused until the person confirms, naming the finding (key and title); a
+    confirmation for other findings (a stale page) is refused the same way."""
+    review = review_of(triage_run)
+    [critical] = [f for f in kept(review) if f.severity == "critical"]
+    post(alice_client, "finding_decision", triage_run, {"decision": "accepted"}, critical.key)
+    post(alice_client, "settle_rest", triage_run, {"decision": "rejected"})
+    page = alice_client.get(reverse("review_detail", args=[triage_run.pk])).content.decode()
+    panel = page[page.index('id="verdict-panel"'):page.index("</section>",
+                                                             page.index('id="verdict-panel"'))]
+    assert 'id="critical-confirm"' in panel and critical.key in panel
+    assert f'name="confirm_critical" value="{critical.key}"' in panel
+    before = fingerprint(review)
+    override = {"action": "override", "verdict": "approve", "reason": "Tool runs in a sandbox",
+                "seq": triage_run.stage_seq}
+    for extra in ({}, {"confirm_critical": "SEC-99"}):
+        for htmx in (True, False):
+            r = post(alice_client, "verdict_decision", triage_run, {**override, **extra},
+                     htmx=htmx)
+            assert r.status_code == 409, r.content[:300]
+            text = r.content.decode()
+            assert "needs your confirmation" in text and critical.key in text
+            assert f"{critical.key} \u201c{critical.title[:40]}" in text
+    assert fingerprint(review) == before  # nothing was decided
+    # The refusal keeps what was typed, and the confirmation is offered right there.
+    assert ">Tool runs in a sandbox</textarea>" in text and 'id="critical-confirm"' in text
+    # Confirmed: approved, as an override with its reason.
+    r = post(alice_client, "verdict_decision", triage_run,
+             {**override, "confirm_critical": critical.key})
+    assert r.status_code == 200, r.content[:400]
+    review.refresh_from_db()
+    assert (review.final_verdict, review.verdict_reason) == ("approve", "Tool runs in a sandbox")
+
+
+def test_a_verdict_other_than_approve_needs_no_confirmation(alice_client, triage_run):  # noqa: F811
+    review = review_of(triage_run)
+    finalise_all(alice_client, triage_run, "accepted")  # the critical one accepted too
+    review.refresh_from_db()
+    assert review.final_verdict == "request_changes"
+
+
+@pytest.mark.parametrize("value", ["x" * 2001, "SEC-1\x00"])
+def test_a_bad_confirmation_is_refused_in_words(alice_client, triage_run, value):  # noqa: F811
+    review = review_of(triage_run)
+    triage.settle_rest(review, "accepted", review.owner)
+    before = fingerprint(review)
+    r = post(alice_client, "verdict_decision", triage_run,
+             {"action": "override", "verdict": "approve", "reason": "r",
+              "seq": triage_run.stage_seq, "confirm_critical": value})
+    assert r.status_code == 400 and b'class="error" role="alert"' in r.content
+    assert fingerprint(review) == before

@@ -552,3 +552,150 @@ def test_the_coverage_panel_updates_live_when_the_review_is_synthesized(transact
     html = render_live_update(run, [Event("review_synthesized", "ready")], set())
     assert 'id="coverage-panel" hx-swap-oob="true"' in html
     assert "not examined by any analyzer or model" in html
+
+
+# --- a style fix that keeps an injection is folded, and says so everywhere -----------------------
+def test_a_folded_style_finding_keeps_its_reason_on_the_page_and_in_exports(alice_client,
+                                                                              triage_run):
+    """GOOD builds a shell command with % (bandit B602): ruff's UP031 on that line would
+    only swap % for format specifiers. It is not offered as a finding to accept; the page's
+    dropped findings and every export say where it went and why."""
+    review = Review.objects.get(run=triage_run)
+    [nit] = [f for f in review.findings.all() if "UP031" in f.rules]
+    [shell] = [f for f in review.findings.all() if "B602" in f.rules]
+    assert not nit.kept and shell.kept
+    assert nit.drop_reason.startswith(f"folded into {shell.key} \u201c")
+    page = alice_client.get(reverse("review_detail", args=[triage_run.pk])).content.decode()
+    dropped = page[page.index('class="dropped"'):]
+    dropped = dropped[:dropped.index("</details>")]
+    assert nit.key in dropped and f"folded into {shell.key}" in dropped
+    card = page[page.index(f'id="finding-{shell.key}"'):]
+    assert "Took in a style finding" in card[:card.index("</li>")]
+    url = reverse("export_review", args=[triage_run.pk])
+    md = alice_client.get(url, {"format": "markdown"}).content.decode()
+    assert f"folded into {shell.key}" in md[md.index("## Dropped findings"):]
+    data = json.loads(alice_client.get(url, {"format": "json"}).content)
+    [out] = [d for d in data["dropped"] if d["key"] == nit.key]
+    assert out["drop_reason"] == nit.drop_reason
+
+
+def test_the_markdown_export_names_the_analyzers_the_review_ran(transactional_db, alice,
+                                                                  alice_client):
+    """JavaScript alone: Semgrep, oxlint and the secrets scanners ran, ruff and bandit did
+    not (the analysis record says so). The export names them, and not a fixed pair."""
+    run = engine.run_inline(start(alice, JS).pk)
+    ran = run.state["analysis"]["tools"]
+    assert {"semgrep", "oxlint"} <= set(ran) and not {"ruff", "bandit"} & set(ran)
+    md = alice_client.get(reverse("export_review", args=[run.pk]),
+                          {"format": "markdown"}).content.decode()
+    [line] = [ln for ln in md.splitlines() if ln.startswith("- **Analyzers that ran:**")]
+    assert f"semgrep {ran['semgrep']} (1 finding)" in line
+    assert f"oxlint {ran['oxlint']}" in line and "detect-secrets" in line
+    assert "secret key formats" in line
+    assert "ruff" not in md and "bandit" not in md
+    data = json.loads(alice_client.get(reverse("export_review", args=[run.pk]),
+                                       {"format": "json"}).content)
+    assert {a["name"] for a in data["review"]["analyzers"]} >= {"semgrep", "oxlint"}
+
+
+# --- the diff is the main view: files, findings threaded on their lines, triage there ---------
+def section(html: str, element_id: str) -> str:
+    start = html.index(f'id="{element_id}"')
+    return html[start:html.index("</section>", start)]
+
+
+def thread_of(html: str, key: str) -> str:
+    start = html.index(f'id="thread-{key}"')
+    return html[start:html.index("</form>", start)]
+
+
+def test_the_diff_comes_first_with_a_file_list_and_findings_threaded_on_their_lines(
+        alice_client, triage_run):
+    run = triage_run
+    review = Review.objects.get(run=run)
+    html = alice_client.get(reverse("review_detail", args=[run.pk])).content.decode()
+    # The diff is the main view: above the cards, with the verdict beside it.
+    assert html.index('id="triage-bar"') < html.index('id="diff-panel"') \
+        < html.index('id="findings-panel"') < html.index('id="history-panel"')
+    side = html[html.index('<aside class="side-col"'):]
+    assert side.index('id="verdict-panel"') < side.index('id="reviewers-panel"')
+    # A file list with what each file holds.
+    files = html[html.index('id="file-list"'):html.index("</nav>", html.index('id="file-list"'))]
+    kept = list(review.findings.filter(kept=True))
+    assert 'href="#file-0"' in files and "app/users.py" in files and "+6" in files
+    in_users = [f for f in kept if f.file == "app/users.py"]
+    assert f"{len(in_users)} finding" in files
+    # Every kept finding once on the diff, right under its line, with accept and reject there.
+    diff = section(html, "diff-panel")
+    for f in kept:
+        assert diff.count(f'id="thread-{f.key}"') == 1, f.key
+        row = diff.index(f'id="f{0 if f.file == "app/users.py" else 1}-L{f.line}"')
+        next_row = diff.index("<tr", row + 1)
+        assert diff.index(f'id="thread-{f.key}"') > next_row
+        assert diff[next_row:next_row + 40].startswith('<tr class="marker thread-row"'), f.key
+        thread = thread_of(diff, f.key)
+        url = reverse("finding_decision", args=[run.pk, f.key])
+        assert f'hx-post="{url}"' in thread and f'hx-target="#thread-{f.key}"' in thread
+        assert 'name="seen" value="pending"' in thread and 'name="view" value="diff"' in thread
+        assert 'value="accepted" aria-keyshortcuts="a"' in thread
+        assert 'value="rejected" aria-keyshortcuts="r"' in thread
+        assert 'data-finding="' in thread and 'tabindex="-1"' in thread
+    # The shortcuts are written on the page, not only wired in the script.
+    assert "<kbd>j</kbd>" in html and "next finding" in html
+    assert f"0 of {len(kept)} triaged" in html
+
+
+def test_a_decision_on_the_diff_answers_with_its_thread_and_redraws_the_card(alice_client,
+                                                                              triage_run):
+    run = triage_run
+    review = Review.objects.get(run=run)
+    first, second = review.findings.filter(kept=True)[:2]
+    url = reverse("finding_decision", args=[run.pk, first.key])
+    data = {"decision": "accepted", "seen": "pending", "view": "diff"}
+    r = alice_client.post(url, data, HTTP_HX_REQUEST="true",
+                          HTTP_HX_TARGET=f"thread-{first.key}")
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert html.lstrip().startswith('<div class="thread-item')
+    assert html.index(f'id="thread-{first.key}"') < html.index(f'id="finding-{first.key}"')
+    assert "Accepted</span> by alice" in thread_of(html + "</form>", first.key)
+    assert f'id="finding-{first.key}" hx-swap-oob="true"' in html  # the card, out of band
+    for oob in ("triage-bar", "triage-summary", "verdict-panel", "history-panel"):
+        assert f'id="{oob}" hx-swap-oob="true"' in html, oob
+    first.refresh_from_db()
+    assert first.decision == "accepted"
+    # The same click again from the page that still showed it pending: refused, current state.
+    r = alice_client.post(url, data, HTTP_HX_REQUEST="true",
+                          HTTP_HX_TARGET=f"thread-{first.key}")
+    assert r.status_code == 409 and b"since this page was loaded" in r.content
+    assert r.content.decode().lstrip().startswith('<div class="thread-item')
+    # A decision from a card answers with the card and redraws the thread out of band.
+    r = alice_client.post(reverse("finding_decision", args=[run.pk, second.key]),
+                          {"decision": "rejected", "seen": "pending"}, HTTP_HX_REQUEST="true",
+                          HTTP_HX_TARGET=f"finding-{second.key}")
+    html = r.content.decode()
+    assert r.status_code == 200 and html.lstrip().startswith('<li class="finding')
+    assert f'id="thread-{second.key}" hx-swap-oob="true"' in html
+    # Without JavaScript the form posts and comes back to the finding on the diff.
+    undo = alice_client.post(url, {"decision": "pending", "view": "diff"})
+    assert undo.status_code == 302 and undo["Location"].endswith(f"#thread-{first.key}")
+    bad = alice_client.post(url, {"decision": "accepted", "view": "sideways"},
+                            HTTP_HX_REQUEST="true", HTTP_HX_TARGET=f"thread-{first.key}")
+    assert bad.status_code == 400 and b"could not be read" in bad.content
+    first.refresh_from_db()
+    assert first.decision == "pending"
+
+
+def test_a_live_decision_redraws_the_threads_and_the_triage_bar(alice_client, triage_run):
+    from reviews_app.views import render_live_update
+
+    run = triage_run
+    review = Review.objects.get(run=run)
+    first = review.findings.filter(kept=True).first()
+    before = run.events.count()
+    alice_client.post(reverse("finding_decision", args=[run.pk, first.key]),
+                      {"decision": "accepted"})
+    events = list(run.events.filter(seq__gt=before))
+    html = render_live_update(run, events, set())
+    assert f'id="thread-{first.key}" hx-swap-oob="true"' in html
+    assert 'id="triage-bar" hx-swap-oob="true"' in html and "1 of" in html

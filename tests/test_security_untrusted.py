@@ -283,7 +283,7 @@ def test_live_messages_are_escaped_too(untrusted):
         panels = {"header", "plan-panel", "steps-panel", "items-panel", "answer-panel",
                   "calls-panel", "gate-panel", "live-panel", "mr-panel", "rounds-panel",
                   "costs-panel", "reviewers-panel", "verdict-panel", "findings-panel",
-                  "diff-panel"}
+                  "diff-panel", "triage-bar", "diff-threads"}
         html = live.render_live(run, events, panels)
         problems, text = audit(html)
         assert problems == [], name

@@ -17,6 +17,7 @@ import re
 from agents_app.llm.offline import sections
 from agents_app.patterns import safe_json
 
+from .prompts import ANALYZERS_RAN
 from .schema import SEVERITY_RANK
 
 _JSON_BLOCK = re.compile(r"```json\n(.*?)\n```", re.DOTALL)
@@ -93,11 +94,13 @@ def synthesis(messages) -> dict:
         counts[f["severity"]] = counts.get(f["severity"], 0) + 1
     found = ", ".join(f"{counts[s]} {s}" for s in SEVERITY_RANK if s in counts) or "nothing"
     files = len({f["file"] for f in findings})
-    summary = (f"Offline, analyzer-based review: the analyzers' results on the changed lines "
-               f"(ruff and bandit for Python; semgrep with Quorum's rules, oxlint, shellcheck "
-               f"and hadolint for JavaScript, TypeScript, Go, Java, shell and Dockerfiles; "
-               f"secrets scanners on every file), restated by the built-in offline model (no "
-               f"language model read the change). Kept: {found}"
+    ran = secs.get(ANALYZERS_RAN)
+    names = [n.strip() for n in (ran or "").split(",") if n.strip() and n.strip() != "none"]
+    source = ("the analyzers' results on the changed lines" if ran is None else
+              f"the results of the analyzers that ran ({', '.join(names)}) on the changed lines"
+              if names else "the results on the changed lines (no analyzer ran)")
+    summary = (f"Offline, analyzer-based review: {source}, restated by the built-in offline "
+               f"model (no language model read the change). Kept: {found}"
                + (f" across {files} file(s)" if files else "") +
                f". The verdict follows the severity rules: {verdict.replace('_', ' ')}. "
                "Files no analyzer reads were not reviewed (see the coverage): this model "

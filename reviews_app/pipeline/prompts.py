@@ -109,12 +109,17 @@ def reflection_messages(category: str, own: list[dict],
             {"role": "user", "content": body}]
 
 
+ANALYZERS_RAN = "Analyzers that ran"  # a section the offline synthesizer reads too
+
+
 def synthesis_messages(label: str, findings: list[dict], rule_verdict: str,
-                       reviewers: dict[str, dict],
-                       coverage_notes: list[str]) -> list[dict[str, str]]:
+                       reviewers: dict[str, dict], coverage_notes: list[str],
+                       analyzers: list[str] | None = None) -> list[dict[str, str]]:
     status = "\n".join(f"- {name}: {r['status']}" + (f" ({r['error']})" if r.get("error") else "")
                        for name, r in reviewers.items())
-    body = (f"## Change\n{label}\n\n"
+    ran = ("" if analyzers is None else
+           f"## {ANALYZERS_RAN}\n{', '.join(analyzers) or 'none'}\n\n")
+    body = (f"## Change\n{label}\n\n{ran}"
             f"## Findings\n{_fenced_json([_brief(f) for f in findings])}\n\n"
             f"## Verdict by the rules\n{rule_verdict}\n\n"
             f"## Reviewers\n{status}\n\n"

@@ -514,7 +514,10 @@
     var active = document.activeElement;
     if (ev.defaultPrevented) return;
     if (region && region.id && active && active !== document.body && region.contains(active)) {
-      refocus = { region: region.id, id: active.id };
+      // The focused element, or the nearest one with an id around it (a finding's card), so
+      // that the focus comes back to the same place rather than to the top of the region.
+      var holder = active.id ? active : active.parentElement && active.parentElement.closest("[id]");
+      refocus = { region: region.id, id: holder && holder !== region && region.contains(holder) ? holder.id : "" };
     }
   });
   document.addEventListener("htmx:oobAfterSwap", function () {
@@ -531,6 +534,170 @@
     if (marked) {
       focusIn(marked);
       say(words(marked));
+    }
+  });
+})();
+
+// The review page as a code review: the findings threaded on the diff (or their cards in the
+// list) by keyboard. j / k (or the triage bar's buttons) move to the next / previous finding,
+// a accepts, r rejects, u undoes, c goes to the comment field. Never while typing in a field,
+// nor with a modifier key. Every move and every key that cannot act is said in #live-status;
+// a decision clicks the finding's own button, so it goes through the same form, view, checks
+// and answer as a click (a double press is a double click: the server's stale check holds).
+(function () {
+  "use strict";
+  var last = null; // { key, inList } of the finding moved to last
+
+  function say(text) {
+    var live = document.getElementById("live-status");
+    if (!live || !text) return;
+    live.textContent = "";
+    window.setTimeout(function () { live.textContent = text; }, 50);
+  }
+
+  function page() {
+    return document.querySelector(".review-page") && document.getElementById("diff-panel");
+  }
+
+  // The finding in focus; else, when the focus is nowhere in particular (the page itself, or
+  // the triage bar's buttons), the one moved to last. A decision key pressed with the focus
+  // elsewhere (the verdict panel, say) decides nothing.
+  function current() {
+    var active = document.activeElement;
+    var item = active && active.closest ? active.closest("[data-finding]") : null;
+    if (item) return item;
+    var idle = !active || active === document.body || !!active.closest("#triage-bar");
+    return idle ? byLast() : null;
+  }
+
+  function byLast() {
+    return last && document.getElementById((last.inList ? "finding-" : "thread-") + last.key);
+  }
+
+  function items(inList) {
+    var root = document.getElementById(inList ? "findings-panel" : "diff-panel");
+    return root ? Array.prototype.slice.call(root.querySelectorAll("[data-finding]")) : [];
+  }
+
+  var STATE = { pending: "not triaged", accepted: "accepted", rejected: "rejected" };
+
+  function stateOf(item) {
+    return STATE[item.getAttribute("data-decision")] || item.getAttribute("data-decision");
+  }
+
+  function capital(text) {
+    return text ? text.charAt(0).toUpperCase() + text.slice(1) : text;
+  }
+
+  function describe(item, i, n) {
+    var open = !!item.querySelector("form.decide");
+    var pending = item.getAttribute("data-decision") === "pending";
+    var text = "Finding " + (i + 1) + " of " + n + ": " + item.getAttribute("data-finding") +
+      ", " + item.getAttribute("data-severity") + ", " + item.getAttribute("data-title") +
+      ", at " + item.getAttribute("data-where") + ". " + capital(stateOf(item)) + ".";
+    if (open) text += pending ? " A to accept, R to reject." : " U to undo.";
+    return text;
+  }
+
+  function reveal(item) {
+    for (var d = item.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) {
+      d.open = true;
+    }
+  }
+
+  // j / k move within the view the focus is in: the cards when it is in the list, else the
+  // diff; from the finding in focus, else from the one moved to last in that view.
+  function move(step) {
+    var active = document.activeElement;
+    var from = current();
+    var within = active && active.closest ? active : null;
+    var inList = from ? !!from.closest("#findings-panel")
+      : within && within.closest("#findings-panel") ? true
+      : within && within.closest("#diff-panel") ? false
+      : !!(last && last.inList);
+    if (!from && last && last.inList === inList) from = byLast();
+    var list = items(inList);
+    if (!list.length) { say("There is no finding to move to."); return; }
+    var i = from ? list.indexOf(from) : -1;
+    var next = i < 0 ? (step > 0 ? 0 : list.length - 1) : i + step;
+    if (next < 0 || next >= list.length) {
+      say(step > 0 ? "No next finding: this is the last of " + list.length + "."
+                   : "No previous finding: this is the first of " + list.length + ".");
+      return;
+    }
+    var item = list[next];
+    reveal(item);
+    item.focus({ preventScroll: true });
+    item.scrollIntoView({ block: "center" });
+    last = { key: item.getAttribute("data-finding"), inList: !!item.closest("#findings-panel") };
+    say(describe(item, next, list.length));
+  }
+
+  function decide(value) {
+    var item = current();
+    if (!item) { say("Move to a finding first: J goes to the next one."); return; }
+    var key = item.getAttribute("data-finding");
+    var form = item.querySelector("form.decide");
+    var button = form && form.querySelector("button[name=decision][value=" + value + "]");
+    if (!form) { say("Triage is closed: " + key + " cannot change now."); return; }
+    if (!button) {
+      say(value === "pending" ? key + " is not triaged yet: A to accept, R to reject."
+                              : key + " is " + stateOf(item) + " already: U to undo it first.");
+      return;
+    }
+    if (form.classList.contains("htmx-request")) return; // sent already: the answer is coming
+    button.click();
+  }
+
+  function comment() {
+    var item = current();
+    var field = item && item.querySelector("form.decide input[name=comment][type=text]");
+    if (field) { field.focus(); return; }
+    say(item ? item.getAttribute("data-finding") + " has no comment field now: U to undo its decision first."
+             : "Move to a finding first: J goes to the next one.");
+  }
+
+  var KEYS = {
+    j: function () { move(1); }, k: function () { move(-1); },
+    a: function () { decide("accepted"); }, r: function () { decide("rejected"); },
+    u: function () { decide("pending"); }, c: comment
+  };
+
+  document.addEventListener("keydown", function (ev) {
+    if (ev.defaultPrevented || ev.ctrlKey || ev.metaKey || ev.altKey || ev.shiftKey || ev.isComposing) return;
+    var action = KEYS[ev.key];
+    if (!action || !page()) return;
+    var t = ev.target;
+    if (t && t.closest && t.closest("input, textarea, select, [contenteditable]:not([contenteditable=false])")) return;
+    ev.preventDefault();
+    action();
+  });
+
+  document.addEventListener("click", function (ev) {
+    var button = ev.target.closest && ev.target.closest("[data-go]");
+    if (!button || !page()) return;
+    move(button.getAttribute("data-go") === "next" ? 1 : -1);
+  });
+
+  // Approving over accepted critical findings: a dialog names them first. The server refuses
+  // the approval without the confirmation all the same (and the panel offers it there).
+  document.addEventListener("htmx:confirm", function (ev) {
+    var form = ev.detail && ev.detail.elt;
+    if (!form || !form.matches || !form.matches("form[data-critical]")) return;
+    var trigger = ev.detail.triggeringEvent;
+    var action = trigger && trigger.submitter ? trigger.submitter.value : "";
+    var select = form.querySelector("select[name=verdict]");
+    var approving = (action === "accept" && form.getAttribute("data-proposed") === "approve") ||
+      (action === "override" && select && select.value === "approve");
+    var box = form.querySelector("input[name=confirm_critical]");
+    if (!approving || !box || box.checked) return;
+    ev.preventDefault();
+    if (window.confirm("Approve the change although you accepted these critical findings? " +
+                       form.getAttribute("data-critical"))) {
+      box.checked = true;
+      ev.detail.issueRequest(true);
+    } else {
+      say("Not approved: nothing was sent.");
     }
   });
 })();

@@ -5,6 +5,7 @@ Pure Python on the plain ``review`` dict (no Django)."""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -118,3 +119,45 @@ def triage_text(review: dict) -> str:
 def source_fields(review: dict) -> dict:
     source = review.get("source") or {}
     return {"kind": source.get("kind") or "", "label": source.get("label") or ""}
+
+
+def _tools_of(finding: dict) -> set[str]:
+    """The analyzers whose results a finding rests on ("bandit+ruff" is both)."""
+    return {t for e in finding.get("evidence") or () if isinstance(e, dict)
+            for t in str(e.get("tool") or "").split("+") if t}
+
+
+def analyzers_ran(review: dict, findings: list[dict]) -> list[dict] | None:
+    """The analyzers the review's analysis record says ran (``review["analyzers"]``: id,
+    name, version, imported), each with how many of ``findings`` rest on its results, most
+    first; None for a review with no such record (nothing is made up for it)."""
+    ran = review.get("analyzers")
+    if not isinstance(ran, list):
+        return None
+    out = []
+    for a in ran:
+        if not isinstance(a, dict) or not a.get("name"):
+            continue
+        ident = str(a.get("id") or a["name"])
+        out.append({"name": str(a["name"]), "version": str(a.get("version") or ""),
+                    "imported": bool(a.get("imported")),
+                    "findings": sum(1 for f in findings if ident in _tools_of(f))})
+    return sorted(out, key=lambda a: -a["findings"])
+
+
+def notes_for(review: dict, findings: list[dict], only_accepted: bool) -> list[str]:
+    """The review's synthesis notes to export. An accepted-only export leaves out every note
+    that names a finding it does not show (an amendment to a rejected finding, a merge of a
+    dropped one): it would speak of findings the reader cannot see."""
+    notes = [str(n) for n in review.get("notes") or ()]
+    if not only_accepted:
+        return notes
+    shown = {f.get("key") for f in findings}
+    hidden = sorted({str(f["key"]) for f in [*(review.get("findings") or ()),
+                                             *(review.get("dropped") or ())]
+                     if isinstance(f, dict) and f.get("key") and f.get("key") not in shown},
+                    key=len, reverse=True)
+    if not hidden:
+        return notes
+    named = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, hidden)) + r")(?![\w-])")
+    return [n for n in notes if not named.search(n)]

@@ -9,7 +9,8 @@ JSON export structure (``schema_version`` 1)::
                  "status", "offline", "verdict": {"proposed", "final", "decided_by",
                  "decided_at", "version", "override_reason", "by_rules"},
                  "triage",                  # which version: "triage version N, finalised
-                 "summary", "notes": [str, ...]},  # by X at T" or "draft: not finalised"
+                 "summary", "notes": [str, ...],   # by X at T" or "draft: not finalised"
+                 "analyzers": [{"name", "version", "imported"}, ...]},
       "counts": {"critical": n, "high": n, "medium": n, "low": n, "info": n},
       "findings": [FINDING, ...],           # strongest severity first, then file, then line
       "dropped": [FINDING + "drop_reason"], # absent when only_accepted
@@ -25,6 +26,9 @@ JSON export structure (``schema_version`` 1)::
                                              # when no analyzer reported the rule in this run
     history: how reflection changed the finding; duplicate_of: the key a dropped duplicate
     repeats ("" otherwise)
+    notes: with only_accepted, the notes that name a finding not exported are left out
+    analyzers: those the review's analysis record says ran ([] when it has none), imported
+    SARIF tools marked ``imported``
 
 Every key listed is always present (``None``, ``""``, ``[]`` or ``{}`` when unknown).
 """
@@ -34,6 +38,7 @@ from __future__ import annotations
 import json
 
 from .common import (
+    notes_for,
     ordered,
     select_findings,
     severity_counts,
@@ -96,7 +101,11 @@ def _export_dict(review: dict, only_accepted: bool) -> dict:
             "verdict": verdict_fields(review),
             "triage": triage_text(review),
             "summary": review.get("summary") or "",
-            "notes": [str(n) for n in review.get("notes") or ()],
+            "notes": notes_for(review, findings, only_accepted),
+            "analyzers": [{"name": str(a["name"]), "version": str(a.get("version") or ""),
+                           "imported": bool(a.get("imported"))}
+                          for a in review.get("analyzers") or ()
+                          if isinstance(a, dict) and a.get("name")],
         },
         "counts": severity_counts(findings),
         "findings": [_finding_record(f) for f in findings],

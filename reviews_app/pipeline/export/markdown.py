@@ -6,7 +6,9 @@ from __future__ import annotations
 from ..schema import SEVERITIES
 from .common import (
     also_at,
+    analyzers_ran,
     as_line,
+    notes_for,
     ordered,
     select_findings,
     severity_counts,
@@ -50,7 +52,14 @@ def _number(value, fmt: str) -> str:
         return "unknown"
 
 
-def _md_header(review: dict, only_accepted: bool) -> list[str]:
+def _analyzer_text(a: dict) -> str:
+    name = md_inline(a["name"]) + (f" {md_inline(a['version'])}" if a["version"] else "")
+    n = a["findings"]
+    found = "no finding" if not n else f"{n} finding{'s' if n != 1 else ''}"
+    return f"{name} ({'imported SARIF; ' if a['imported'] else ''}{found})"
+
+
+def _md_header(review: dict, only_accepted: bool, findings: list[dict]) -> list[str]:
     out = [f"# {md_inline(review.get('title')) or 'Code review'}", ""]
     source = source_fields(review)
     source_text = md_inline(source["label"]) or "unknown"
@@ -73,17 +82,20 @@ def _md_header(review: dict, only_accepted: bool) -> list[str]:
             out.append(f"- **Override reason:** {md_inline(verdict['override_reason'])}")
     else:
         out.append("- **Final verdict:** not decided yet")
+    ran = analyzers_ran(review, findings)
+    if ran is not None:  # from the review's analysis record: what really ran
+        out.append("- **Analyzers that ran:** "
+                   + (", ".join(_analyzer_text(a) for a in ran) or "none"))
     if review.get("tool_version"):
         out.append(f"- **Quorum version:** {md_inline(review['tool_version'])}")
     if only_accepted:
         out.append("- **Export:** accepted findings only")
     out.append("")
     if review.get("offline"):
-        out += [
-            "**Offline review:** no language model was used; the findings come from the ruff "
-            "and bandit linters through Quorum's offline model.",
-            "",
-        ]
+        source = ("the results of the analyzers that ran (listed above)" if ran is not None
+                  else "the analyzers' results")
+        out += [f"**Offline review:** no language model was used; Quorum's offline model "
+                f"restated {source} as findings.", ""]
     return out
 
 
@@ -183,13 +195,13 @@ def _md_reviewers(reviewers: dict) -> list[str]:
 def to_markdown(review: dict, *, only_accepted: bool = False) -> str:
     """The review as a Markdown report in which untrusted text cannot create structure."""
     findings = select_findings(review, only_accepted)
-    out = _md_header(review, only_accepted)
+    out = _md_header(review, only_accepted, findings)
 
     summary = md_block(review.get("summary"))
     out += ["## Summary", "", summary or "No summary.", ""]
-    out += [f"- {md_inline(note, at_start=True)}" for note in review.get("notes") or ()
-            if str(note).strip()]
-    if review.get("notes"):
+    notes = [n for n in notes_for(review, findings, only_accepted) if n.strip()]
+    out += [f"- {md_inline(note, at_start=True)}" for note in notes]
+    if notes:
         out.append("")
 
     counts = severity_counts(findings)

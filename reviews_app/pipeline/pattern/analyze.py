@@ -70,6 +70,21 @@ def analyze(state: dict) -> StageResult:
     return StageResult(state=state, next_stage="review", events=events)
 
 
+def ran(analysis: dict) -> list[dict]:
+    """The analyzers a review's analysis record says ran, as the exports and the synthesizer
+    name them: each tool that ran (with its version), Quorum's key formats when there were
+    files to scan, then the tools of imported SARIF results. Never a fixed list."""
+    out = [{"id": str(name), "name": str(name), "version": str(version or ""),
+            "imported": False} for name, version in (analysis.get("tools") or {}).items()]
+    if analysis.get("files"):
+        out.append({"id": KEY_FORMATS, "name": "Quorum's secret key formats", "version": "",
+                    "imported": False})
+    imported: list[str] = []
+    for tools in (analysis.get("imported_tools") or {}).values():
+        imported += [str(t) for t in tools or () if str(t) not in imported]
+    return out + [{"id": t, "name": t, "version": "", "imported": True} for t in imported]
+
+
 def _summary(report, inputs, code_read, on_changed) -> str:
     if not inputs:
         return (f"No new code to analyze: the analyzers had nothing to read. "

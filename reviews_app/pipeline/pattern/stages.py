@@ -19,7 +19,7 @@ from agents_app.patterns.base import (
 from agents_app.patterns.parallel import run_parallel
 from common import analyzers, secret_keys
 
-from .. import coverage, fingerprint, fixcheck, memories, prompts, rounds, synthesis
+from .. import coverage, fingerprint, fixcheck, fold, memories, prompts, rounds, synthesis
 from ..quality.cluster import cluster
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 from . import analyze, checks, verify
@@ -221,6 +221,7 @@ class CodeReview(Pattern):
         opts = state["options"]
         findings = state["findings"]
         synthesis.merge_duplicates(findings)
+        fold.fold_style_into_security(findings)  # a style fix that keeps an injection
         code_at = code_lookup(state["files"])
         synthesis.drop_weak(findings, float(opts["min_confidence"]), code_at)
         fingerprint.stamp(findings, code_at)
@@ -237,8 +238,9 @@ class CodeReview(Pattern):
         model_verdict, summary = "", ""
         coverage_notes = [f"{c['path']}: {c['reason']}" for c in state["coverage"]][:50]
         try:
+            ran = [a["name"] for a in analyze.ran(state.get("analysis") or {})]
             reply = client.complete("synthesizer", prompts.synthesis_messages(
-                state["label"], kept, rule, state["reviewers"], coverage_notes),
+                state["label"], kept, rule, state["reviewers"], coverage_notes, ran),
                 schema=SynthesisAnswer, key="synthesis")
             answer: SynthesisAnswer = reply.data
             notes += synthesis.apply_model_duplicates(findings, [g.model_dump()

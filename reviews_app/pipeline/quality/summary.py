@@ -17,6 +17,8 @@ ACTION_TEXT = {
     ("category", "change"): "Kind changed",
     ("cluster", "cluster"): "Clustered repeats",
     ("cluster", "merge"): "Clustered into another finding",
+    ("fold", "fold"): "Folded into a security finding",
+    ("fold", "absorb"): "Took in a style finding",
 }
 
 
@@ -58,6 +60,9 @@ def stage_lines(kept: list, dropped: list) -> list[str]:
     clusters, merged = counts.get(("cluster", "cluster"), 0), counts.get(("cluster", "merge"), 0)
     if clusters:
         lines.append(f"Clustering: {merged} repeat(s) folded into {clusters} finding(s)")
+    if counts.get(("fold", "fold")):
+        lines.append(f"Style fixes that keep an injection: {counts[('fold', 'fold')]} folded "
+                     "into the security finding")
     return lines
 
 
