@@ -15,10 +15,10 @@ from . import engine
 from .forms import (
     StartRunForm,
 )
+from .history import history, recent_models
 from .models import ModelCall, Run
 from .patterns.base import Decision, InvalidDecision
 from .run_page import run_context
-from .search import history
 from .trace import call_io
 
 
@@ -28,7 +28,7 @@ def dashboard(request):
     ctx = {"form": StartRunForm(), **history(request)}
     if request.htmx and request.htmx.target == "history":
         return render(request, "agents_app/dashboard.html#history", ctx)
-    return render(request, "agents_app/dashboard.html", ctx)
+    return render(request, "agents_app/dashboard.html", {**ctx, "models": recent_models(request.user)})
 
 
 @login_required
