@@ -13,6 +13,7 @@ urlpatterns = [
     path("runs/<id:pk>/", views.run_detail, name="run_detail"),
     path("runs/<id:pk>/cancel/", views.cancel_run, name="cancel_run"),
     path("runs/<id:pk>/calls/<id:call>/", views.model_call, name="model_call"),
+    path("runs/<id:pk>/trace/", views.run_trace, name="run_trace"),
 ]
 
 

@@ -20,6 +20,7 @@ from .models import ModelCall, Run
 from .patterns.base import Decision, InvalidDecision
 from .run_page import run_context
 from .trace import call_io
+from .trace_tree import build_trace, rows
 
 
 @login_required
@@ -76,6 +77,17 @@ def model_call(request, pk: int, call: int):
     if request.htmx:
         return render(request, "agents_app/model_call.html#call-io", ctx)
     return render(request, "agents_app/model_call.html", ctx)
+
+
+@login_required
+@require_GET
+def run_trace(request, pk: int):
+    """The run's trace as a tree (run → stage → model call / tool call) with a timing
+    waterfall, from the database."""
+    run = owned_run(request, pk)
+    root = build_trace(run)
+    return render(request, "agents_app/run_trace.html", {"run": run, "root": root,
+                                                         "rows": rows(root)})
 
 
 def render_panel(request, page: str, panel: str, ctx: dict, status: int = 200):

@@ -30,6 +30,7 @@ CASES = {
     "tool_decision": ("react", (), "POST"),
     "vote_decision": ("vote", (), "POST"),
     "model_call": ("plan", (lambda run: run.model_calls.first().pk,), "GET"),
+    "run_trace": ("plan", (), "GET"),
     "change_list": (None, (), "GET"),
     "change_new": (None, (), "GET"),
     "change_detail": ("change", (), "GET"),
