@@ -149,7 +149,9 @@ class Run(models.Model):
             models.Index(F("owner"), run_tokens(), F("id"), name="run_owner_tokens"),
             models.Index(F("owner"), run_duration(True), F("id"), name="run_owner_longest"),
             models.Index(F("owner"), run_duration(False), F("id"), name="run_owner_shortest"),
-            models.Index(fields=["owner", "created_at"], name="run_owner_created"),
+            # The date range, and the usage page's sums read from the index alone (usage.py).
+            models.Index(fields=["owner", "created_at", "pattern", "cost_usd", "prompt_tokens",
+                                 "completion_tokens"], name="run_owner_usage"),
         ]
 
     def __str__(self) -> str:
@@ -234,6 +236,10 @@ class ModelCall(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "stage", "key"], name="model_call_unique")
         ]
+        # The usage page's sums by model, read from the index alone (usage.py): a call's row
+        # holds its prompt and reply.
+        indexes = [models.Index(fields=["run", "model", "prompt_tokens", "completion_tokens",
+                                        "cost_usd"], name="call_usage")]
 
     def __str__(self) -> str:
         return f"{self.role} {self.model} ({self.stage})"

@@ -31,6 +31,8 @@ CASES = {
     "vote_decision": ("vote", (), "POST"),
     "model_call": ("plan", (lambda run: run.model_calls.first().pk,), "GET"),
     "run_trace": ("plan", (), "GET"),
+    "usage": (None, (), "GET"),
+    "usage_csv": (None, (), "GET"),
     "change_list": (None, (), "GET"),
     "change_new": (None, (), "GET"),
     "change_detail": ("change", (), "GET"),

@@ -537,7 +537,7 @@ def case_history() -> str:
         cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'agents_app_run'")
         names = {row[0] for row in cursor.fetchall()}
         assert {"run_owner_cost", "run_owner_tokens", "run_owner_longest", "run_owner_shortest",
-                "run_owner_created"} <= names, names
+                "run_owner_usage"} <= names, names
         cursor.execute("SET enable_seqscan = off")
         cursor.execute("SET enable_sort = off")
         plans = []
