@@ -173,7 +173,10 @@ def test_anonymous_is_sent_to_sign_in(client):
 
 def test_the_chart_library_is_vendored_with_its_version_and_license(alice_client, spent):
     lib = ROOT / "static" / "vendor" / "chartjs"
-    assert (lib / "chart.umd.min.js").read_text()[:60].count("Chart.js v4.6.1") == 1
+    source = (lib / "chart.umd.min.js").read_text()
+    assert source[:60].count("Chart.js v4.6.1") == 1
+    # collectstatic (whitenoise's manifest storage) fails on a reference to a missing source map.
+    assert "sourceMappingURL" not in source
     assert "MIT License" in (lib / "LICENSE.md").read_text()
     assert "4.6.1" in (lib / "README.md").read_text()
     html = page(alice_client, **RANGE).content.decode()
@@ -184,3 +187,16 @@ def test_the_chart_library_is_vendored_with_its_version_and_license(alice_client
 
 def test_the_dashboard_links_to_the_usage_page(alice_client):
     assert reverse("usage") in alice_client.get(reverse("dashboard")).content.decode()
+
+
+@pytest.mark.parametrize("zone, day", [("UTC", DAY), ("Europe/Paris", DAY + dt.timedelta(days=1)),
+                                       ("America/New_York", DAY)])
+def test_a_run_counts_on_the_day_it_started_where_the_site_is(alice_client, alice, settings,
+                                                             zone, day):
+    settings.TIME_ZONE = zone
+    run = started(alice, DAY, calls=[("gpt-4o", 1, 1, "0.001")])
+    late = dt.datetime.combine(DAY, dt.time(23, 30), dt.UTC)  # 00:30 the next day in Paris
+    Run.objects.filter(pk=run.pk).update(created_at=late)
+    ctx = page(alice_client, **{"from": str(DAY - dt.timedelta(days=1)),
+                                "to": str(DAY + dt.timedelta(days=2))}).context
+    assert [p["period"] for p in ctx["over_time"] if p["runs"]] == [day]

@@ -5,7 +5,12 @@ A temporary SQLite database is migrated from scratch and filled (``bulk_create``
 batches) with ``--runs`` runs for one user and ``--other`` runs for another, interleaved:
 a realistic mix of patterns, statuses (mostly finished, some failed, some waiting at a
 gate), tasks, answers and pattern state of a few kilobytes, merge requests for the change
-runs and review rows for the code reviews.
+runs, review rows for the code reviews, and two model calls per run (short prompts).
+
+Cases: the history's pages, filters (statuses and status groups, pattern, dates, model,
+cost), sorts (cost, tokens, duration; first and later pages) and searches (words and a quoted
+phrase), and the usage page over 30 days, a year and two years. Searches and sorted pages are
+checked against a plain query over every run, and the usage sums against plain sums.
 
 (a) Server time: each case is requested ``--requests`` times in this process through
     Django's test client (the whole middleware stack, the session and the template), and
@@ -122,7 +127,7 @@ def seed(owner, other, n_owner: int, n_other: int, batch: int = 2000) -> dict:
     """Fill the database; returns what the cases need (the owner's ids, newest first)."""
     from django.db import transaction
 
-    from agents_app.models import MergeRequest, Run
+    from agents_app.models import MergeRequest, ModelCall, Run
     from reviews_app.models import Review
 
     rng = random.Random(6)  # noqa: S311 - benchmark data
@@ -183,10 +188,33 @@ def seed(owner, other, n_owner: int, n_other: int, batch: int = 2000) -> dict:
                     Review(run=r, owner_id=r.owner_id, source_kind="paste", source_label="pasted diff",
                            diff_text="diff --git a/x.py b/x.py\n", total_files=1, created_at=r.created_at)
                     for r in made if r.pattern == "code_review"])
+                ModelCall.objects.bulk_create(_calls(rng, pool, made))
     finally:
         created_field.auto_now_add = review_created.auto_now_add = True
     ids = list(Run.objects.filter(owner=owner).order_by("-id").values_list("id", flat=True))
     return {"ids": ids}
+
+
+def _calls(rng: random.Random, pool: TextPool, runs) -> list:
+    """Two model calls per run (its first role's model), splitting the run's tokens and cost, so
+    the usage page's sums by model equal its sums by run. Their prompts and replies are short
+    (about 1 KB together): the usage page reads calls from an index, not from their rows."""
+    from agents_app.models import ModelCall
+
+    out = []
+    for r in runs:
+        role, model = next(iter(r.models_used.items()))
+        half_cost = (r.cost_usd / 2).quantize(Decimal("0.000001"))
+        for k, (prompt, completion, cost) in enumerate((
+                (r.prompt_tokens // 2, r.completion_tokens // 2, half_cost),
+                (r.prompt_tokens - r.prompt_tokens // 2, r.completion_tokens - r.completion_tokens // 2,
+                 r.cost_usd - half_cost))):
+            out.append(ModelCall(run=r, stage=f"s:{k}", key=role, role=role, model=model,
+                                 messages=[{"role": "user", "content": pool.text(400)[:600]}],
+                                 response=pool.text(300)[:400], prompt_tokens=prompt,
+                                 completion_tokens=completion, cost_usd=cost,
+                                 latency_ms=rng.randint(300, 9000)))
+    return out
 
 
 # --- cases -----------------------------------------------------------------------------------
@@ -241,6 +269,43 @@ def cases(ids: list[int]) -> list[tuple[str, callable, bool]]:
         (f"history: q = {SEARCH_SHORT} (two letters, no match)", lambda r: {"q": SEARCH_SHORT}, True),
         ("history: status = failed and q = we should",
          lambda r: {"status": "failed", "q": "we should"}, True),
+    ]
+
+
+def verify_usage(owner) -> list[str]:
+    """The usage page's sums over two years against plain sums of the runs and of the calls."""
+    from django.db.models import Count, Sum
+
+    from agents_app.models import ModelCall, Run
+    from agents_app.usage import usage
+
+    today = dt.date.today()
+    tables = usage(owner, today - dt.timedelta(days=800), today, "month")
+    runs = Run.objects.filter(owner=owner).aggregate(n=Count("id"), cost=Sum("cost_usd"))
+    calls = ModelCall.objects.filter(run__owner=owner).aggregate(cost=Sum("cost_usd"))
+    problems = []
+    if tables["totals"]["runs"] != runs["n"]:
+        problems.append(f"runs {tables['totals']['runs']} != {runs['n']}")
+    if abs(tables["totals"]["cost"] - runs["cost"]) > Decimal("0.001"):
+        problems.append(f"cost {tables['totals']['cost']} != {runs['cost']}")
+    by_model = sum((m["cost"] for m in tables["by_model"]), Decimal(0))
+    if abs(by_model - calls["cost"]) > Decimal("0.001"):
+        problems.append(f"cost by model {by_model} != {calls['cost']}")
+    return problems
+
+
+def usage_cases() -> list[tuple[str, str, callable]]:
+    """(name, path, params(rng)): the usage page and its CSV, over short and long ranges."""
+    today = dt.date.today()
+    return [
+        ("usage: the last 30 days, by day (full page)", "/usage/", lambda r: {}),
+        ("usage: a year, by week", "/usage/",
+         lambda r: {"from": str(today - dt.timedelta(days=364)), "to": str(today), "by": "week"}),
+        ("usage: two years (every run), by month", "/usage/",
+         lambda r: {"from": str(today - dt.timedelta(days=731)), "to": str(today), "by": "month"}),
+        ("usage: CSV by model, a year", "/usage/export.csv",
+         lambda r: {"table": "models", "from": str(today - dt.timedelta(days=364)),
+                    "to": str(today)}),
     ]
 
 
@@ -366,6 +431,19 @@ def server_times(owner, ids: list[int], n: int, budget_s: float) -> list[tuple]:
                 break
             paused += PAUSED in resp.content.decode()
         rows.append((name, len(times), 1000 * pct(times, 50), 1000 * pct(times, 95), paused))
+    for name, path, params in usage_cases():
+        client.get(path, params(rng))  # warm-up
+        times = []
+        t_case = time.perf_counter()
+        for _ in range(n):
+            t = time.perf_counter()
+            resp = client.get(path, params(rng))
+            times.append(time.perf_counter() - t)
+            if resp.status_code != 200:
+                raise RuntimeError(f"{name}: HTTP {resp.status_code}")
+            if time.perf_counter() - t_case > budget_s:
+                break
+        rows.append((name, len(times), 1000 * pct(times, 50), 1000 * pct(times, 95), 0))
     return rows
 
 
@@ -464,6 +542,10 @@ def main() -> None:
         print(f"# sorted pages checked against the whole order: "
               f"{'all equal' if not sort_problems else sort_problems}", flush=True)
         problems += sort_problems
+        usage_problems = verify_usage(owner)
+        print(f"# usage sums checked against plain sums: "
+              f"{'all equal' if not usage_problems else usage_problems}", flush=True)
+        problems += usage_problems
         plain = plain_search_times(owner, [SEARCH_RARE, SEARCH_ABSENT, SEARCH_PHRASE, SEARCH_SHORT])
 
         from tests.stack import start_web
@@ -507,7 +589,8 @@ def main() -> None:
     print("|---|---:|---:|---:|---|---:|")
     for name, n, p50, p95, paused in server:
         print(f"| {name} | {n} | {p50:.1f} ms | {p95:.1f} ms | "
-              f"{'met' if p95 <= 150 else '**missed**'} | {f'{paused}/{n}' if 'q =' in name else '—'} |")
+              f"{'met' if p95 <= 150 else '**missed**'} | "
+              f"{f'{paused}/{n}' if 'q =' in name or 'model =' in name else '—'} |")
     print()
     print(f"Search results, page by page, equal to a plain icontains of every word over every "
           f"run, and sorted pages equal to the whole order: {'yes' if not problems else 'NO'}")
