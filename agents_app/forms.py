@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 
 from django import forms
@@ -7,10 +8,11 @@ from django.conf import settings
 from django.core.validators import ProhibitNullCharactersValidator
 
 from .llm.gateway import check_model_name
-from .models import Status, gate_status_labels
+from .models import Status, gate_status_labels, status_groups
 from .option_fields import option_fields, options_from
 from .patterns import PATTERNS, task_patterns
 from .patterns.gate_input import control_message
+from .search import search_terms
 
 
 def check_models(form: forms.Form, data: dict, names) -> None:
@@ -153,16 +155,108 @@ class StartRunForm(forms.Form):
 
 
 def _statuses():
-    return [("", "Any status"), *Status.choices,
-            *[(value, label) for value, label in gate_status_labels().items()
-              if value not in Status.values]]
+    """Any status, then the groups people think in, each with its detailed statuses inside."""
+    labels = {**dict(Status.choices), **gate_status_labels()}
+    return [("", "Any status"), *[
+        (words, [(key, f"Anything {words.lower()}"), *[(s, labels.get(s, s)) for s in statuses]])
+        for key, words, statuses in status_groups()]]
+
+
+# The history's orders: value → words. The default is newest first; "-" puts the largest first.
+SORTS = {"-started": "Newest first", "started": "Oldest first",
+         "-cost": "Cost, highest first", "cost": "Cost, lowest first",
+         "-tokens": "Tokens, most first", "tokens": "Tokens, fewest first",
+         "-duration": "Duration, longest first", "duration": "Duration, shortest first"}
+# Dates the history accepts: wide enough for any real run, narrow enough that a day's bounds
+# are valid datetimes in every time zone.
+FIRST_DAY, LAST_DAY = date(2000, 1, 1), date(2100, 12, 31)
+MAX_SEARCH_TERMS = 10
+MAX_ID = 2**63 - 1
+
+
+def _day_field(label: str) -> forms.DateField:
+    return forms.DateField(required=False, label=label, widget=forms.DateInput(
+        attrs={"type": "date", "min": FIRST_DAY.isoformat(), "max": LAST_DAY.isoformat()}))
+
+
+def _cost_field(label: str) -> forms.DecimalField:
+    return forms.DecimalField(required=False, label=label, min_value=Decimal(0),
+                              max_value=Decimal(1_000_000), decimal_places=6, widget=forms.NumberInput(
+                                  attrs={"step": "any", "min": "0", "placeholder": "USD"}))
 
 
 class HistoryFilterForm(forms.Form):
+    """The history's filters, sort and page position: all query parameters. A value that cannot
+    be used is named in the page's message and left out; the rest still apply."""
+
     status = forms.ChoiceField(choices=_statuses, required=False)
     pattern = forms.ChoiceField(choices=_all_patterns, required=False)
     q = forms.CharField(required=False, max_length=200, label="Search")
-    before = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    start = _day_field("From")
+    end = _day_field("To")
+    model = forms.CharField(required=False, max_length=200, label="Model")
+    min_cost = _cost_field("Min cost (USD)")
+    max_cost = _cost_field("Max cost (USD)")
+    sort = forms.ChoiceField(choices=list(SORTS.items()), required=False, label="Sort")
+    before = forms.IntegerField(required=False, min_value=1, max_value=MAX_ID,
+                                label="Page position", widget=forms.HiddenInput)
+    after = forms.IntegerField(required=False, min_value=1, max_value=MAX_ID,
+                               label="Page position", widget=forms.HiddenInput)
+
+    # ``from`` and ``to`` are the parameters' names (``from`` is a Python keyword).
+    PARAM_NAMES = {"start": "from", "end": "to"}
+
+    def __init__(self, data=None, **kwargs):
+        if data is not None:
+            data = data.copy()
+            for field, param in self.PARAM_NAMES.items():
+                if param in data:
+                    data[field] = data[param]
+        super().__init__(data, **kwargs)
+
+    def clean_q(self):
+        q = self.cleaned_data["q"]
+        if len(search_terms(q)) > MAX_SEARCH_TERMS:
+            raise forms.ValidationError(f"Use at most {MAX_SEARCH_TERMS} words.")
+        return q
+
+    def _clean_day(self, name: str):
+        day = self.cleaned_data[name]
+        if day and not FIRST_DAY <= day <= LAST_DAY:
+            raise forms.ValidationError(f"Pick a day between {FIRST_DAY} and {LAST_DAY}.")
+        return day
+
+    def clean_start(self):
+        return self._clean_day("start")
+
+    def clean_end(self):
+        return self._clean_day("end")
+
+    def clean(self):
+        data = super().clean()
+        start, end = data.get("start"), data.get("end")
+        if start and end and start > end:
+            self.add_error("start", f"{start} is after the “To” day, {end}.")
+        low, high = data.get("min_cost"), data.get("max_cost")
+        if low is not None and high is not None and low > high:
+            self.add_error("min_cost", f"{low} is more than the max cost, {high}.")
+        if data.get("before") and (data.get("sort") or "-started") != "-started":
+            self.add_error("before", "This position pages the newest-first order only; use the "
+                           "pager's links.")
+        return data
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(label, message) of each value that could not be used."""
+        return [(self.fields[name].label or name.capitalize() if name in self.fields else "Filters",
+                 " ".join(str(m) for m in messages)) for name, messages in self.errors.items()]
+
+    def usable(self) -> dict:
+        """The values that can be used: every field that has no error."""
+        if not self.is_bound:
+            return {}
+        self.is_valid()
+        return {name: value for name, value in self.cleaned_data.items()
+                if name not in self.errors and value not in (None, "")}
 
 
 class PersonTextField(forms.CharField):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F, FloatField, Func
 from django.urls import reverse
 
 
@@ -44,6 +45,61 @@ TERMINAL = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.BUDGET_EXC
 
 def gate_status(gate: str) -> str:
     return f"awaiting_{gate}"
+
+
+# The statuses as people think of them, for the history's filter: each group's key (the filter
+# value), its words, and the detailed statuses inside it (the waiting ones also include the gates
+# the patterns name themselves: ``status_groups``).
+STATUS_GROUPS = (
+    ("all_waiting", "Waiting for me", ()),
+    ("all_running", "Running", RUNNABLE),
+    ("all_finished", "Finished", (Status.COMPLETED, Status.CANCELLED)),
+    ("all_failed", "Failed", (Status.FAILED, Status.BUDGET_EXCEEDED)),
+)
+
+
+def status_groups() -> list[tuple[str, str, list[str]]]:
+    """(key, words, statuses) of each group, the waiting group with every gate's status."""
+    waiting = [s for s in Status.values if s.startswith("awaiting_")]
+    waiting += [s for s in gate_status_labels() if s not in waiting]
+    return [(key, label, waiting if key == "all_waiting" else [str(s) for s in statuses])
+            for key, label, statuses in STATUS_GROUPS]
+
+
+class RunDuration(Func):
+    """Seconds from a run's start to its end, or ``missing`` while it runs, in SQL both
+    databases can index (SQLite's ``julianday`` and Postgres's ``EXTRACT(EPOCH …)`` are
+    deterministic). ``missing`` is written into the SQL, not passed as a parameter: a query
+    matches an expression index only when its text is the index's own."""
+
+    output_field = FloatField()
+
+    def __init__(self, missing: float):
+        super().__init__(F("finished_at"), F("created_at"))
+        self.missing = float(missing)
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, arg_joiner=") - julianday(", template=(
+            f"COALESCE(((julianday(%(expressions)s)) * 86400.0), {self.missing!r})"), **extra)
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, arg_joiner=" - ", template=(
+            "COALESCE(EXTRACT(EPOCH FROM (%(expressions)s))::double precision, "
+            f"{self.missing!r})"), **extra)
+
+    def deconstruct(self):
+        return "agents_app.models.RunDuration", (self.missing,), {}
+
+
+def run_tokens():
+    return F("prompt_tokens") + F("completion_tokens")
+
+
+def run_duration(longest_first: bool) -> RunDuration:
+    """The duration the history sorts by: a run still going has none yet and comes after the
+    others in either direction (a number below or above every duration, so the key is never
+    NULL and one index serves each direction on both databases)."""
+    return RunDuration(-1.0 if longest_first else 1e12)
 
 
 class Run(models.Model):
@@ -88,6 +144,14 @@ class Run(models.Model):
             models.Index(fields=["owner", "status", "-id"], name="run_owner_status"),
             models.Index(fields=["owner", "pattern", "-id"], name="run_owner_pattern"),
             models.Index(fields=["status", "lease_expires_at"], name="run_sweep"),
+            # The history's sorts and date range (agents_app/history.py).
+            models.Index(fields=["owner", "cost_usd", "id"], name="run_owner_cost"),
+            models.Index(F("owner"), run_tokens(), F("id"), name="run_owner_tokens"),
+            models.Index(F("owner"), run_duration(True), F("id"), name="run_owner_longest"),
+            models.Index(F("owner"), run_duration(False), F("id"), name="run_owner_shortest"),
+            # The date range, and the usage page's sums read from the index alone (usage.py).
+            models.Index(fields=["owner", "created_at", "pattern", "cost_usd", "prompt_tokens",
+                                 "completion_tokens"], name="run_owner_usage"),
         ]
 
     def __str__(self) -> str:
@@ -182,6 +246,10 @@ class ModelCall(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "stage", "key"], name="model_call_unique")
         ]
+        # The usage page's sums by model, read from the index alone (usage.py): a call's row
+        # holds its prompt and reply.
+        indexes = [models.Index(fields=["run", "model", "prompt_tokens", "completion_tokens",
+                                        "cost_usd"], name="call_usage")]
 
     def __str__(self) -> str:
         return f"{self.role} {self.model} ({self.stage})"

@@ -1,16 +1,16 @@
-"""The run history: keyset pages, filters, and the search of tasks and answers (with the
-SQLite trigram index where it exists)."""
+"""Keyset pages of a history list, and the history's search of tasks and answers: words (each
+must appear in the task or the answer, in any order; a "quoted phrase" is one word), through the
+SQLite trigram index where it exists. The filters and sorts are in ``history``."""
 
 from __future__ import annotations
 
+import re
 import time
+from functools import reduce
+from operator import and_
 
 from django.db import connection
 from django.db.models import Q
-
-from .forms import HistoryFilterForm
-from .models import Run
-from .patterns import PATTERNS
 
 PAGE_SIZE = 25
 
@@ -47,10 +47,29 @@ def _search_index_ready() -> bool:
         return cursor.fetchone()[0] == len(SEARCH_INDEX)
 
 
-def _search_candidates(q: str, below: int, limit: int) -> list[int]:
-    """Ids under ``below``, newest first, of runs whose task or answer holds every trigram of
-    ``q``: a superset of the runs containing ``q``."""
-    trigrams = dict.fromkeys(q[i:i + 3] for i in range(len(q) - 2))
+_TERM = re.compile(r'"([^"]*)"|(\S+)')
+
+
+def search_terms(q: str) -> list[str]:
+    """The words of a search, each once, in order: ``MySQL "read replica" postgres`` →
+    ``["MySQL", "read replica", "postgres"]`` (a quote left open runs to the end)."""
+    terms: dict[str, None] = {}
+    for phrase, word in _TERM.findall((q or "") + ('"' if (q or "").count('"') % 2 else "")):
+        term = " ".join((phrase if phrase else word).split())
+        if term and term.lower() not in {t.lower() for t in terms}:
+            terms[term] = None
+    return list(terms)
+
+
+def text_filter(terms: list[str]) -> Q:
+    """Every term in the task or the answer (``icontains``, on both databases)."""
+    return reduce(and_, (Q(task__icontains=t) | Q(answer__icontains=t) for t in terms), Q())
+
+
+def _search_candidates(terms: list[str], below: int, limit: int) -> list[int]:
+    """Ids under ``below``, newest first, of runs whose task or answer hold every trigram of
+    every term (of three letters or more): a superset of the runs holding every term."""
+    trigrams = dict.fromkeys(t[i:i + 3] for t in terms for i in range(len(t) - 2))
     match = " AND ".join('"{}"'.format(t.replace('"', '""')) for t in trigrams)
     with connection.cursor() as cursor:
         cursor.execute("SELECT rowid FROM agents_app_run_search WHERE agents_app_run_search "
@@ -58,8 +77,9 @@ def _search_candidates(q: str, below: int, limit: int) -> list[int]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def search_runs(runs, q: str, before: int | None):
-    """``runs`` whose task or answer contains ``q`` (``icontains``), as many as one history page
+def search_runs(runs, terms: list[str], before: int | None, also: Q | None = None):
+    """``runs`` whose task or answer contains every term (``icontains``) and that match
+    ``also`` (a filter no index serves, like the model filter), as many as one history page
     needs, and where the search stopped (``None`` when it did not: the page is full or no
     older run matches).
 
@@ -71,9 +91,11 @@ def search_runs(runs, q: str, before: int | None):
     page's "Older" link continues from the last run examined: no run is skipped or shown twice,
     and no request reads the whole history. (Where few runs are left to read after the first
     window, as with a narrow status filter, they are read directly instead of through the
-    index.)"""
-    text = Q(task__icontains=q) | Q(answer__icontains=q)
-    indexed = len(q) >= 3 and _search_index_ready()  # the index knows trigrams, nothing shorter
+    index.) A term shorter than three letters has no trigram: the index narrows by the others,
+    and is not used when no term is long enough."""
+    text = text_filter(terms) & (also or Q())
+    # the index knows trigrams, nothing shorter
+    indexed = any(len(t) >= 3 for t in terms) and _search_index_ready()
     deadline = time.monotonic() + SEARCH_SECONDS
     found: list[int] = []
     cursor_id = before
@@ -98,7 +120,7 @@ def search_runs(runs, q: str, before: int | None):
             indexed = False
     size = 64
     while True:
-        candidates = _search_candidates(q, cursor_id, size)
+        candidates = _search_candidates(terms, cursor_id, size)
         if candidates:
             found += runs.filter(text, id__in=candidates).order_by("-id").values_list(
                 "id", flat=True)[:PAGE_SIZE + 1 - len(found)]
@@ -107,27 +129,3 @@ def search_runs(runs, q: str, before: int | None):
         cursor_id, size = candidates[-1], min(size * 4, 1024)
         if time.monotonic() >= deadline:
             return runs.filter(id__in=found), cursor_id
-
-
-def history(request) -> dict:
-    form = HistoryFilterForm(request.GET or None)
-    runs = Run.objects.filter(owner=request.user).only(
-        "id", "pattern", "task", "status", "models_used", "offline", "cost_usd", "created_at",
-        "finished_at", "prompt_tokens", "completion_tokens", "merge_request__status"
-    ).select_related("merge_request")
-    params, stopped_at = {}, None
-    if form.is_valid():
-        d = form.cleaned_data
-        if d.get("status"):
-            runs = runs.filter(status=d["status"])
-            params["status"] = d["status"]
-        if d.get("pattern"):
-            runs = runs.filter(pattern=d["pattern"])
-            params["pattern"] = d["pattern"]
-        if d.get("q"):
-            runs, stopped_at = search_runs(runs, d["q"], d.get("before"))
-            params["q"] = d["q"]
-    page = keyset_page(runs, form, params, "runs")
-    if stopped_at:  # the search paused: "Older" continues below the last run it examined
-        page.update(next_before=stopped_at, search_stopped_at=stopped_at)
-    return {**page, "patterns": PATTERNS}

@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import (
     converters,  # noqa: F401 - registers <id:...>
+    usage_views,
     views,
 )
 from .patterns import PATTERNS
@@ -13,6 +14,9 @@ urlpatterns = [
     path("runs/<id:pk>/", views.run_detail, name="run_detail"),
     path("runs/<id:pk>/cancel/", views.cancel_run, name="cancel_run"),
     path("runs/<id:pk>/calls/<id:call>/", views.model_call, name="model_call"),
+    path("runs/<id:pk>/trace/", views.run_trace, name="run_trace"),
+    path("usage/", usage_views.usage_page, name="usage"),
+    path("usage/export.csv", usage_views.usage_csv, name="usage_csv"),
 ]
 
 

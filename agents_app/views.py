@@ -17,12 +17,13 @@ from . import engine
 from .forms import (
     StartRunForm,
 )
+from .history import history, recent_models
 from .models import ModelCall, Run
 from .notices import notice_for
 from .patterns.base import Decision, InvalidDecision
 from .run_page import run_context
-from .search import history
 from .trace import call_io
+from .trace_tree import build_trace, rows
 
 # What a person typed for a decision: (label, text) pairs, or a function that makes them.
 Unsent = Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]]
@@ -34,7 +35,7 @@ def dashboard(request):
     ctx = {"form": StartRunForm(), **history(request)}
     if request.htmx and request.htmx.target == "history":
         return render(request, "agents_app/dashboard.html#history", ctx)
-    return render(request, "agents_app/dashboard.html", ctx)
+    return render(request, "agents_app/dashboard.html", {**ctx, "models": recent_models(request.user)})
 
 
 @login_required
@@ -82,6 +83,17 @@ def model_call(request, pk: int, call: int):
     if request.htmx:
         return render(request, "agents_app/model_call.html#call-io", ctx)
     return render(request, "agents_app/model_call.html", ctx)
+
+
+@login_required
+@require_GET
+def run_trace(request, pk: int):
+    """The run's trace as a tree (run → stage → model call / tool call) with a timing
+    waterfall, from the database."""
+    run = owned_run(request, pk)
+    root = build_trace(run)
+    return render(request, "agents_app/run_trace.html", {"run": run, "root": root,
+                                                         "rows": rows(root)})
 
 
 def render_panel(request, page: str, panel: str, ctx: dict, status: int = 200):

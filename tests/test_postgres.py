@@ -39,7 +39,7 @@ if __name__ != "__main__":
 
     pytestmark = pytest.mark.integration
     IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate", "triage_race", "prepared",
-                  "nul_review")
+                  "nul_review", "history")
 
     @pytest.fixture(scope="module")
     def cluster():
@@ -120,6 +120,10 @@ if __name__ != "__main__":
 
     def test_a_diff_holding_nul_bytes_is_reviewed_and_stored(engine_cases):
         assert "nul_bytes" in check(engine_cases, "nul_review")
+
+    def test_the_history_searches_words_filters_and_sorts_on_postgres(engine_cases):
+        outcome = check(engine_cases, "history")
+        assert "run_owner_longest" in outcome and "run_owner_cost" in outcome
 
     def test_worker_killed_mid_stage_recovers_without_duplicates(cluster, tmp_path):
         require(cluster)
@@ -459,6 +463,94 @@ def case_nul_review() -> str:
         reasons |= {c["reason"] for c in review.coverage}
     assert GOOD.splitlines()[0] in NUL
     return " ".join(sorted(reasons))
+
+
+def case_history() -> str:
+    """The history on PostgreSQL: search words (no trigram index there: the plain scan), the
+    status groups, the date, model and cost filters, and every sort paged to the end equal to
+    the whole order; the sort indexes exist and a sorted page can be read from them."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from django.db import connection
+    from django.test import RequestFactory
+    from django.utils import timezone
+
+    from agents_app.history import history, sort_key
+    from agents_app.models import Run
+
+    alice = _setup()
+    Run.objects.filter(owner=alice).delete()
+    start = timezone.now() - dt.timedelta(days=3)
+    for i in range(40):
+        run = Run.objects.create(
+            owner=alice, pattern="plan_execute", status=["completed", "failed", "executing",
+                                                         "awaiting_plan_approval"][i % 4],
+            task=f"run {i}" + (" MySQL" if i % 3 == 0 else "") + (" PostgreSQL" if i % 5 == 0 else ""),
+            models_used={"planner": "gpt-4o" if i % 2 else "offline/default"},
+            cost_usd=Decimal(i % 6) / 100, prompt_tokens=(i % 4) * 10, completion_tokens=i % 3)
+        Run.objects.filter(pk=run.pk).update(
+            created_at=start + dt.timedelta(hours=i),
+            finished_at=None if i % 4 >= 2 else start + dt.timedelta(hours=i, seconds=i % 7))
+
+    factory = RequestFactory()
+
+    def pages(params):
+        shown, cursor = [], {}
+        for _ in range(20):
+            request = factory.get("/", {**params, **cursor})
+            request.user = alice
+            ctx = history(request)
+            assert not ctx["filter_problems"], ctx["filter_problems"]
+            shown += [r.pk for r in ctx["runs"]]
+            cursor = ctx["next_cursor"]
+            if not cursor:
+                return shown
+        raise AssertionError("too many pages")
+
+    runs = Run.objects.filter(owner=alice)
+    both = [r.pk for r in runs.order_by("-id") if "MySQL" in r.task and "PostgreSQL" in r.task]
+    assert both and pages({"q": "postgresql mysql"}) == both
+    assert set(pages({"status": "all_waiting"})) == set(
+        runs.filter(status="awaiting_plan_approval").values_list("id", flat=True))
+    assert set(pages({"status": "all_failed"})) == set(
+        runs.filter(status="failed").values_list("id", flat=True))
+    assert pages({"model": "gpt-4o"}) == list(
+        runs.filter(models_used__planner="gpt-4o").order_by("-id").values_list("id", flat=True))
+    assert pages({"min_cost": "0.03", "max_cost": "0.04"}) == list(
+        runs.filter(cost_usd__in=[Decimal("0.03"), Decimal("0.04")]).order_by("-id")
+        .values_list("id", flat=True))
+    day = timezone.localdate(start + dt.timedelta(hours=30))
+    assert pages({"from": str(day), "to": str(day)}) == [
+        r.pk for r in runs.order_by("-id") if timezone.localdate(r.created_at) == day]
+    for sort in ("-cost", "cost", "-tokens", "tokens", "-duration", "duration", "started"):
+        key = sort_key(sort)
+        if key.expression is None:
+            order = runs.order_by("-id" if key.descending else "id")
+        else:
+            order = runs.alias(k=key.expression).order_by(
+                *(("-k", "-id") if key.descending else ("k", "id")))
+        assert pages({"sort": sort}) == list(order.values_list("id", flat=True)), sort
+    unfinished = set(runs.filter(finished_at=None).values_list("id", flat=True))
+    assert set(pages({"sort": "duration"})[-len(unfinished):]) == unfinished
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'agents_app_run'")
+        names = {row[0] for row in cursor.fetchall()}
+        assert {"run_owner_cost", "run_owner_tokens", "run_owner_longest", "run_owner_shortest",
+                "run_owner_usage"} <= names, names
+        cursor.execute("SET enable_seqscan = off")
+        cursor.execute("SET enable_sort = off")
+        plans = []
+        for sort in ("-cost", "-duration"):
+            key = sort_key(sort)
+            qs = runs.alias(k=key.expression).order_by("-k", "-id")[:26]
+            sql, params = qs.query.sql_with_params()
+            cursor.execute("EXPLAIN " + sql, params)
+            plans.append(" ".join(row[0] for row in cursor.fetchall()))
+        cursor.execute("RESET enable_seqscan")
+        cursor.execute("RESET enable_sort")
+    assert "run_owner_cost" in plans[0] and "run_owner_longest" in plans[1], plans
+    return "plans: " + " | ".join(p[:200] for p in plans)
 
 
 if __name__ == "__main__":

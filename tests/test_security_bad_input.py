@@ -93,7 +93,8 @@ def snapshot():
 
 FIELDS = ("seq", "before", "action", "decision", "verdict", "args", "feedback", "steps", "task",
           "pattern", "max_cost_usd", "max_tokens", "max_steps", "index", "comment", "format",
-          "q", "status", "min_confidence", "source", "diff", "note", "message")
+          "q", "status", "min_confidence", "source", "diff", "note", "message", "from", "to",
+          "model", "min_cost", "max_cost", "sort", "after", "by", "table")
 
 
 def real_url(name, runs):  # noqa: F811

@@ -221,9 +221,9 @@ def test_history_filters_search_and_keyset_pages(alice_client, alice):
     assert {r.pk for r in page1["runs"]}.isdisjoint({r.pk for r in page2["runs"]})
     failed = alice_client.get(reverse("dashboard"), {"status": "failed"}).context["runs"]
     assert len(failed) == 15 and all(r.status == "failed" for r in failed)
-    found = alice_client.get(reverse("dashboard"), {"q": "number 7"}).context["runs"]
-    assert [r.task for r in found] == ["task number 7"]
-    response = alice_client.get(reverse("dashboard"), {"q": "number 7"}, HTTP_HX_REQUEST="true",
+    found = alice_client.get(reverse("dashboard"), {"q": '"number 7"'}).context["runs"]
+    assert [r.task for r in found] == ["task number 7"]  # a quoted phrase; words: 7, 17, 27
+    response = alice_client.get(reverse("dashboard"), {"q": '"number 7"'}, HTTP_HX_REQUEST="true",
                                 HTTP_HX_TARGET="history")
     assert b"<html" not in response.content and b"task number 7" in response.content
 

@@ -15,6 +15,14 @@ def markdown(text: str) -> str:
     return mark_safe(render_markdown(text))  # noqa: S308 - nh3 has sanitised it
 
 
+@register.inclusion_tag("agents_app/_role_usage.html")
+def role_usage(run) -> dict:
+    """Cost and tokens per role of ``run``, for the header of its page."""
+    from ..run_usage import usage_by_role
+
+    return {"run": run, "roles": usage_by_role(run)}
+
+
 @register.filter
 def usd(value) -> str:
     try:

@@ -5,7 +5,12 @@ A temporary SQLite database is migrated from scratch and filled (``bulk_create``
 batches) with ``--runs`` runs for one user and ``--other`` runs for another, interleaved:
 a realistic mix of patterns, statuses (mostly finished, some failed, some waiting at a
 gate), tasks, answers and pattern state of a few kilobytes, merge requests for the change
-runs and review rows for the code reviews.
+runs, review rows for the code reviews, and two model calls per run (short prompts).
+
+Cases: the history's pages, filters (statuses and status groups, pattern, dates, model,
+cost), sorts (cost, tokens, duration; first and later pages) and searches (words and a quoted
+phrase), and the usage page over 30 days, a year and two years. Searches and sorted pages are
+checked against a plain query over every run, and the usage sums against plain sums.
 
 (a) Server time: each case is requested ``--requests`` times in this process through
     Django's test client (the whole middleware stack, the session and the template), and
@@ -42,7 +47,9 @@ from tests.benchmarks.common import pct  # noqa: E402
 SEARCH_COMMON = "postgres"     # in about 5% of tasks: the first page fills quickly
 SEARCH_RARE = "zetaquartz"     # in about 0.05% of tasks: most of the rows are read
 SEARCH_ABSENT = "nosuchthing"  # in no row: every run of the user is read
-SEARCH_PHRASE = "restore the schema"  # common words, rarely in this order: many index candidates
+SEARCH_PHRASE = "restore the schema"  # common words: as words they fill a page at once
+SEARCH_PHRASE_QUOTED = f'"{SEARCH_PHRASE}"'  # one phrase, rarely in this order: many candidates
+SEARCH_WORDS = f"{SEARCH_RARE} storage"  # a rare word and a common one: the rare one decides
 SEARCH_SHORT = "zq"            # two letters, in no row: shorter than a trigram, no index
 
 PATTERN_MIX = [("plan_execute", 34), ("reflective", 12), ("debate", 9), ("team_lead", 12),
@@ -120,7 +127,7 @@ def seed(owner, other, n_owner: int, n_other: int, batch: int = 2000) -> dict:
     """Fill the database; returns what the cases need (the owner's ids, newest first)."""
     from django.db import transaction
 
-    from agents_app.models import MergeRequest, Run
+    from agents_app.models import MergeRequest, ModelCall, Run
     from reviews_app.models import Review
 
     rng = random.Random(6)  # noqa: S311 - benchmark data
@@ -181,10 +188,33 @@ def seed(owner, other, n_owner: int, n_other: int, batch: int = 2000) -> dict:
                     Review(run=r, owner_id=r.owner_id, source_kind="paste", source_label="pasted diff",
                            diff_text="diff --git a/x.py b/x.py\n", total_files=1, created_at=r.created_at)
                     for r in made if r.pattern == "code_review"])
+                ModelCall.objects.bulk_create(_calls(rng, pool, made))
     finally:
         created_field.auto_now_add = review_created.auto_now_add = True
     ids = list(Run.objects.filter(owner=owner).order_by("-id").values_list("id", flat=True))
     return {"ids": ids}
+
+
+def _calls(rng: random.Random, pool: TextPool, runs) -> list:
+    """Two model calls per run (its first role's model), splitting the run's tokens and cost, so
+    the usage page's sums by model equal its sums by run. Their prompts and replies are short
+    (about 1 KB together): the usage page reads calls from an index, not from their rows."""
+    from agents_app.models import ModelCall
+
+    out = []
+    for r in runs:
+        role, model = next(iter(r.models_used.items()))
+        half_cost = (r.cost_usd / 2).quantize(Decimal("0.000001"))
+        for k, (prompt, completion, cost) in enumerate((
+                (r.prompt_tokens // 2, r.completion_tokens // 2, half_cost),
+                (r.prompt_tokens - r.prompt_tokens // 2, r.completion_tokens - r.completion_tokens // 2,
+                 r.cost_usd - half_cost))):
+            out.append(ModelCall(run=r, stage=f"s:{k}", key=role, role=role, model=model,
+                                 messages=[{"role": "user", "content": pool.text(400)[:600]}],
+                                 response=pool.text(300)[:400], prompt_tokens=prompt,
+                                 completion_tokens=completion, cost_usd=cost,
+                                 latency_ms=rng.randint(300, 9000)))
+    return out
 
 
 # --- cases -----------------------------------------------------------------------------------
@@ -192,6 +222,8 @@ def cases(ids: list[int]) -> list[tuple[str, callable, bool]]:
     """(name, params(rng) -> query dict, htmx partial?). Later pages use a random cursor in the
     oldest 90% of the owner's runs, so no two requests read the same rows."""
     deep = ids[len(ids) // 10:]
+    now = dt.date.today()
+    year_ago = now - dt.timedelta(days=365)
     return [
         ("dashboard (full page, first history page)", lambda r: {}, False),
         ("history: first page (htmx partial)", lambda r: {}, True),
@@ -204,14 +236,76 @@ def cases(ids: list[int]) -> list[tuple[str, callable, bool]]:
         ("history: pattern = debate", lambda r: {"pattern": "debate"}, True),
         ("history: pattern = react and status = cancelled",
          lambda r: {"pattern": "react", "status": "cancelled"}, True),
+        ("history: status group = waiting for me (6.5%)", lambda r: {"status": "all_waiting"}, True),
+        ("history: status group = running (1%)", lambda r: {"status": "all_running"}, True),
+        ("history: status group = failed, later page",
+         lambda r: {"status": "all_failed", "before": r.choice(deep)}, True),
+        ("history: from = 30 days ago", lambda r: {"from": str(now - dt.timedelta(days=30))}, True),
+        ("history: from .. to = a month a year ago",
+         lambda r: {"from": str(year_ago), "to": str(year_ago + dt.timedelta(days=30))}, True),
+        (f"history: model = {MODELS[4]} (20%)", lambda r: {"model": MODELS[4]}, True),
+        ("history: model = one no run used", lambda r: {"model": "no/such-model"}, True),
+        ("history: min cost = 0.85 (5%)", lambda r: {"min_cost": "0.85"}, True),
+        ("history: sort = cost, highest first", lambda r: {"sort": "-cost"}, True),
+        ("history: sort = cost, a later page",
+         lambda r: {"sort": "-cost", "after": r.choice(deep)}, True),
+        ("history: sort = tokens, fewest first, a later page",
+         lambda r: {"sort": "tokens", "after": r.choice(deep)}, True),
+        ("history: sort = duration, longest first", lambda r: {"sort": "-duration"}, True),
+        ("history: sort = duration, shortest first, a later page",
+         lambda r: {"sort": "duration", "after": r.choice(deep)}, True),
+        ("history: sort = cost and status = failed",
+         lambda r: {"sort": "-cost", "status": "failed"}, True),
+        ("history: sort = tokens and pattern = debate, a later page",
+         lambda r: {"sort": "-tokens", "pattern": "debate", "after": r.choice(deep)}, True),
         (f"history: q = {SEARCH_COMMON} (5% of runs)", lambda r: {"q": SEARCH_COMMON}, True),
         (f"history: q = {SEARCH_RARE} (0.05% of runs)", lambda r: {"q": SEARCH_RARE}, True),
         (f"history: q = {SEARCH_ABSENT} (no match)", lambda r: {"q": SEARCH_ABSENT}, True),
-        (f"history: q = {SEARCH_PHRASE} (common words, 0.3% of runs)",
-         lambda r: {"q": SEARCH_PHRASE}, True),
+        (f"history: q = {SEARCH_PHRASE_QUOTED} (a quoted phrase of common words, 0.3% of runs)",
+         lambda r: {"q": SEARCH_PHRASE_QUOTED}, True),
+        (f"history: q = {SEARCH_PHRASE} (three common words)", lambda r: {"q": SEARCH_PHRASE}, True),
+        (f"history: q = {SEARCH_WORDS} (two words, rare together)",
+         lambda r: {"q": SEARCH_WORDS}, True),
         (f"history: q = {SEARCH_SHORT} (two letters, no match)", lambda r: {"q": SEARCH_SHORT}, True),
         ("history: status = failed and q = we should",
          lambda r: {"status": "failed", "q": "we should"}, True),
+    ]
+
+
+def verify_usage(owner) -> list[str]:
+    """The usage page's sums over two years against plain sums of the runs and of the calls."""
+    from django.db.models import Count, Sum
+
+    from agents_app.models import ModelCall, Run
+    from agents_app.usage import usage
+
+    today = dt.date.today()
+    tables = usage(owner, today - dt.timedelta(days=800), today, "month")
+    runs = Run.objects.filter(owner=owner).aggregate(n=Count("id"), cost=Sum("cost_usd"))
+    calls = ModelCall.objects.filter(run__owner=owner).aggregate(cost=Sum("cost_usd"))
+    problems = []
+    if tables["totals"]["runs"] != runs["n"]:
+        problems.append(f"runs {tables['totals']['runs']} != {runs['n']}")
+    if abs(tables["totals"]["cost"] - runs["cost"]) > Decimal("0.001"):
+        problems.append(f"cost {tables['totals']['cost']} != {runs['cost']}")
+    by_model = sum((m["cost"] for m in tables["by_model"]), Decimal(0))
+    if abs(by_model - calls["cost"]) > Decimal("0.001"):
+        problems.append(f"cost by model {by_model} != {calls['cost']}")
+    return problems
+
+
+def usage_cases() -> list[tuple[str, str, callable]]:
+    """(name, path, params(rng)): the usage page and its CSV, over short and long ranges."""
+    today = dt.date.today()
+    return [
+        ("usage: the last 30 days, by day (full page)", "/usage/", lambda r: {}),
+        ("usage: a year, by week", "/usage/",
+         lambda r: {"from": str(today - dt.timedelta(days=364)), "to": str(today), "by": "week"}),
+        ("usage: two years (every run), by month", "/usage/",
+         lambda r: {"from": str(today - dt.timedelta(days=731)), "to": str(today), "by": "month"}),
+        ("usage: CSV by model, a year", "/usage/export.csv",
+         lambda r: {"table": "models", "from": str(today - dt.timedelta(days=364)),
+                    "to": str(today)}),
     ]
 
 
@@ -238,35 +332,77 @@ def plain_search_times(owner, terms, n: int = 10) -> list[tuple[str, float]]:
     return rows
 
 
-def verify_search(owner, terms, max_pages: int = 8) -> list[str]:
-    """Walk the search's pages (following "Older") and compare them with a plain icontains over
-    every run: the same runs, in the same order, none twice. Returns the problems found."""
-    from django.db.models import Q
+def _history_pages(owner, params: dict, max_pages: int) -> tuple[list[int], bool]:
+    """The ids the history shows for ``params``, following its own "Older"/"Next" links for
+    at most ``max_pages`` pages; and whether it reached the last page."""
     from django.test import RequestFactory
 
-    from agents_app import search
+    from agents_app.history import history
+
+    factory = RequestFactory()
+    shown, cursor = [], {}
+    for _ in range(max_pages):
+        request = factory.get("/", {**params, **cursor})
+        request.user = owner
+        ctx = history(request)
+        assert not ctx["filter_problems"], ctx["filter_problems"]
+        shown += [r.pk for r in ctx["runs"]]
+        cursor = ctx["next_cursor"]
+        if not cursor:
+            return shown, True
+    return shown, False
+
+
+def verify_search(owner, terms, max_pages: int = 8) -> list[str]:
+    """Walk the search's pages (following "Older") and compare them with a plain icontains of
+    every word over every run: the same runs, in the same order, none twice. Returns the
+    problems found."""
+    from functools import reduce
+    from operator import and_
+
+    from django.db.models import Q
+
     from agents_app.models import Run
+    from agents_app.search import search_terms
 
     problems = []
-    factory = RequestFactory()
     for params in terms:
-        shown, before, done = [], None, False
-        for _ in range(max_pages):
-            request = factory.get("/", {**params, **({"before": before} if before else {})})
-            request.user = owner
-            ctx = search.history(request)
-            shown += [r.pk for r in ctx["runs"]]
-            before = ctx["next_before"]
-            if not before:
-                done = True
-                break
+        shown, done = _history_pages(owner, params, max_pages)
         runs = Run.objects.filter(owner=owner)
         if params.get("status"):
             runs = runs.filter(status=params["status"])
-        truth = list(runs.filter(Q(task__icontains=params["q"]) | Q(answer__icontains=params["q"]))
-                     .order_by("-id").values_list("id", flat=True))
+        words = reduce(and_, (Q(task__icontains=t) | Q(answer__icontains=t)
+                              for t in search_terms(params["q"])))
+        truth = list(runs.filter(words).order_by("-id").values_list("id", flat=True))
         if shown != (truth if done else truth[:len(shown)]):
             problems.append(f"{params}: {len(shown)} shown, first {shown[:3]}; expected {truth[:3]}")
+    return problems
+
+
+def verify_sorts(owner, ids: list[int], pages: int = 4) -> list[str]:
+    """Walk a few pages of each sort, from the top and from a run deep in the order, and
+    compare them with the whole order computed in one query (by the key, then the id)."""
+    from agents_app.history import sort_key
+    from agents_app.models import Run
+
+    rng = random.Random(3)  # noqa: S311
+    problems = []
+    for sort in ("-cost", "cost", "-tokens", "tokens", "-duration", "duration", "started"):
+        key = sort_key(sort)
+        runs = Run.objects.filter(owner=owner)
+        if key.expression is not None:
+            runs = runs.alias(k=key.expression)
+            order = ("-k", "-id") if key.descending else ("k", "id")
+        else:
+            order = ("-id",) if key.descending else ("id",)
+        truth = list(runs.order_by(*order).values_list("id", flat=True))
+        at = truth.index(rng.choice(ids[len(ids) // 10:]))
+        for params, expected in (({"sort": sort}, truth),
+                                 ({"sort": sort, "after": truth[at]}, truth[at + 1:])):
+            shown, _ = _history_pages(owner, params, pages)
+            if shown != expected[:len(shown)] or len(shown) < min(len(expected), 25 * pages):
+                problems.append(f"{params}: {len(shown)} shown, first {shown[:3]}; "
+                                f"expected {expected[:3]}")
     return problems
 
 
@@ -295,6 +431,19 @@ def server_times(owner, ids: list[int], n: int, budget_s: float) -> list[tuple]:
                 break
             paused += PAUSED in resp.content.decode()
         rows.append((name, len(times), 1000 * pct(times, 50), 1000 * pct(times, 95), paused))
+    for name, path, params in usage_cases():
+        client.get(path, params(rng))  # warm-up
+        times = []
+        t_case = time.perf_counter()
+        for _ in range(n):
+            t = time.perf_counter()
+            resp = client.get(path, params(rng))
+            times.append(time.perf_counter() - t)
+            if resp.status_code != 200:
+                raise RuntimeError(f"{name}: HTTP {resp.status_code}")
+            if time.perf_counter() - t_case > budget_s:
+                break
+        rows.append((name, len(times), 1000 * pct(times, 50), 1000 * pct(times, 95), 0))
     return rows
 
 
@@ -383,11 +532,20 @@ def main() -> None:
         print("# server time done", flush=True)
         problems = verify_search(owner, [
             {"q": q} for q in (SEARCH_COMMON, SEARCH_RARE, SEARCH_ABSENT, SEARCH_PHRASE,
-                               SEARCH_SHORT, "WE SHOULD", "ticket 1999)")] + [
+                               SEARCH_PHRASE_QUOTED, SEARCH_WORDS, SEARCH_SHORT, "WE SHOULD",
+                               '"ticket 1999)"')] + [
             {"q": q, "status": st} for q in (SEARCH_COMMON, SEARCH_RARE, "we should")
             for st in ("failed", "awaiting_plan_approval")])
-        print(f"# search pages checked against a plain icontains: "
+        print(f"# search pages checked against a plain icontains of every word: "
               f"{'all equal' if not problems else problems}", flush=True)
+        sort_problems = verify_sorts(owner, data["ids"])
+        print(f"# sorted pages checked against the whole order: "
+              f"{'all equal' if not sort_problems else sort_problems}", flush=True)
+        problems += sort_problems
+        usage_problems = verify_usage(owner)
+        print(f"# usage sums checked against plain sums: "
+              f"{'all equal' if not usage_problems else usage_problems}", flush=True)
+        problems += usage_problems
         plain = plain_search_times(owner, [SEARCH_RARE, SEARCH_ABSENT, SEARCH_PHRASE, SEARCH_SHORT])
 
         from tests.stack import start_web
@@ -431,10 +589,11 @@ def main() -> None:
     print("|---|---:|---:|---:|---|---:|")
     for name, n, p50, p95, paused in server:
         print(f"| {name} | {n} | {p50:.1f} ms | {p95:.1f} ms | "
-              f"{'met' if p95 <= 150 else '**missed**'} | {f'{paused}/{n}' if 'q =' in name else '—'} |")
+              f"{'met' if p95 <= 150 else '**missed**'} | "
+              f"{f'{paused}/{n}' if 'q =' in name or 'model =' in name else '—'} |")
     print()
-    print(f"Search results, page by page, equal to a plain icontains over every run: "
-          f"{'yes' if not problems else 'NO'}")
+    print(f"Search results, page by page, equal to a plain icontains of every word over every "
+          f"run, and sorted pages equal to the whole order: {'yes' if not problems else 'NO'}")
     print()
     print("For comparison, one page of the plain icontains the history used before (query only, "
           "p50 of 10): " + "; ".join(f"q = {t}: {ms:.0f} ms" for t, ms in plain))
