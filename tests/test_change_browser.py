@@ -186,13 +186,15 @@ TWO_STEPS = ('replace "Helo world" with "Hello world" in README.md, then '
              'replace "colour" with "color" in README.md')
 
 
+@pytest.mark.parametrize("width", [1280, 390])
 def test_a_skipped_step_is_sent_back_and_the_page_says_so_at_its_top(live_stack, page, alice,
-                                                                     repo):
+                                                                     repo, width):
     """QA (issue 32): one of two plan steps was skipped (its text occurs twice), the other
     committed, and the merge request said "The reviewer approved round 1"; the skip was visible
     only deep in the trail. Now the round goes back, and the page's top says what is not done."""
     (repo / "README.md").write_text("# Project\n\nHelo world.\nThe colour of the colour.\n")
     git(repo, "commit", "-qam", "colour")
+    page.set_viewport_size({"width": width, "height": 900})
     sign_in(page, live_stack)
     page.goto(live_stack + "/changes/new/")
     page.fill("input[name=repo]", str(repo))
@@ -213,7 +215,10 @@ def test_a_skipped_step_is_sent_back_and_the_page_says_so_at_its_top(live_stack,
     assert text.startswith("1 of 2 plan steps not done")
     assert 'Step 2: Replace "colour" with "color" in README.md — “colour” occurs 2 times' in text
     assert "replace all “colour” with “color” in README.md" in text
-    # At the top of the page: above the decision and the merge request.
+    # At the top of the page: above the decision and the merge request; on a phone too,
+    # with nothing wider than the screen.
+    assert page.evaluate("() => document.documentElement.scrollWidth - innerWidth") <= 0
+    assert notice.bounding_box()["x"] + notice.bounding_box()["width"] <= width
     top = notice.bounding_box()["y"]
     assert top < page.locator("#gate-panel").bounding_box()["y"]
     assert top < page.locator("#mr-panel").bounding_box()["y"]
