@@ -136,6 +136,16 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Forks (issue 33): a run started from another run's checkpoint. Its stages before
+    # ``fork_seq`` are the parent's (read through it, never copied); ``root`` is the first run
+    # of the lineage (None for a root itself), so a tree is one query; ``fork`` says what
+    # changed: {"kind", "by", "stage", "edits", "models", "gates", "note"}.
+    forked_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="forks")
+    fork_seq = models.PositiveIntegerField(null=True, blank=True)
+    root = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="+")
+    fork = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -203,6 +213,31 @@ class Run(models.Model):
         return None
 
 
+class Checkpoint(models.Model):
+    """The state a run's stage ``seq`` started from (issue 33), written with the commit that
+    led to it: where a fork starts, and what a replay or a comparison reads. The state is
+    JSON compressed with zlib (``agents_app/forking/checkpoints.py``). ``gate`` is set when the
+    run waited there for a person; ``decision`` on the checkpoint a decision led to (what was
+    decided, by whom, and a hash of what was decided on). ``event_seq`` is the run's last
+    event at that point: a fork's timeline shows the parent's events up to it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="checkpoints")
+    seq = models.PositiveIntegerField()
+    stage = models.CharField(max_length=80, blank=True)
+    gate = models.CharField(max_length=40, blank=True)
+    state = models.BinaryField()
+    event_seq = models.PositiveIntegerField(default=0)
+    decision = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="checkpoint_unique")]
+
+    def __str__(self) -> str:
+        return f"Checkpoint {self.seq} of run {self.run_id} ({self.stage or self.gate or 'end'})"
+
+
 class Event(models.Model):
     """An ordered record of something that happened to a run; written before broadcast."""
 
@@ -239,6 +274,10 @@ class ModelCall(models.Model):
     attempts = models.PositiveSmallIntegerField(default=1)
     error = models.TextField(blank=True)
     retryable = models.BooleanField(default=False)
+    # A call not made again but served from another run's journal (a fork's replay, a retry
+    # reusing what succeeded): no provider call, no cost to this run.
+    replayed_from = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -128,7 +128,7 @@ class RecordingJournal:
         self.replays = replays or {}
         self.before = []
 
-    def replay(self, key):
+    def replay(self, key, role="", model="", messages=None):
         return self.replays.get(key)
 
     def before_call(self, key, role, model):

@@ -27,7 +27,8 @@ class ListJournal:
     def __init__(self) -> None:
         self.records: list[tuple[str, CallOutcome]] = []
 
-    def replay(self, key: str) -> CallOutcome | None:
+    def replay(self, key: str, role: str = "", model: str = "",
+               messages: list | None = None) -> CallOutcome | None:
         return None
 
     def before_call(self, key: str, role: str, model: str) -> None:

@@ -133,7 +133,7 @@ class Journal:
     def __init__(self):
         self.rows = []
 
-    def replay(self, key):
+    def replay(self, key, role="", model="", messages=None):
         return None
 
     def before_call(self, key, role, model):

@@ -27,8 +27,9 @@ the continuation by the task's name: the engine never imports ``agents_app.tasks
 """
 
 from .actions import StaleDecision, cancel, decide
-from .commit import register_terminal_hook
+from .commit import FORK_GATE_HOOKS, register_terminal_hook
 from .creation import create_run
+from .fork_gates import apply_gate_policy
 from .leases import (
     DB_UNAVAILABLE,
     LeaseLost,
@@ -38,6 +39,9 @@ from .leases import (
     sweep,
 )
 from .stages import RETRY_AFTER_DB_ERROR, advance, advance_in_place, run_inline
+
+if apply_gate_policy not in FORK_GATE_HOOKS:
+    FORK_GATE_HOOKS.append(apply_gate_policy)
 
 __all__ = [
     "DB_UNAVAILABLE",

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from .. import records
 from ..events import append_events
+from ..forking import checkpoints
 from ..models import TERMINAL, Run, Status
 from ..notices import DECIDED_BY
 from ..patterns import get_pattern
@@ -25,14 +26,16 @@ class StaleDecision(Exception):
 
 
 def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
-           enqueue: bool = True) -> Run:
-    """Apply a decision at the run's gate. Raises StaleDecision or InvalidDecision."""
+           enqueue: bool = True, how: str = "person") -> Run:
+    """Apply a decision at the run's gate. Raises StaleDecision or InvalidDecision. ``how``:
+    "person", or on a fork the gate policy that decided ("reused", "approved")."""
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if not locked.is_waiting or locked.stage_seq != expected_seq:
             raise StaleDecision("This run is no longer waiting for that decision: it was "
                                 "decided already, cancelled, or the page is out of date.")
         pattern = get_pattern(locked.pattern)
+        gate, before = locked.gate, locked.state
         result = pattern.decide(locked.gate, locked.state, decision)
         records.persist(locked, result.records, user=user)
         if not result.next_stage:  # a pattern's bug: nothing is written
@@ -50,6 +53,12 @@ def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
         events = [Event(e.kind, e.message, {**e.data, DECIDED_BY: user.get_username()})
                   for e in result.events]
         locked.last_event_seq = append_events(locked.pk, events) or locked.last_event_seq
+        checkpoints.write(locked.pk, locked.stage_seq, stage=locked.stage, gate="",
+                          state=locked.state, event_seq=locked.last_event_seq, decision={
+                              "gate": gate, "action": decision.action,
+                              "feedback": decision.feedback, "edits": decision.edits,
+                              "author": decision.author or user.get_username(), "how": how,
+                              "on": checkpoints.digest(before)})
         schedule_on_commit(locked.pk, enqueue)
     return locked
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -15,6 +16,7 @@ from django.utils import timezone
 
 from .. import prepared, records
 from ..events import append_events, write_events
+from ..forking import checkpoints
 from ..models import RUNNABLE, Run, Status, gate_status
 from ..patterns import PATTERNS, get_pattern
 from ..patterns.base import Event, Pattern, RunStopped, StageResult
@@ -32,6 +34,12 @@ TERMINAL_HOOKS: dict[str, Callable[[int], None]] = {}
 
 def register_terminal_hook(pattern: str, hook: Callable[[int], None]) -> None:
     TERMINAL_HOOKS[pattern] = hook
+
+
+# What runs when a fork commits at a gate: its gate policy (``fork_gates.apply_gate_policy``,
+# added by the package's ``__init__``, since it decides through ``actions``, which needs this
+# module).
+FORK_GATE_HOOKS: list[Callable[..., Any]] = []
 
 
 def after_terminal(run_id: int, pattern: str) -> None:
@@ -127,11 +135,21 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
             return Next(False)
         committed = instance_from(Run, row)
         records.persist(committed, result.records)
+        # The commit's own last event: a fused claim reserved one more, the next stage's start.
+        started_next = 1 if fused and not committed.cancel_requested else 0
+        checkpoints.write(run_id, committed.stage_seq, stage=committed.stage,
+                          gate=committed.gate, state=result.state,
+                          event_seq=committed.last_event_seq - started_next)
         if fused and not committed.cancel_requested:
             events.append(stage_event(pattern, committed.stage, 1))
         write_events(run_id, committed.last_event_seq, events)
         if result.outcome:
             after_terminal(run_id, run.pattern)
+        elif result.gate and run.forked_from_id and (run.fork or {}).get("gates"):
+            # A fork's gate policy (ask again, reuse the original decision, approve) applies
+            # once the run is committed at its gate (fork_gates.py, registered below).
+            for hook in FORK_GATE_HOOKS:
+                transaction.on_commit(partial(hook, run_id, enqueue=enqueue))
         schedule_on_commit(run_id, enqueue and runnable)
     return Next(runnable, committed, next_token if fused else "")
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from ..events import write_events
+from ..forking import checkpoints
 from ..llm.gateway import is_offline
 from ..models import Run, Status
 from ..patterns import get_pattern
@@ -45,5 +46,6 @@ def create_run(owner: User, pattern_name: str, task: str, *, options: dict[str, 
         # A new run's first event is number 1, reserved by the INSERT itself.
         text = f"{owner} started {article} {label} run" + (f" ({who})." if who else ".")
         write_events(run.pk, 1, [Event("run_created", text, {"models": models})])
+        checkpoints.write(run.pk, 0, stage=run.stage, gate="", state=run.state, event_seq=1)
         schedule_on_commit(run.pk, enqueue)
     return run

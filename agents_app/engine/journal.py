@@ -19,9 +19,9 @@ from django.db.models import DecimalField, F, IntegerField, QuerySet
 
 from .. import prepared
 from ..events import next_seqs, write_events
-from ..llm.gateway import CallOutcome, GatewayConfig, redact
+from ..llm.gateway import CallOutcome, GatewayConfig, redact, redact_messages
 from ..models import ModelCall, Run
-from ..patterns.base import BudgetExceeded, Cancelled, Event, TimeLimitExceeded
+from ..patterns.base import BudgetExceeded, Cancelled, Event, RunStopped, TimeLimitExceeded
 from ..prepared import Slot, slot
 from ..returning import update_returning
 from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, lease_until
@@ -73,6 +73,10 @@ class DbJournal:
         # Only a stage run again after an interruption can have calls to replay.
         self.existing = {c.key: c for c in ModelCall.objects.filter(
             run_id=run.pk, stage=stage)} if run.stage_attempt > 1 else {}
+        # A fork may be served from the journal of the run it came from (issue 33): a replay
+        # every call (and stops where a request differs), a retry or a continuation the
+        # calls of the stage it starts from that asked the same thing.
+        self.source, self.strict = reusable(run, stage)
         self.thread = threading.get_ident()
         self.lock = threading.Lock()
         self.extended_at = time.monotonic()  # the claim has just set a fresh lease
@@ -125,14 +129,30 @@ class DbJournal:
                     self.snapshot[name] = row[name]
             self.synced_at = time.monotonic()
 
-    def replay(self, key: str) -> CallOutcome | None:
+    def replay(self, key: str, role: str = "", model: str = "",
+               messages: list[dict[str, str]] | None = None) -> CallOutcome | None:
         c = self.existing.get(key)
-        if c is None:
+        if c is not None:
+            return _outcome(c)
+        if not self.source and not self.strict:
             return None
-        return CallOutcome(role=c.role, model=c.model, messages=c.messages, response=c.response,
-                           prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
-                           cost_usd=float(c.cost_usd), latency_ms=c.latency_ms,
-                           attempts=c.attempts, error=c.error, retryable=c.retryable)
+        original = self.source.get(key)
+        asked = redact_messages(messages or [])
+        if original is not None and not original.error and original.model == model \
+                and original.messages == asked:
+            outcome = _outcome(original)
+            self._busy()
+            try:
+                self._record(key, outcome, replayed_from=original.pk)
+            except DB_UNAVAILABLE as exc:
+                raise StageInterrupted(f"the database could not record the replayed {role} "
+                                       f"call: {exc}") from exc
+            finally:
+                self._release()
+            return outcome
+        if self.strict:
+            raise ReplayDiverged(self.stage, key, original, model, asked)
+        return None
 
     def before_call(self, key: str, role: str, model: str) -> None:
         self._busy()
@@ -230,17 +250,21 @@ class DbJournal:
         finally:
             self._release()
 
-    def _record(self, key: str, o: CallOutcome) -> None:
+    def _record(self, key: str, o: CallOutcome, replayed_from: int | None = None) -> None:
         tokens = o.prompt_tokens + o.completion_tokens
         cost = Decimal(str(o.cost_usd))
+        # A call served from another run's journal costs this run nothing: it is kept (its
+        # tokens with it, for the trace) but not counted against the run's limits.
+        counted = (Decimal(0), 0, 0) if replayed_from else (cost, o.prompt_tokens,
+                                                            o.completion_tokens)
         with transaction.atomic():
             # One UPDATE adds the call to the run's counters, numbers its event and checks the
             # lease: a call that returns after its attempt was abandoned and the run claimed
             # again matches no row (not this attempt's to record: the new attempt makes and
             # records it). A lease released since (nobody's) still records it, for the replay.
             row = prepared.update("journal.record", _record_statement, {
-                "run": self.run_id, "token": self.token, "cost": cost,
-                "prompt": o.prompt_tokens, "completion": o.completion_tokens},
+                "run": self.run_id, "token": self.token, "cost": counted[0],
+                "prompt": counted[1], "completion": counted[2]},
                 (*SNAPSHOT, "last_event_seq"))
             if row is None:
                 raise LeaseLost()
@@ -248,15 +272,20 @@ class DbJournal:
                 "run_id": self.run_id, "stage": self.stage, "key": key, "role": o.role,
                 "model": o.model, "messages": o.messages, "response": o.response,
                 "prompt_tokens": o.prompt_tokens, "completion_tokens": o.completion_tokens,
-                "cost_usd": cost, "latency_ms": o.latency_ms, "attempts": o.attempts,
-                "error": redact(o.error), "retryable": o.retryable}])
-            if o.error:
+                "cost_usd": counted[0], "latency_ms": o.latency_ms, "attempts": o.attempts,
+                "error": redact(o.error), "retryable": o.retryable,
+                "replayed_from_id": replayed_from}])
+            if replayed_from:
+                msg = (f"{o.role} · {o.model}: replayed from the journal (call {replayed_from}): "
+                       "no provider call, no cost")
+            elif o.error:
                 msg = f"{o.role} call to {o.model} failed after {o.attempts} attempt(s): {o.error}"
             else:
                 msg = (f"{o.role} · {o.model}: {tokens:,} tokens, ${o.cost_usd:.4f}, "
                        f"{o.latency_ms} ms")
             write_events(self.run_id, row["last_event_seq"], [Event("model_call", msg, {
-                "role": o.role, "model": o.model, "tokens": tokens, "error": bool(o.error)})])
+                "role": o.role, "model": o.model, "tokens": tokens, "error": bool(o.error),
+                "replayed": bool(replayed_from)})])
         self._sync(row)
 
 
@@ -269,3 +298,69 @@ def _record_statement() -> tuple[QuerySet[Run], dict[str, Any]]:
              "prompt_tokens": F("prompt_tokens") + Slot("prompt", IntegerField()),
              "completion_tokens": F("completion_tokens") + Slot("completion", IntegerField()),
              "calls": F("calls") + 1, "last_event_seq": next_seqs(1)})
+
+
+def _outcome(c: ModelCall) -> CallOutcome:
+    return CallOutcome(role=c.role, model=c.model, messages=c.messages, response=c.response,
+                       prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens,
+                       cost_usd=float(c.cost_usd), latency_ms=c.latency_ms,
+                       attempts=c.attempts, error=c.error, retryable=c.retryable)
+
+
+# --- forks: calls served from the journal of the run a fork came from ----------------------
+REUSING = ("continue", "retry", "replay")
+
+
+class ReplayDiverged(RunStopped):
+    """A replay met a request its source never made (a prompt or code changed since)."""
+
+    status = "failed"
+
+    def __init__(self, stage: str, key: str, original: ModelCall | None, model: str,
+                 asked: list[dict[str, str]]):
+        from ..forking.diff import text_diff
+
+        self.stage, self.key = stage, key
+        if original is None:
+            why = (f"the original run made no call {key!r} at stage {stage}, so it cannot be "
+                   "served from the journal")
+            self.first = {"stage": stage, "key": key, "lines": []}
+        else:
+            why = (f"call {key!r} of stage {stage} asks something else than the original did "
+                   f"(model {model} for {original.model})" if original.model != model else
+                   f"call {key!r} of stage {stage} asks something else than the original did")
+            self.first = {"stage": stage, "key": key, "lines": first_difference(
+                original.messages or [], asked, text_diff)}
+        super().__init__(f"The replay stopped: {why}.")
+
+
+def first_difference(before: list[dict[str, Any]], after: list[dict[str, Any]],
+                     text_diff: Any) -> list[str]:
+    """The first message that differs between two requests, as diff lines."""
+    for i in range(max(len(before), len(after))):
+        a = before[i] if i < len(before) else {}
+        b = after[i] if i < len(after) else {}
+        if a != b:
+            d = text_diff(f"{a.get('role', '')}:\n{a.get('content', '')}",
+                          f"{b.get('role', '')}:\n{b.get('content', '')}",
+                          f"original message {i + 1}", f"now, message {i + 1}")
+            return list(d.lines[:120])
+    return []
+
+
+def reusable(run: Run, stage: str) -> tuple[dict[str, ModelCall], bool]:
+    """The calls a fork's stage may be served from (by key), and whether it must be (a
+    replay)."""
+    fork = run.fork or {}
+    kind = fork.get("kind")
+    if kind not in REUSING or not run.forked_from_id:
+        return {}, False
+    if kind != "replay" and run.stage_seq != run.fork_seq:
+        return {}, False
+    from ..forking.lineage import owner_of
+
+    source = Run.objects.filter(pk=run.forked_from_id).first()
+    owner = owner_of(source, run.stage_seq) if source is not None else None
+    calls = {c.key: c for c in ModelCall.objects.filter(run_id=owner, stage=stage)} \
+        if owner else {}
+    return calls, kind == "replay"

@@ -243,7 +243,8 @@ class CallOutcome:
 
 
 class Journal(Protocol):
-    def replay(self, key: str) -> CallOutcome | None: ...
+    def replay(self, key: str, role: str = "", model: str = "",
+               messages: list[dict[str, str]] | None = None) -> CallOutcome | None: ...
 
     def before_call(self, key: str, role: str, model: str) -> None: ...
 
@@ -251,7 +252,8 @@ class Journal(Protocol):
 
 
 class NullJournal:
-    def replay(self, key: str) -> CallOutcome | None:
+    def replay(self, key: str, role: str = "", model: str = "",
+               messages: list[dict[str, str]] | None = None) -> CallOutcome | None:
         return None
 
     def before_call(self, key: str, role: str, model: str) -> None:
@@ -340,7 +342,7 @@ class Gateway:
     def _call(self, key: str, role: str, model: str, messages: list[dict[str, str]], *,
               schema: type[BaseModel] | None = None,
               response_format: dict[str, Any] | None = None) -> CallOutcome:
-        outcome = self.journal.replay(key)
+        outcome = self.journal.replay(key, role, model, messages)
         if outcome is None:
             self.journal.before_call(key, role, model)
             outcome = self._invoke(role, model, messages, schema, response_format)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar, overload
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from .options import NoOptions, PatternOptions
 
@@ -139,6 +139,28 @@ class InvalidDecision(ValueError):
     """The decision cannot apply (an empty edited plan, say); the message is for the person."""
 
 
+@dataclass
+class ForkEdit:
+    """What a fork may change at its start: ``schema`` (a pydantic model; the form is made
+    from it), the ``value`` now (a dict valid against it), a ``label`` for the form, and
+    ``apply(state, edited model, author) -> (state, records)``: the records (a new plan
+    version, say) are the fork's own version of what was edited, persisted like a stage's."""
+
+    schema: type[BaseModel]
+    value: dict[str, Any]
+    label: str
+    apply: Callable[[dict[str, Any], Any, str], tuple[dict[str, Any], list[Any]]]
+
+
+def validation_text(exc: ValidationError) -> str:
+    """A pydantic error as one sentence for a person: each field and what is wrong."""
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or "the edit"
+        parts.append(f"{where}: {err.get('msg', 'not valid')}")
+    return "The edit is not valid: " + "; ".join(parts) + "."
+
+
 _NUMBER = re.compile(r"\{(\d)(\+?)\}")
 
 
@@ -226,6 +248,9 @@ class Pattern:
     # that renders live updates of a page of its own, and one called when a run ends.
     live_renderer: str = ""
     on_terminal: str = ""
+    # Called (dotted path) when a fork of a run of this pattern is made, in its transaction,
+    # with (parent run, fork run, checkpoint): records of its own to copy (a code review's).
+    on_fork: str = ""
     # Set by the registry when it loads the pattern.
     package: str = ""
     directory: Path | None = None
@@ -283,3 +308,35 @@ class Pattern:
 
     def decide(self, gate: str, state: dict[str, Any], decision: Decision) -> StageResult:
         raise NotImplementedError  # pragma: no cover
+
+    # --- forks (issue 33) ---------------------------------------------------------------------
+    def fork_refusal(self, stage: str, gate: str, state: dict[str, Any]) -> str | None:
+        """Why a run cannot be forked from this stage (or gate), in words; None when it can."""
+        return None
+
+    def replay_refusal(self, state: dict[str, Any]) -> str | None:
+        """Why a run of this pattern cannot be replayed from its journal; None when it can."""
+        return None
+
+    def fork_edit(self, stage: str, gate: str, state: dict[str, Any]) -> ForkEdit | None:
+        """What a person may edit when forking from this stage: the typed output of the stage
+        before it (its schema, current value and a label), or None when nothing is."""
+        return None
+
+    def apply_fork_edit(self, stage: str, gate: str, state: dict[str, Any],
+                        data: dict[str, Any], author: str = "") -> tuple[dict[str, Any],
+                                                                        list[Any]]:
+        """(state, records) with the edit applied; ``data`` is checked against ``fork_edit``'s
+        schema here. Raises InvalidDecision with a message for the person."""
+        edit = self.fork_edit(stage, gate, state)
+        if edit is None:
+            raise InvalidDecision("Nothing can be edited at this stage: fork it as it is.")
+        try:
+            value = edit.schema.model_validate(data)
+        except ValidationError as exc:
+            raise InvalidDecision(validation_text(exc)) from None
+        return edit.apply(state, value, author)
+
+    def fork_state(self, state: dict[str, Any], run_id: int) -> dict[str, Any]:
+        """A fork's state once it has its id (names derived from it, like a branch)."""
+        return self.bind_run(state, run_id)

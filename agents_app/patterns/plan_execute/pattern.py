@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, field_validator
 from ..base import (
     Decision,
     Event,
+    ForkEdit,
     Gate,
     InvalidDecision,
     ModelClient,
@@ -61,6 +62,12 @@ class EmptyPlan(InvalidDecision):
 
 
 # --- schemas the models answer in -----------------------------------------------------------
+class ForkPlan(BaseModel):
+    """A fork's edit of the plan at its gate."""
+
+    steps: list[str] = Field(min_length=1, max_length=30)
+
+
 class PlanDraft(BaseModel):
     """The planner's answer."""
 
@@ -331,6 +338,28 @@ class PlanExecute(Pattern):
         state = {**state, "plan": plan}
         return StageResult(state=state, next_stage=f"step:{version}:{plan['frozen']}",
                            records=records, events=events)
+
+    # --- forks: the plan at its gate can be edited (issue 33) ------------------------------
+    def fork_edit(self, stage: str, gate: str, state: dict[str, Any]) -> ForkEdit | None:
+        plan = state.get("plan")
+        if gate != PLAN_GATE or not plan:
+            return None
+        max_steps = state["options"]["max_steps"]
+
+        def apply(st: dict[str, Any], value: ForkPlan, author: str) -> tuple[dict[str, Any],
+                                                                             list[Any]]:
+            p = st["plan"]
+            steps = self.validate_edit(p, value.steps, max_steps)
+            if steps == p["steps"]:
+                return st, []
+            version = p["version"] + 1
+            new = {**p, "version": version, "steps": steps, "author": author}
+            return {**st, "plan": new}, [PlanProposed(
+                version=version, steps=steps, goal=p["goal"], reasoning=p["reasoning"],
+                author=author, reason="Edited when forking", frozen=p["frozen"])]
+
+        return ForkEdit(ForkPlan, {"steps": list(plan["steps"])},
+                        f"Plan v{plan['version']}: its steps, one per line", apply)
 
     @staticmethod
     def validate_edit(plan: dict[str, Any], edited: list[str], max_steps: int) -> list[str]:
