@@ -183,3 +183,27 @@ def test_a_refused_fork_says_why_and_saves_nothing(alice, scripted, kwargs, mess
         create_fork(parent, alice, enqueue=False, **kwargs)
     assert message in str(refused.value), str(refused.value)
     assert Run.objects.count() == before
+
+
+def test_the_stage_diff_of_a_fork_marks_where_it_parts_from_its_parent(alice, scripted):
+    from agents_app.forking.diff import compare
+    from agents_app.forking.stages import stages
+
+    parent = approve(start(alice), alice)
+    steps = list(parent.state["plan"]["steps"])
+    fork = approve(create_fork(parent, alice, seq=2, edits={"steps": steps[:1]},
+                               enqueue=False), alice)
+    a, b = stages(parent), stages(fork)
+    assert [s.stage for s in a[:3]] == ["start", "plan:1", "gate:plan_approval"]
+    assert [s.stage for s in b[:4]] == ["start", "plan:1", "fork:edit", "gate:plan_approval"]
+    # The planner's call is the parent's in both: in the fork, marked as not made again.
+    assert [c.replayed for c in b[1].calls] == [True] and b[1].calls[0].cost == a[1].calls[0].cost
+    diff = compare(a, b, (f"run {parent.pk}", f"run {fork.pk}"))
+    # They part where the fork's edit stands: a stage the parent has not, before the gate.
+    assert diff.divergence == 2 and diff.rows[1].same
+    edit = diff.rows[2]
+    assert edit.left is None and edit.right.stage == "fork:edit"
+    assert "plan" in edit.right.output
+    assert diff.rows[3].decisions.same  # both approved at the gate; what followed differs
+    assert len([s for s in b if s.stage.startswith("step:")]) == 1
+    assert any(r.left is not None and r.right is None for r in diff.rows)  # a step it lacks
