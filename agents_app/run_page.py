@@ -27,6 +27,11 @@ def run_context(run: Run, **extra) -> dict:
         # page, in the answer to a decision and in every live update (notices.py).
         "run_notice": run_notice(run, pattern, events),
     }
+    if run.forked_from_id:  # a fork: its first stages are its parent's (issue 33)
+        from .forking import lineage
+
+        ctx["inherited_calls"] = lineage.inherited_calls(run)
+        ctx["inherited_events"] = lineage.inherited_events(run)
     if template:
         ctx.update(_panel_context(pattern, run, extra))
     ctx.update(extra)

@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import (
     converters,  # noqa: F401 - registers <id:...>
+    fork_views,
     usage_views,
     views,
 )
@@ -15,6 +16,14 @@ urlpatterns = [
     path("runs/<id:pk>/cancel/", views.cancel_run, name="cancel_run"),
     path("runs/<id:pk>/calls/<id:call>/", views.model_call, name="model_call"),
     path("runs/<id:pk>/trace/", views.run_trace, name="run_trace"),
+    path("runs/<id:pk>/fork/", fork_views.fork_page, name="fork_page"),
+    path("runs/<id:pk>/fork/<int:seq>/", fork_views.fork_form, name="fork_form"),
+    path("runs/<id:pk>/again/", fork_views.fork_shortcut, {"kind": "again"}, name="run_again"),
+    path("runs/<id:pk>/replay/", fork_views.fork_shortcut, {"kind": "replay"},
+         name="replay_run"),
+    path("runs/<id:pk>/continue/", fork_views.fork_shortcut, {"kind": "continue"},
+         name="continue_run"),
+    path("runs/compare/", fork_views.compare_runs, name="compare_runs"),
     path("usage/", usage_views.usage_page, name="usage"),
     path("usage/export.csv", usage_views.usage_csv, name="usage_csv"),
 ]

@@ -115,7 +115,8 @@ ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision",
          "rule_new", "rule_edit", "rule_approve", "rule_retire", "rule_restore", "rule_delete",
          "rule_suggest",
          "start_run", "start_review", "change_new", "connection_new", "connection_edit",
-         "connection_delete", "github_app_new", "github_app_edit", "github_app_delete"]
+         "connection_delete", "github_app_new", "github_app_edit", "github_app_delete",
+         "fork_form", "run_again", "replay_run", "continue_run"]
 
 
 def app_url(name: str, runs) -> str:  # noqa: F811
@@ -199,6 +200,8 @@ def test_posts_with_the_htmx_token_are_carried_out(alice, runs, monkeypatch):  #
             as_git_review_with_a_proven_fix(runs["review"], runs["change"])
         if name == "publish_review":  # the verdict is final now
             as_pull_request(runs["review"], monkeypatch)
+        if name == "continue_run":  # a run that failed at a stage continues
+            Run.objects.filter(pk=runs["plan"].pk).update(status="failed")
         if name == "rule_suggest":  # something to suggest from: a comment left in triage
             Finding.objects.filter(review__run=runs["review"], key="SEC-1").update(
                 decision="accepted", comment="Always pass argument lists to subprocess.")
@@ -215,7 +218,7 @@ def test_posts_with_the_htmx_token_are_carried_out(alice, runs, monkeypatch):  #
         assert fingerprint() != before, f"{name}: the POST with its token changed nothing"
     # Every view the access matrix lists as a POST was carried out (and change_new's POST).
     assert {n for n, c in CASES.items() if c[2] == "POST"} | {"change_new"} == accepting
-    assert Run.objects.get(pk=runs["plan"].pk).status == "cancelled"
+    assert Run.objects.get(pk=runs["plan"].pk).status == "failed"  # cancelled, then failed
     assert Review.objects.count() == 2
 
 
