@@ -22,6 +22,7 @@ class AgentsAppConfig(AppConfig):
         # Each pattern's Django side is set up when its package loads (on first use: a
         # command that runs one pattern loads only that one).
         when_loaded(_set_up_django_side)
+        from .forking import code_compare  # noqa: F401 - the compare page's code section
 
 
 def _set_up_django_side(pattern) -> None:

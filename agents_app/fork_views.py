@@ -18,9 +18,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from .fork_forms import BudgetForm, ForkForm
-from .forking import checkpoints, lineage
+from .forking import checkpoints
 from .forking.create import ForkRefused, create_fork
 from .forking.diff import compare, side_by_side
+from .forking.extras import extras
 from .forking.stages import stages
 from .models import TERMINAL, Run, Status
 from .patterns import get_pattern
@@ -58,9 +59,8 @@ def stage_rows(run: Run) -> list[dict]:
 @require_GET
 def fork_page(request, pk: int):
     run = owned_run(request, pk)
-    tree = lineage.tree(run)
     return render(request, "agents_app/fork_page.html", {
-        "run": run, "rows": stage_rows(run), "nodes": lineage.flat(tree, request.user.pk),
+        "run": run, "rows": stage_rows(run),
         "nonce": secrets.token_hex(16), "budget_form": BudgetForm(),
         "can_continue": run.status in (Status.BUDGET_EXCEEDED, Status.FAILED),
         "replay_refusal": get_pattern(run.pattern).replay_refusal(run.state or {})})
@@ -148,9 +148,8 @@ def fork_shortcut(request, pk: int, kind: str):
 
 
 def _refused(request, run: Run, message: str, status: int = 400):
-    tree = lineage.tree(run)
     return render(request, "agents_app/fork_page.html", {
-        "run": run, "rows": stage_rows(run), "nodes": lineage.flat(tree, request.user.pk),
+        "run": run, "rows": stage_rows(run),
         "nonce": secrets.token_hex(16), "budget_form": BudgetForm(), "error": message,
         "can_continue": run.status in (Status.BUDGET_EXCEEDED, Status.FAILED),
         "replay_refusal": get_pattern(run.pattern).replay_refusal(run.state or {})},
@@ -193,7 +192,7 @@ def compare_runs(request):
     records = [stages(r) for r in runs]
     ctx = {"runs": runs, "pairs": len(runs) == 2,
            "same_pattern": len({r.pattern for r in runs}) == 1,
-           "terminal": TERMINAL}
+           "terminal": TERMINAL, "extras": extras(runs)}
     if len(runs) == 2:
         diff = compare(records[0], records[1], (f"run {runs[0].pk}", f"run {runs[1].pk}"))
         ctx.update(diff=diff)

@@ -11,3 +11,4 @@ class ReviewsAppConfig(AppConfig):
         from .pipeline import offline_review
 
         offline_review.register()
+        from . import compare  # noqa: F401 - the compare page's findings section

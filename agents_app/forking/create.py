@@ -209,20 +209,34 @@ def create_fork(parent: Run, user, *, seq: int | None = None, kind: str = "fork"
     return run
 
 
+POLICY_TERMS = {"ask": "asks again", "reuse": "reuses the original decision",
+                "approve": "approves without asking"}
+
+
+def gate_words(gate: str) -> str:
+    return f"the {gate.replace('_', ' ')} gate"
+
+
+def fork_terms(fork: dict) -> list[str]:
+    """What a fork changed, in words: its edit, its models and its gate policies."""
+    out = []
+    if fork.get("edits"):
+        out.append("with an edit")
+    if fork.get("models"):
+        out.append("with " + ", ".join(f"{m} as {r}" for r, m in sorted(fork["models"].items())))
+    for gate, policy in sorted((fork.get("gates") or {}).items()):
+        if policy != "ask":
+            out.append(f"{gate_words(gate)} {POLICY_TERMS.get(policy, policy)}")
+    return out
+
+
 def describe(fork: dict, parent: Run, pattern) -> str:
     from ..trace import stage_label
 
     what = stage_label(pattern.name, fork["stage"]) if fork["stage"] else "its end"
-    where = f"at {fork['gate']} gate" if fork["gate"] else f"from {what}"
+    where = f"at {gate_words(fork['gate'])}" if fork["gate"] else f"from {what}"
     text = f"{fork['by']} {KIND_WORDS[fork['kind']]} run #{parent.pk} {where} (stage {fork['seq']})"
-    extra = []
-    if fork["edits"]:
-        extra.append("with an edit")
-    if fork["models"]:
-        extra.append("models: " + ", ".join(f"{r} → {m}" for r, m in sorted(
-            fork["models"].items())))
-    if fork["gates"]:
-        extra.append("gates: " + ", ".join(f"{g} {p}" for g, p in sorted(fork["gates"].items())))
+    extra = fork_terms(fork)
     return text + (f"; {'; '.join(extra)}" if extra else "") + "."
 
 

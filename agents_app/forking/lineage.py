@@ -78,11 +78,20 @@ class Node:
 
     @property
     def label(self) -> str:
+        from ..trace import stage_label
+
         fork = self.run.fork or {}
         if not fork:
             return "original"
-        what = fork.get("stage") or fork.get("gate") or "start"
-        return f"{fork.get('kind', 'fork')} from stage {fork.get('seq')} ({what})"
+        kind = {"fork": "fork", "again": "run again", "replay": "replay",
+                "continue": "continued", "retry": "retry"}.get(fork.get("kind"), "fork")
+        if fork.get("gate"):
+            where = f"at the {str(fork['gate']).replace('_', ' ')} gate"
+        elif fork.get("stage"):
+            where = f"from {stage_label(self.run.pattern, fork['stage'])}"
+        else:
+            where = "from the start" if not fork.get("seq") else "from its end"
+        return f"{kind} {where} (stage {fork.get('seq')})"
 
 
 def tree(run: Run) -> Node:

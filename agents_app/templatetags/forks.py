@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import template
 
+from ..forking.create import fork_terms as _fork_terms
+from ..forking.create import gate_words as _gate_words
 from ..forking.diff import StageDiff, StageRecord, as_text
 
 register = template.Library()
@@ -20,6 +22,45 @@ def signed(value) -> str:
 def signed_usd(value) -> str:
     n = float(value or 0)
     return f"+${n:.4f}" if n > 0 else (f"−${-n:.4f}" if n < 0 else "$0")
+
+
+@register.inclusion_tag("agents_app/_lineage_tree.html", takes_context=True)
+def lineage_tree(context, run, open_=False):
+    """The lineage a run belongs to, each run with its status and cost and a link to its diff
+    with its parent; nothing when the run has no fork and is none."""
+    from ..forking.lineage import flat, tree
+
+    user = context["request"].user
+    nodes = flat(tree(run), user.pk)
+    return {"nodes": nodes if len(nodes) > 1 else [], "run": run, "open": open_}
+
+
+@register.filter
+def fork_terms(fork: dict | None) -> str:
+    """'with an edit; with gpt-4o as executor; the plan approval gate approves without asking'"""
+    return "; ".join(_fork_terms(fork or {}))
+
+
+@register.filter
+def gate_words(gate: str) -> str:
+    return _gate_words(gate or "")
+
+
+@register.filter
+def stage_figures(stage: StageRecord | None) -> str:
+    """One side of a compared stage in figures: its calls (how many were reused), tokens,
+    cost and time; a stage with no model call says so."""
+    if stage is None:
+        return ""
+    if not stage.calls:
+        return "no model call"
+    n = len(stage.calls)
+    reused = sum(1 for c in stage.calls if c.replayed)
+    calls = f"{n} call{'s' if n != 1 else ''}"
+    if reused:
+        calls += " (all reused, no cost)" if reused == n else f" ({reused} reused, no cost)"
+    seconds = stage.latency_ms / 1000
+    return f"{calls} · {stage.tokens:,} tokens · ${stage.cost:.4f} · {seconds:.1f} s"
 
 
 @register.filter
