@@ -106,6 +106,17 @@ class Item:
 
 
 @dataclass
+class ItemEdited:
+    """A fork's edit of an ``Item`` it has from its parent (copied up to the fork point): the
+    row ``kind``/``key`` of the fork gets ``data`` (made when missing), or is removed when
+    ``data`` is None. Only a fork's edit writes it; a stage writes ``Item``."""
+
+    kind: str
+    key: str
+    data: dict[str, Any] | None = None
+
+
+@dataclass
 class Gate:
     """A point where the run waits for a person. ``kind`` names the decision asked for."""
 
