@@ -236,3 +236,19 @@ def test_a_fork_of_applied_fixes_names_its_own_branch():
     assert forked["options"]["branch"] == "quorum/fixes-12-run-30"
     assert forked["options"]["worktree"] == "/nowhere/wt/fixes-12-run-30"
     assert forked["fork_start"] == "a" * 40 and state["options"]["branch"] == "quorum/fixes-12"
+
+
+def test_a_forks_gate_reuses_the_originals_decision_on_the_same_plan(alice, repo):
+    """The decision is on the plan and the commits, not on the run's own branch name."""
+    parent = at_merge_gate(alice, repo)
+    child = drive(create_fork(parent, alice, seq=seq_of(parent, gate="plan_approval"),
+                              gates={"plan_approval": "reuse"}, enqueue=False).pk)
+    assert child.status == "awaiting_merge_request", child.error
+    reused = Checkpoint.objects.get(run=child, seq=seq_of(parent, gate="plan_approval") + 1)
+    assert reused.decision["how"] == "reused" and reused.decision["action"] == "approve"
+    edited = plan_doc(parent)
+    edited["risks"] = ["A risk the person saw"]
+    asked = drive(create_fork(parent, alice, seq=seq_of(parent, gate="plan_approval"),
+                              gates={"plan_approval": "reuse"}, edits=edited,
+                              enqueue=False).pk)
+    assert asked.status == "awaiting_plan_approval"  # another plan: the person decides

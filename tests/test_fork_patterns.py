@@ -288,3 +288,29 @@ def test_a_vote_forked_from_its_grouping_runs_to_its_gate(alice):
 def test_bad_groupings_are_refused(alice, groups, message):
     parent = start(alice, "vote", "What is the capital of Australia?")
     assert message in refused(parent, alice, parent.stage, {"groups": groups}, gate="vote_pick")
+
+
+# --- replays: every call from the journal, every decision reused --------------------------------
+@pytest.mark.parametrize(("pattern", "task", "options"), [
+    ("debate", "Tabs or spaces?", {}),
+    ("reflective", "Explain vector databases briefly", {}),
+    ("team_lead", "Write a short report on solar power", {"team": TEAM}),
+    ("rewoo", "What is (3 + 4) * 6?", {}),
+    ("react", "What is 6*7?", {"approval": ["calculator"]}),
+    ("vote", "What is the capital of Australia?", {}),
+])
+def test_a_replay_of_each_pattern_ends_where_the_original_did(alice, pattern, task, options):
+    parent = start(alice, pattern, task, **options)
+    while parent.status.startswith("awaiting"):  # a person decides at each gate
+        parent = decide(parent, alice, *(("pick",) if pattern == "vote" else ()),
+                        **({"edits": {"group": 1}} if pattern == "vote" else {}))
+    assert parent.status == "completed", parent.error
+    replay = drive(create_fork(parent, alice, kind="replay", enqueue=False).pk)
+    assert replay.status == "completed", replay.error
+    assert replay.answer == parent.answer
+    calls = ModelCall.objects.filter(run=replay)
+    assert calls.count() == ModelCall.objects.filter(run=parent).count()
+    assert all(c.replayed_from_id for c in calls)
+    # A gate's decision was reused: the working time or a voter's latency is no part of it.
+    decided = Checkpoint.objects.filter(run=replay).exclude(decision=None)
+    assert all(c.decision["how"] == "reused" for c in decided)

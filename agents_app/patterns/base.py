@@ -348,6 +348,13 @@ class Pattern:
             raise InvalidDecision(validation_text(exc)) from None
         return edit.apply(state, value, author)
 
+    def decided_on(self, gate: str, state: dict[str, Any]) -> Any:
+        """What a person decides on at ``gate`` (``state`` is the run's there): a fork's gate
+        policy reuses an earlier decision only when this is byte-identical, so leave out what
+        differs between two runs of the same input (timings, names made from the run's id).
+        None: a decision there rests on more than the state and is never reused."""
+        return state
+
     def fork_state(self, state: dict[str, Any], run_id: int) -> dict[str, Any]:
         """A fork's state once it has its id (names derived from it, like a branch)."""
         return self.bind_run(state, run_id)

@@ -174,6 +174,12 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
         return {**state, "options": opts,
                 "fork_start": state.get("head") or state.get("base_sha") or ""}
 
+    def decided_on(self, gate: str, state: dict[str, Any]) -> Any:
+        """The state without the names of the run's own branch and worktree: a fork's gate
+        may reuse the original's decision on the same plan or the same commits."""
+        opts = {k: v for k, v in state["options"].items() if k not in ("branch", "worktree")}
+        return {**{k: v for k, v in state.items() if k != "fork_start"}, "options": opts}
+
     def fork_refusal(self, stage: str, gate: str, state: dict[str, Any]) -> str | None:
         kind = (stage or "").split(":", 1)[0]
         if kind == "close":

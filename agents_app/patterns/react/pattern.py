@@ -342,6 +342,15 @@ class ReAct(Pattern):
         return parsed.model_dump(exclude_unset=True) or args
 
     # --- forks (issue 33): the arguments of the call waiting for approval -------------------
+    def decided_on(self, gate: str, state: dict[str, Any]) -> Any:
+        """The call waiting and the iterations that led to it, without their timings (the
+        working seconds, each tool's latency), which differ between two runs of the same
+        calls: a replay reuses the person's decision on the same call."""
+        return {"task": state["task"], "options": state["options"],
+                "pending": state.get("pending"), "tool_calls": state["tool_calls"],
+                "history": [{k: v for k, v in h.items() if k != "seconds"}
+                            for h in state["history"]]}
+
     def fork_edit(self, stage: str, gate: str, state: dict[str, Any]) -> ForkEdit | None:
         pending = state.get("pending")
         if gate != APPROVAL_GATE or not pending:

@@ -292,6 +292,11 @@ class QuorumVote(Pattern):
                                f"(“{group['label']}”).", {"round": r, "group": g})])
 
     # --- forks (issue 33): the grouping at the gate -------------------------------------------
+    def decided_on(self, gate: str, state: dict[str, Any]) -> Any:
+        """The round's answers and groups, without how long each voter took."""
+        return {**state, "answers": [{k: v for k, v in a.items() if k != "seconds"}
+                                     for a in state["answers"]]}
+
     def fork_edit(self, stage: str, gate: str, state: dict[str, Any]) -> ForkEdit | None:
         if gate != GATE or not state.get("groups"):
             return None
