@@ -252,3 +252,25 @@ def test_a_forks_gate_reuses_the_originals_decision_on_the_same_plan(alice, repo
                               gates={"plan_approval": "reuse"}, edits=edited,
                               enqueue=False).pk)
     assert asked.status == "awaiting_plan_approval"  # another plan: the person decides
+
+
+def test_a_fork_from_every_stage_before_the_merge_reaches_its_merge_request(alice, repo):
+    parent = at_merge_gate(alice, repo)
+    original = snapshot(parent, repo)
+    points = list(Checkpoint.objects.filter(run=parent).order_by("seq"))
+    assert [(c.stage, c.gate) for c in points] == [
+        ("setup", ""), ("plan:1", ""), ("plan:1", "plan_approval"), ("execute:1:1", ""),
+        ("review:1:1", ""), ("merge:1", "merge_request")]
+    branches = set()
+    for cp in points:
+        child = drive(create_fork(parent, alice, seq=cp.seq, enqueue=False).pk)
+        if child.status == "awaiting_plan_approval":
+            child = decide(child, alice)
+        assert child.status == "awaiting_merge_request", (cp.stage, child.error)
+        branch = child.options["branch"]
+        branches.add(branch)
+        if cp.gate != "merge_request":  # at the merge gate the branch is made by the merge
+            assert "Hello world" in git(repo, "show", f"{branch}:README.md"), cp.stage
+        assert MergeRequest.objects.get(run=child).branch == branch
+    assert len(branches) == len(points) and parent.options["branch"] not in branches
+    assert snapshot(parent, repo) == original

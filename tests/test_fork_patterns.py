@@ -314,3 +314,36 @@ def test_a_replay_of_each_pattern_ends_where_the_original_did(alice, pattern, ta
     # A gate's decision was reused: the working time or a voter's latency is no part of it.
     decided = Checkpoint.objects.filter(run=replay).exclude(decision=None)
     assert all(c.decision["how"] == "reused" for c in decided)
+
+
+# --- from any stage ----------------------------------------------------------------------------
+def settle(run: Run, user) -> Run:
+    """Decide at every gate as a person would, until the run ends."""
+    while run.status.startswith("awaiting"):
+        if run.pattern == "vote":
+            run = decide(run, user, "pick", edits={"group": 1})
+        else:
+            run = decide(run, user)
+    return run
+
+
+@pytest.mark.parametrize(("pattern", "task", "options"), [
+    ("plan_execute", "Collect the logs, then find the error.", {}),
+    ("debate", "Tabs or spaces?", {"max_rounds": 2}),
+    ("reflective", "Explain vector databases briefly", {}),
+    ("team_lead", "Write a short report on solar power", {"team": TEAM}),
+    ("rewoo", "What is (3 + 4) * 6 and what time is it?", {}),
+    ("react", "What is 6*7?", {"approval": ["calculator"]}),
+    ("vote", "What is the capital of Australia?", {"max_rounds": 2}),
+])
+def test_a_fork_from_every_stage_of_a_run_runs_to_its_end(alice, pattern, task, options):
+    parent = settle(start(alice, pattern, task, **options), alice)
+    assert parent.status == "completed", parent.error
+    points = list(Checkpoint.objects.filter(run=parent).order_by("seq"))
+    assert len(points) >= 3
+    for cp in points:
+        if not cp.stage:  # the run's end: nothing follows
+            continue
+        child = settle(drive(create_fork(parent, alice, seq=cp.seq, enqueue=False).pk), alice)
+        assert child.status == "completed", (cp.seq, cp.stage, cp.gate, child.error)
+        assert child.answer, (cp.seq, cp.stage)

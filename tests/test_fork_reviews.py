@@ -268,3 +268,18 @@ def test_a_review_is_not_replayed_and_its_triage_is_never_reused(alice):
     child.refresh_from_db()
     assert child.status == "awaiting_triage"  # its findings are pending: a person triages
     assert Review.objects.get(run=child).final_verdict == ""
+
+
+def test_a_fork_from_every_stage_before_the_verdict_reaches_its_triage(alice):
+    parent = at_triage(alice)
+    original = Review.objects.get(run=parent)
+    points = list(Checkpoint.objects.filter(run=parent).order_by("seq"))
+    assert [(c.stage, c.gate) for c in points] == [
+        ("analyze", ""), ("review", ""), ("reflect", ""), ("verify", ""), ("synthesize", ""),
+        ("close", "triage")]
+    for cp in points:
+        child = drive(create_fork(parent, alice, seq=cp.seq, enqueue=False).pk)
+        assert child.status == "awaiting_triage", (cp.stage, child.error)
+        review = Review.objects.get(run=child)
+        assert rows(review) == rows(original), cp.stage
+        assert review.proposed_verdict == original.proposed_verdict
