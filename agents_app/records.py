@@ -9,7 +9,7 @@ from typing import Any
 
 from . import prepared
 from .models import Approval, PlanVersion, Run, RunItem, StepResult
-from .patterns.base import Item
+from .patterns.base import Item, ItemEdited
 from .patterns.records import GateDecided, PlanProposed, StepRecorded
 
 _PERSISTERS: dict[type, Callable[[Run, Any, Any], None]] = {}
@@ -56,3 +56,14 @@ def _decision(run: Run, rec: GateDecided, user) -> None:
 def _item(run: Run, rec: Item, user) -> None:
     prepared.insert(RunItem, [{"run_id": run.pk, "kind": rec.kind, "key": rec.key,
                                "data": rec.data}])
+
+
+@persister(ItemEdited)
+def _item_edited(run: Run, rec: ItemEdited, user) -> None:
+    # A fork's edit of a row copied from its parent: replaced in place (the page keeps its
+    # order), made when the parent had none, removed when the edit leaves it out.
+    if rec.data is None:
+        RunItem.objects.filter(run=run, kind=rec.kind, key=rec.key).delete()
+    else:
+        RunItem.objects.update_or_create(run=run, kind=rec.kind, key=rec.key,
+                                         defaults={"data": rec.data})

@@ -30,9 +30,10 @@ class FixesError(ValueError):
 
 
 def existing_run(review: Review) -> Run | None:
-    """The review's fixes run, unless its merge request was discarded."""
+    """The review's fixes run, unless its merge request was discarded (a fork of it is a
+    run of its own, on a branch of its own: never the review's fixes run)."""
     return (Run.objects.filter(owner=review.owner, pattern=PATTERN.name,
-                               options__review=review.run_id)
+                               options__review=review.run_id, forked_from__isnull=True)
             .exclude(merge_request__status=MergeRequest.State.DISCARDED).order_by("-id").first())
 
 

@@ -300,6 +300,44 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
     return run
 
 
+def fork_review(parent: Run, fork: Run, checkpoint) -> None:
+    """The review of a fork of a code review (issue 33; the pattern's ``on_fork``, called in
+    the fork's creation transaction): the input as ``start_review`` stored it (source, diff,
+    files, the pull request and round it belongs to), what the stages before the fork point
+    found (the reviewers' outcome; the findings and the proposed verdict once the synthesis
+    made them, every finding pending again: a fork is a new triage), and nothing a person or
+    the pull request flow did after that: no verdict, triage history, publication or commit
+    status. Findings a fork's own synthesis makes are written by it, as for any review."""
+    source = Review.objects.get(run_id=parent.pk)
+    state = fork.state or {}
+    synthesized = bool(state.get("result"))
+    review = Review.objects.create(
+        run=fork, owner=fork.owner, source_kind=source.source_kind,
+        source_label=source.source_label, source_meta=source.source_meta,
+        diff_text=source.diff_text, files=source.files,
+        coverage=state.get("coverage", source.coverage), total_files=source.total_files,
+        reviewers=state.get("reviewers") or {},
+        proposed_verdict=source.proposed_verdict if synthesized else "",
+        rule_verdict=source.rule_verdict if synthesized else "",
+        summary=source.summary if synthesized else "",
+        notes=source.notes if synthesized else [],
+        counts=source.counts if synthesized else {},
+        pull_request_id=source.pull_request_id, pr_round=source.pr_round,
+        previous_id=source.previous_id, base_sha=source.base_sha, from_sha=source.from_sha,
+        head_sha=source.head_sha, repo_config=source.repo_config,
+        config_notes=source.config_notes)
+    if not synthesized:
+        return
+    rows = list(source.findings.all())
+    for row in rows:
+        row.pk = None
+        row.review = review
+        row.decision = Finding.Decision.PENDING
+        row.comment, row.reject_reason = "", ""
+        row.decided_by, row.decided_at = None, None
+    Finding.objects.bulk_create(rows)
+
+
 # --- costs and exports ---------------------------------------------------------------------------
 def cost_breakdown(run: Run) -> dict:
     """Tokens and cost by reviewer role and by stage, from the recorded model calls."""

@@ -36,6 +36,8 @@ def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
                                 "decided already, cancelled, or the page is out of date.")
         pattern = get_pattern(locked.pattern)
         gate, before = locked.gate, locked.state
+        # What the decision is made on (the pattern says): a fork may reuse it on the same.
+        on = pattern.decided_on(gate, before)
         result = pattern.decide(locked.gate, locked.state, decision)
         records.persist(locked, result.records, user=user)
         if not result.next_stage:  # a pattern's bug: nothing is written
@@ -58,7 +60,7 @@ def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
                               "gate": gate, "action": decision.action,
                               "feedback": decision.feedback, "edits": decision.edits,
                               "author": decision.author or user.get_username(), "how": how,
-                              "on": checkpoints.digest(before)})
+                              "on": None if on is None else checkpoints.digest(on)})
         schedule_on_commit(locked.pk, enqueue)
     return locked
 

@@ -12,6 +12,7 @@ from django.db import transaction
 from ..events import append_events
 from ..forking import checkpoints
 from ..models import TERMINAL, Run, Status
+from ..patterns import get_pattern
 from ..patterns.base import Decision, Event, InvalidDecision
 from .actions import StaleDecision, decide
 from .commit import finish_run
@@ -62,7 +63,8 @@ def original_decision(run: Run) -> dict[str, Any] | None:
     after = checkpoints.at(source, run.stage_seq + 1)
     if after is None or not after.decision or after.decision.get("gate") != run.gate:
         return None
-    if after.decision.get("on") != checkpoints.digest(run.state):
+    on = get_pattern(run.pattern).decided_on(run.gate, run.state)
+    if on is None or after.decision.get("on") != checkpoints.digest(on):
         return None
     return dict(after.decision)
 

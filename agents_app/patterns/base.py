@@ -106,6 +106,17 @@ class Item:
 
 
 @dataclass
+class ItemEdited:
+    """A fork's edit of an ``Item`` it has from its parent (copied up to the fork point): the
+    row ``kind``/``key`` of the fork gets ``data`` (made when missing), or is removed when
+    ``data`` is None. Only a fork's edit writes it; a stage writes ``Item``."""
+
+    kind: str
+    key: str
+    data: dict[str, Any] | None = None
+
+
+@dataclass
 class Gate:
     """A point where the run waits for a person. ``kind`` names the decision asked for."""
 
@@ -336,6 +347,13 @@ class Pattern:
         except ValidationError as exc:
             raise InvalidDecision(validation_text(exc)) from None
         return edit.apply(state, value, author)
+
+    def decided_on(self, gate: str, state: dict[str, Any]) -> Any:
+        """What a person decides on at ``gate`` (``state`` is the run's there): a fork's gate
+        policy reuses an earlier decision only when this is byte-identical, so leave out what
+        differs between two runs of the same input (timings, names made from the run's id).
+        None: a decision there rests on more than the state and is never reused."""
+        return state
 
     def fork_state(self, state: dict[str, Any], run_id: int) -> dict[str, Any]:
         """A fork's state once it has its id (names derived from it, like a branch)."""

@@ -50,6 +50,21 @@ def check_text(what: str, text: str) -> str:
     return text
 
 
+def check_field(what: str, text: str, *, max_chars: int, required: bool = True) -> str:
+    """A text a person typed (a fork's edit of a draft, a subtask, a label), stripped:
+    InvalidDecision when it is empty (and ``required``), longer than ``max_chars`` or holds
+    control characters, naming ``what``."""
+    if not isinstance(text, str):
+        raise InvalidDecision(f"{what} must be text.")
+    text = text.strip()
+    if required and not text:
+        raise InvalidDecision(f"{what} is empty.")
+    if len(text) > max_chars:
+        raise InvalidDecision(f"{what} is {len(text):,} characters; the limit is "
+                              f"{max_chars:,}.")
+    return check_text(what, text)
+
+
 def json_depth(value: Any) -> int:
     """How deeply ``value`` nests lists and objects (counted without recursion)."""
     deepest, stack = 0, [(value, 1)]

@@ -124,8 +124,9 @@ def _followed(conn: Connection) -> list[PullRequest]:
     """The pull requests the connection follows, each with its rounds (reviews) in order."""
     prs = list(conn.pull_requests.all()[:50])
     rounds: dict[int, list[Review]] = {}
-    for r in (Review.objects.filter(pull_request__in=prs).select_related("run")
-              .order_by("pr_round", "id")):
+    # A fork of a round (issue 33) is its person's, not a round of the pull request.
+    for r in (Review.objects.filter(pull_request__in=prs, run__forked_from__isnull=True)
+              .select_related("run").order_by("pr_round", "id")):
         rounds.setdefault(r.pull_request_id, []).append(r)
     for pr in prs:
         pr.rounds = rounds.get(pr.pk, [])  # type: ignore[attr-defined]

@@ -204,7 +204,8 @@ def _cancel_running(pr: PullRequest, conn: Connection, why: str,
                     keep: int | None = None) -> int:
     """Cancel the pull request's reviews still running (before their synthesis): those
     waiting at triage are left to the person."""
-    runs = (Run.objects.filter(review__pull_request=pr, review__proposed_verdict="")
+    runs = (Run.objects.filter(review__pull_request=pr, review__proposed_verdict="",
+                               forked_from__isnull=True)  # a fork is a person's, not a round
             .exclude(status__in=TERMINAL))
     if keep is not None:
         runs = runs.exclude(pk=keep)
@@ -217,19 +218,22 @@ def _cancel_running(pr: PullRequest, conn: Connection, why: str,
 
 
 def _awaiting_triage(pr: PullRequest) -> int:
-    return Review.objects.filter(pull_request=pr, run__status=RunStatus.AWAITING_TRIAGE).count()
+    return Review.objects.filter(pull_request=pr, run__status=RunStatus.AWAITING_TRIAGE,
+                                 run__forked_from__isnull=True).count()
 
 
 def _reviewed(pr: PullRequest, head: str) -> Review | None:
     """A review of this head that did not fail or get cancelled."""
-    return (Review.objects.filter(pull_request=pr, head_sha=head)
+    return (Review.objects.filter(pull_request=pr, head_sha=head, run__forked_from__isnull=True)
             .exclude(run__status__in=[RunStatus.FAILED, RunStatus.CANCELLED])
             .select_related("run").order_by("-id").first())
 
 
 def _previous(pr: PullRequest) -> Review | None:
-    """The latest synthesized round: where an incremental round starts and what it carries."""
-    return (Review.objects.filter(pull_request=pr).exclude(proposed_verdict="")
+    """The latest synthesized round: where an incremental round starts and what it carries
+    (a fork of a round is no round of the pull request)."""
+    return (Review.objects.filter(pull_request=pr, run__forked_from__isnull=True)
+            .exclude(proposed_verdict="")
             .select_related("run").order_by("-id").first())
 
 

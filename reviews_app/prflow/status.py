@@ -74,9 +74,11 @@ def start(pr: PullRequest, head: str, review: Review) -> None:
 
 def touch(review: Review | int) -> None:
     """The review's state changed (reviewers done, synthesis, a verdict, a reopen, its end):
-    its status is worked out and posted again."""
+    its status is worked out and posted again. A fork's review (issue 33) has no status of
+    its own and never moves the pull request's."""
     pk = review.pk if isinstance(review, Review) else review
-    rows = list(CommitStatus.objects.filter(review_id=pk).values_list("pk", flat=True))
+    rows = list(CommitStatus.objects.filter(review_id=pk, review__run__forked_from__isnull=True)
+                .values_list("pk", flat=True))
     if not rows:
         return
     CommitStatus.objects.filter(pk__in=rows).update(
@@ -100,8 +102,8 @@ def report(cs: CommitStatus) -> tuple[str, StatusReport] | None:
     from ..publishing import content
 
     review = cs.review
-    if review is None or review.pull_request is None:
-        return None
+    if review is None or review.pull_request is None or review.run.forked_from_id is not None:
+        return None  # no review, or a fork's (which never sets the pull request's status)
     if not enabled(review.pull_request.connection, review):
         return None
     run = review.run

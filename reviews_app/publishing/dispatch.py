@@ -75,8 +75,9 @@ def _create(review: Review, trigger: str, version: int, user,
 
 def after_final(review: Review, version: int, user) -> Publication | None:
     """The verdict became final as ``version``: publish the accepted findings when the policy
-    is "after triage" (called from ``triage.record_final``)."""
-    if review.pull_request_id is None:
+    is "after triage" (called from ``triage.record_final``). A fork's review never publishes
+    unless a person presses Publish (``publish_now``)."""
+    if review.pull_request_id is None or policy.is_fork(review):
         return None
     review = Review.objects.select_related("pull_request__connection").get(pk=review.pk)
     if policy.policy_of(review)[0] != policy.Policy.AFTER_TRIAGE:
@@ -89,8 +90,8 @@ def after_final(review: Review, version: int, user) -> Publication | None:
 
 def after_synthesis(review: Review) -> Publication | None:
     """The synthesis was persisted: publish at once when the policy is automatic (called from
-    ``records._synthesized``)."""
-    if review.pull_request_id is None:
+    ``records._synthesized``); never for a fork's review."""
+    if review.pull_request_id is None or policy.is_fork(review):
         return None
     review = Review.objects.select_related("pull_request__connection").get(pk=review.pk)
     if policy.policy_of(review)[0] != policy.Policy.AUTOMATIC:

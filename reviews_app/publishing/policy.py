@@ -35,6 +35,14 @@ def _publish_config(review: Review) -> dict:
     return section
 
 
+def is_fork(review: Review) -> bool:
+    """A review made by forking another (issue 33): it publishes nothing on its own, neither
+    after triage nor automatically; only a person's Publish does."""
+    from agents_app.models import Run
+
+    return Run.objects.filter(pk=review.run_id, forked_from__isnull=False).exists()
+
+
 def policy_of(review: Review) -> tuple[str, str]:
     """``(policy, where it comes from)`` for a review of a pull request; ("never", ...) for
     any other review."""
@@ -63,11 +71,24 @@ def thresholds(review: Review) -> tuple[str, float]:
     return sev, conf
 
 
+FORK_WORDS = ("This review is a fork: nothing of it is published to the pull request unless "
+              "you press Publish once its verdict is final.")
+
+
 def describe(review: Review) -> str:
     policy, source = policy_of(review)
     sev, conf = thresholds(review)
     words = WORDS[Policy(policy)].format(sev=sev, conf=conf)
+    if policy != Policy.NEVER and is_fork(review):
+        return f"{words} (set by {source}). {FORK_WORDS}"
     return f"{words} (set by {source})."
+
+
+def can_press_publish(review: Review) -> bool:
+    """Whether the page offers Publish: under "after triage", and for a fork under
+    "automatic" too (a fork was not published when it was synthesized)."""
+    policy, _ = policy_of(review)
+    return policy == Policy.AFTER_TRIAGE or (policy == Policy.AUTOMATIC and is_fork(review))
 
 
 def selected(review: Review, trigger: str) -> list[Finding]:
@@ -98,7 +119,7 @@ def can_publish_now(review: Review, *, to_closed: bool = False) -> str | None:
         return (f"The pull request is {review.pull_request.state}. To publish to it anyway, "
                 "confirm with “Publish to the closed pull request”.")
     policy, _ = policy_of(review)
-    if policy != Policy.AFTER_TRIAGE:
+    if not can_press_publish(review):
         return {Policy.NEVER: "The publishing policy is “never”: nothing is posted.",
                 Policy.AUTOMATIC: "The publishing policy is automatic: this review was "
                                   "published when it was synthesized."}[Policy(policy)]

@@ -41,7 +41,7 @@ def state(review: Review) -> dict:
     return {
         "policy": chosen, "policy_text": policy.describe(review), "policy_source": source,
         "latest": latest, "earlier": pubs[1:], "why_not": policy.can_publish_now(review),
-        "show_button": chosen == policy.Policy.AFTER_TRIAGE,
+        "show_button": policy.can_press_publish(review),
         "button": "Publish again" if current else "Publish now",
         "closed": policy.closed_text(review),
         "can_closed": policy.can_publish_now(review, to_closed=True) is None,

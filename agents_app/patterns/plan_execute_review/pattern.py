@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from ...repos import gitops
@@ -37,6 +38,7 @@ from ...repos.workspace import ToolError, Workspace
 from ..agent_loop import AgentResult, run_agent
 from ..base import (
     Event,
+    ForkEdit,
     Gate,
     ModelClient,
     OfflineReply,
@@ -60,6 +62,7 @@ from .schemas import (
     MERGE_GATE,
     PLAN_GATE,
     AgentWorked,
+    ForkPlanDoc,
     MergeRequestChanged,
     PlanDoc,
 )
@@ -114,6 +117,7 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
                "you merge, send back or discard the merge request.")
     live_renderer = "agents_app.patterns.plan_execute_review.views.render_live_update"
     on_terminal = "agents_app.patterns.plan_execute_review.service.close_after_end"
+    on_fork = "agents_app.patterns.plan_execute_review.service.on_fork"
     gates = (PLAN_GATE, MERGE_GATE, ESCALATION_GATE)
     starts_from_task = False  # needs a repository: started from its own form
     page = "change_detail"
@@ -148,6 +152,89 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
 
     def first_stage(self, state: dict[str, Any]) -> str:
         return "setup"
+
+    # --- forks (issue 33) -------------------------------------------------------------------
+    def _fork_name(self, state: dict[str, Any], run_id: int) -> str:
+        return f"run-{run_id}"
+
+    def fork_state(self, state: dict[str, Any], run_id: int) -> dict[str, Any]:
+        """A fork works on a branch and in a worktree of its own, named after it (never the
+        original's), which its first stage that touches the worktree makes from the commit
+        recorded at the fork point (``fork_start``: the checkpoint's head, or its base; empty
+        before ``setup`` ran, which makes them as for any run). No git command runs here:
+        this is called inside the fork's creation transaction."""
+        opts = state["options"]
+        root = opts["worktree_root"].rstrip("/")
+        base = name = self._fork_name(state, run_id)
+        for n in range(2, 100):
+            if not os.path.exists(f"{root}/{name}"):
+                break
+            name = f"{base}-{n}"
+        opts = {**opts, "branch": f"quorum/{name}", "worktree": f"{root}/{name}"}
+        return {**state, "options": opts,
+                "fork_start": state.get("head") or state.get("base_sha") or ""}
+
+    def decided_on(self, gate: str, state: dict[str, Any]) -> Any:
+        """The state without the names of the run's own branch and worktree: a fork's gate
+        may reuse the original's decision on the same plan or the same commits."""
+        opts = {k: v for k, v in state["options"].items() if k not in ("branch", "worktree")}
+        return {**{k: v for k, v in state.items() if k != "fork_start"}, "options": opts}
+
+    def fork_refusal(self, stage: str, gate: str, state: dict[str, Any]) -> str | None:
+        kind = (stage or "").split(":", 1)[0]
+        if kind == "close":
+            return ("The run was closing its worktree at this stage: a fork from here has "
+                    "nothing left to do. Fork it from its merge-request gate or an earlier "
+                    "stage.")
+        if kind == "merge" and not gate:
+            return ("At this stage the original run's merge request had been approved; a "
+                    "fork's merge request is its own to decide. Fork it from the "
+                    "merge-request gate instead.")
+        return None
+
+    def replay_refusal(self, state: dict[str, Any]) -> str | None:
+        return ("A change run cannot be replayed: its agents read and changed the files of a "
+                "worktree that is gone or has moved on, so the answers in its journal would "
+                "not match what the tools find now, and a replay would rewrite a branch. Fork "
+                "it from a stage instead: the fork's own branch starts from the commit "
+                "recorded there.")
+
+    def fork_edit(self, stage: str, gate: str, state: dict[str, Any]) -> ForkEdit | None:
+        plan = state.get("plan")
+        if gate != PLAN_GATE or not plan:
+            return None
+        value = {k: plan.get(k, default) for k, default in (
+            ("goal", ""), ("files", []), ("approach", ""), ("steps", []),
+            ("test_strategy", ""), ("risks", []))}
+
+        def apply(st: dict[str, Any], edit: ForkPlanDoc, author: str) -> tuple[
+                dict[str, Any], list[Any]]:
+            p = st["plan"]
+            edited = self.validate_plan_edit(edit.model_dump())  # the plan gate's checks
+            if edited == {k: p.get(k) for k in edited}:
+                return st, []
+            new = {**p, **edited, "version": p["version"] + 1, "author": author}
+            return {**st, "plan": new}, [self._plan_record(new, reason="Edited when forking",
+                                                          author=author)]
+
+        return ForkEdit(ForkPlanDoc, value, f"Plan v{plan['version']}: the plan document",
+                        apply)
+
+    def _ensure_worktree(self, state: dict[str, Any]) -> None:
+        """A fork's worktree and branch, made when its first stage that touches them runs
+        (outside any transaction), at the commit the stage starts from: at the fork's first
+        stage the one recorded at the fork point. A branch of that name without the worktree
+        is another run's: never built on."""
+        opts = state["options"]
+        if not state.get("fork_start") or (Path(opts["worktree"]) / ".git").exists():
+            return
+        start = state.get("head") or state["fork_start"]
+        if gitops.branch_sha(opts["repo"], opts["branch"]) is not None:
+            raise gitops.GitError(
+                f"the branch {opts['branch']} exists already without this fork's worktree "
+                "(left by another run?), and a fork never builds on another run's branch: "
+                "delete that branch, then retry the fork")
+        gitops.create_worktree(opts["repo"], opts["worktree"], opts["branch"], start)
 
     def status_for(self, stage: str) -> str:
         kind = stage.split(":", 1)[0]
@@ -217,6 +304,8 @@ class PlanExecuteReview(RoundStages, GateDecisions, Pattern):
 
     def _run_stage(self, stage: str, state: dict[str, Any], client: ModelClient) -> StageResult:
         kind, *args = stage.split(":")
+        if kind in ("plan", "execute", "review", "merge"):
+            self._ensure_worktree(state)  # a fork's, on its first stage that needs it
         if kind == "setup":
             return self._setup(state)
         if kind == "plan":

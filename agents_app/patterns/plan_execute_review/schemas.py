@@ -56,6 +56,19 @@ class PlanDoc(BaseModel):
         return steps
 
 
+class ForkPlanDoc(BaseModel):
+    """A fork's edit of the plan at its gate: the plan document's fields, checked as the plan
+    gate checks a person's edit (``GateDecisions.validate_plan_edit``), not here, so both say
+    the same."""
+
+    goal: str = ""
+    files: list[str] = Field(default_factory=list)
+    approach: str = ""
+    steps: list[str] = Field(default_factory=list)
+    test_strategy: str = ""
+    risks: list[str] = Field(default_factory=list)
+
+
 class ExecutionReport(BaseModel):
     """The executor's report after its changes."""
 

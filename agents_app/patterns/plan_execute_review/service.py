@@ -162,6 +162,25 @@ def close_after_end(run_id: int) -> None:
     mr.save(update_fields=["status", "message", "updated_at"])
 
 
+def on_fork(parent: Run, fork: Run, checkpoint) -> None:
+    """A fork's own merge request (issue 33), made in the fork's creation transaction: for its
+    own branch, never the original's (whose row and branch a fork never touches). Database
+    only: the branch itself is made by the fork's first stage that needs it."""
+    opts = fork.options or {}
+    state = fork.state or {}
+    status = state.get("mr_status")
+    MergeRequest.objects.create(
+        run=fork, repo=opts.get("repo", ""), base_branch=opts.get("base", ""),
+        branch=opts.get("branch", ""), base_sha=state.get("base_sha") or "",
+        head_sha=state.get("head") or "",
+        status=status if status in (MergeRequest.State.OPEN, MergeRequest.State.CONFLICT)
+        and fork.status == "awaiting_merge_request" else MergeRequest.State.DRAFT,
+        message=f"Forked from run #{parent.pk} at stage {checkpoint.seq}; its branch "
+                f"{opts.get('branch', '')} is made from "
+                f"{(state.get('fork_start') or opts.get('base', ''))[:10]} when the fork "
+                "first works on it.")
+
+
 # --- the page ---------------------------------------------------------------------------------
 def diff_views(diff: str, *, only: int | None = None):
     """The diff as highlighted per-file views (the review page's renderer), and the files it

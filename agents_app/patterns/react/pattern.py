@@ -30,6 +30,7 @@ from .. import safe_json
 from ..base import (
     Decision,
     Event,
+    ForkEdit,
     Gate,
     InvalidDecision,
     Item,
@@ -72,6 +73,13 @@ class Thought(BaseModel):
 
     thought: str = Field(description="What you know so far and why you take this action.")
     action: Action
+
+
+class ForkToolCall(BaseModel):
+    """A fork's edit of the call waiting at the approval gate."""
+
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The call's "
+                                      "arguments, a JSON object.")
 
 
 class FinalAnswer(BaseModel):
@@ -304,28 +312,61 @@ class ReAct(Pattern):
             raise InvalidDecision(f"unknown action {decision.action!r}")
         call = dict(pending)
         if decision.edits is not None:  # None: approved as proposed (e.g. from a script)
-            tool = self.tools(state).get(pending["tool"])
-            try:
-                args = safe_json.loads(decision.edits) if isinstance(decision.edits, str) \
-                    else decision.edits
-                check_arguments(args)
-                parsed = check_args(tool, args) if tool else None
-            except InvalidDecision:
-                raise
-            except RecursionError:
-                raise InvalidDecision("The edited arguments are nested too deeply.") from None
-            except (ValueError, TypeError) as exc:
-                raise InvalidDecision(f"The edited arguments are not valid: {exc}") from None
-            except Exception as exc:  # ToolError: the schema refused them
-                raise InvalidDecision(str(exc)) from None
-            if parsed is not None:
-                call["input"] = parsed.model_dump(exclude_unset=True) or args
+            call["input"] = self.edited_arguments(state, pending, decision.edits)
         call["approved_by"] = who
         edited = call["input"] != pending["input"]
         return StageResult(state={**state, "pending": call}, next_stage=f"act:{n}",
                            events=[Event("tool_decided", f"{who} approved the call"
                                          + (" with edited arguments." if edited else "."),
                                          {"iteration": n})])
+
+    def edited_arguments(self, state: dict[str, Any], pending: dict[str, Any],
+                         edits: Any) -> Any:
+        """A person's arguments for the pending call, checked like the agent's (the tool's
+        schema) and for what a person may type; InvalidDecision saying what is wrong."""
+        tool = self.tools(state).get(pending["tool"])
+        try:
+            args = safe_json.loads(edits) if isinstance(edits, str) else edits
+            check_arguments(args)
+            parsed = check_args(tool, args) if tool else None
+        except InvalidDecision:
+            raise
+        except RecursionError:
+            raise InvalidDecision("The edited arguments are nested too deeply.") from None
+        except (ValueError, TypeError) as exc:
+            raise InvalidDecision(f"The edited arguments are not valid: {exc}") from None
+        except Exception as exc:  # ToolError: the schema refused them
+            raise InvalidDecision(str(exc)) from None
+        if parsed is None:  # a tool this run no longer offers: the call fails as proposed
+            return pending["input"]
+        return parsed.model_dump(exclude_unset=True) or args
+
+    # --- forks (issue 33): the arguments of the call waiting for approval -------------------
+    def decided_on(self, gate: str, state: dict[str, Any]) -> Any:
+        """The call waiting and the iterations that led to it, without their timings (the
+        working seconds, each tool's latency), which differ between two runs of the same
+        calls: a replay reuses the person's decision on the same call."""
+        return {"task": state["task"], "options": state["options"],
+                "pending": state.get("pending"), "tool_calls": state["tool_calls"],
+                "history": [{k: v for k, v in h.items() if k != "seconds"}
+                            for h in state["history"]]}
+
+    def fork_edit(self, stage: str, gate: str, state: dict[str, Any]) -> ForkEdit | None:
+        pending = state.get("pending")
+        if gate != APPROVAL_GATE or not pending:
+            return None
+
+        def apply(st: dict[str, Any], value: ForkToolCall, author: str) -> tuple[
+                dict[str, Any], list[Any]]:
+            call = st["pending"]
+            args = self.edited_arguments(st, call, value.arguments)
+            if args == call["input"]:
+                return st, []
+            return {**st, "pending": {**call, "input": args, "edited_by": author}}, []
+
+        return ForkEdit(ForkToolCall, {"arguments": pending["input"]},
+                        f"Iteration {pending['iteration']}: the arguments of the "
+                        f"{pending['tool']} call", apply)
 
     def _after_person(self, n: int, state: dict[str, Any], entry: dict[str, Any],
                       message: str) -> StageResult:

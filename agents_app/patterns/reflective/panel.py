@@ -21,6 +21,6 @@ def context(run, **extra) -> dict:
             changes = [(op, line) for op, line in step_diff(previous.splitlines(), text.splitlines())
                        if op != "same" and line.strip()]
         rounds.append({"n": int(key), "draft": text, "critique": critiques.get(key),
-                       "changes": changes})
+                       "changes": changes, "edited_by": drafts[key].get("edited_by", "")})
         previous = text
     return {"reflection_rounds": rounds}

@@ -15,7 +15,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from ..base import Event, Item, ModelClient, OfflineReply, Pattern, StageResult
+from ..base import (
+    Event,
+    ForkEdit,
+    Item,
+    ItemEdited,
+    ModelClient,
+    OfflineReply,
+    Pattern,
+    StageResult,
+)
+from ..gate_input import check_field
 from ..options import PatternOptions, option
 from . import offline
 from .prompts import actor_messages, critic_messages
@@ -35,6 +45,15 @@ class Critique(BaseModel):
     @classmethod
     def _clean(cls, items: list[str]) -> list[str]:
         return [s.strip() for s in items if s and s.strip()]
+
+
+MAX_DRAFT_CHARS = 50_000
+
+
+class ForkDraft(BaseModel):
+    """A fork's edit of the draft the critic is about to read."""
+
+    text: str = Field(description="The draft, in Markdown.")
 
 
 class ReflectiveOptions(PatternOptions):
@@ -116,3 +135,20 @@ class Reflective(Pattern):
                                          f"draft {n} ({len(critique.issues)} issues, score "
                                          f"{critique.score}/10).", {"round": n,
                                                                      "approved": False})])
+
+    # --- forks (issue 33): the draft before the critic reads it -----------------------------
+    def fork_edit(self, stage: str, gate: str, state: dict[str, Any]) -> ForkEdit | None:
+        kind, _, n = stage.partition(":")
+        if kind != "critique" or not state.get("draft"):
+            return None
+
+        def apply(st: dict[str, Any], value: ForkDraft, author: str) -> tuple[dict[str, Any],
+                                                                              list[Any]]:
+            text = check_field("The draft", value.text, max_chars=MAX_DRAFT_CHARS)
+            if text == st["draft"].strip():
+                return st, []
+            return {**st, "draft": text}, [ItemEdited("draft", n, {
+                "round": int(n), "text": text, "edited_by": author})]
+
+        return ForkEdit(ForkDraft, {"text": state["draft"]},
+                        f"Draft {n}: the text the critic reads", apply)

@@ -20,7 +20,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from ..base import Event, Item, ModelClient, OfflineReply, Pattern, StageResult
+from ..base import (
+    Event,
+    ForkEdit,
+    InvalidDecision,
+    Item,
+    ItemEdited,
+    ModelClient,
+    OfflineReply,
+    Pattern,
+    StageResult,
+)
+from ..gate_input import check_arguments, check_field
 from ..options import PatternOptions, option
 from ..parallel import run_parallel
 from ..tools.toolbox import (
@@ -28,6 +39,7 @@ from ..tools.toolbox import (
     PERSON,
     AgentTool,
     UnattendedTool,
+    check_args,
     describe,
     registry,
     run_tool,
@@ -48,6 +60,15 @@ class Sketch(BaseModel):
     needs_tools: bool = Field(description="False when the task can be answered without tools.")
     reasoning: str = Field(default="", description="Why these calls, briefly.")
     sketches: list[SketchCall] = Field(default_factory=list)
+
+
+class ForkSketches(BaseModel):
+    """A fork's edit of the planned tool calls, before they run."""
+
+    sketches: list[SketchCall] = Field(default_factory=list)
+
+
+MAX_QUERY_CHARS = 1000
 
 
 class Organized(BaseModel):
@@ -230,3 +251,50 @@ class ReWOO(Pattern):
                                          f"({len(problems)} problem(s)); organizing again.",
                                          {"pass": k, "supported": False})])
 
+
+    # --- forks (issue 33): the planned tool calls, before they run ---------------------------
+    def fork_edit(self, stage: str, gate: str, state: dict[str, Any]) -> ForkEdit | None:
+        if stage != "work" or not state.get("sketches"):
+            return None
+        value = {"sketches": [{"query": s["query"], "tool": s["tool"],
+                               "arguments": s["arguments"]} for s in state["sketches"]]}
+
+        def apply(st: dict[str, Any], edit: ForkSketches, author: str) -> tuple[
+                dict[str, Any], list[Any]]:
+            sketches = self.edited_sketches(st, edit)
+            if sketches == st["sketches"]:
+                return st, []
+            records: list[Any] = [ItemEdited("sketch", s["id"], {**s, "edited_by": author})
+                                  for s in sketches]
+            records += [ItemEdited("sketch", s["id"], None)
+                        for s in st["sketches"][len(sketches):]]
+            return {**st, "sketches": sketches}, records
+
+        return ForkEdit(ForkSketches, value, "The planned tool calls", apply)
+
+    def edited_sketches(self, state: dict[str, Any], edit: ForkSketches) -> list[dict[str, Any]]:
+        """A person's plan of tool calls, checked like the planner's (at most
+        ``top_k_sketches``, tools this run offers, arguments its schema takes)."""
+        top_k = int(state["options"]["top_k_sketches"])
+        tools = self.tools(state)
+        if not edit.sketches:
+            raise InvalidDecision("The plan has no tool calls: keep at least one (fork from "
+                                  "the start for an answer without tools).")
+        if len(edit.sketches) > top_k:
+            raise InvalidDecision(f"The plan has {len(edit.sketches)} tool calls; this run "
+                                  f"allows at most {top_k}.")
+        out = []
+        for i, call in enumerate(edit.sketches, 1):
+            tool = tools.get(call.tool)
+            if tool is None:
+                raise InvalidDecision(f"Call {i}: this run has no tool {call.tool[:40]!r}; its "
+                                      f"tools are {', '.join(tools) or 'none'}.")
+            query = check_field(f"Call {i}'s question", call.query, max_chars=MAX_QUERY_CHARS)
+            check_arguments(call.arguments)
+            try:
+                parsed = check_args(tool, call.arguments)
+            except Exception as exc:  # ToolError: the schema refused them
+                raise InvalidDecision(f"Call {i}: {exc}") from None
+            out.append({"id": f"S{i}", "query": query, "tool": call.tool,
+                        "arguments": parsed.model_dump(exclude_unset=True) or call.arguments})
+        return out

@@ -22,7 +22,10 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from ..base import (
     Event,
+    ForkEdit,
+    InvalidDecision,
     Item,
+    ItemEdited,
     ModelClient,
     ModelError,
     OfflineReply,
@@ -30,6 +33,7 @@ from ..base import (
     StageResult,
     parse_named_lines,
 )
+from ..gate_input import check_field
 from ..options import PatternOptions, named_lines, option
 from ..parallel import run_parallel
 from . import offline
@@ -59,6 +63,14 @@ class LeadReview(BaseModel):
                                             "when not complete.")
     reason: str = Field(default="", description="Why, briefly.")
 
+
+class ForkSubtasks(BaseModel):
+    """A fork's edit of the subtasks waiting to be worked on."""
+
+    subtasks: list[Assignment] = Field(default_factory=list)
+
+
+MAX_SUBTASK_CHARS = 4000
 
 DEFAULT_TEAM = [{"name": "researcher", "description": "finds and summarizes information"},
                 {"name": "writer", "description": "writes clear, concise reports"}]
@@ -249,3 +261,57 @@ class TeamLead(Pattern):
         return StageResult(state=state, outcome="completed", answer=answer,
                            events=[Event("answer", "The lead wrote the final answer.")])
 
+
+    # --- forks (issue 33): the subtasks before the team works on them -----------------------
+    def fork_edit(self, stage: str, gate: str, state: dict[str, Any]) -> ForkEdit | None:
+        kind, _, arg = stage.partition(":")
+        pending = [s for s in state.get("subtasks") or () if s["status"] == "pending"]
+        if kind != "work" or not pending:
+            return None
+        batch = int(arg)
+
+        def apply(st: dict[str, Any], edit: ForkSubtasks, author: str) -> tuple[
+                dict[str, Any], list[Any]]:
+            assignments = self.edited_subtasks(st, edit)
+            old = [s for s in st["subtasks"] if s["status"] == "pending"]
+            if [(a.assignee, a.task) for a in assignments] == [(s["assignee"], s["task"])
+                                                              for s in old]:
+                return st, []
+            kept = [s for s in st["subtasks"] if s["status"] != "pending"]
+            before = {s["id"]: s["status"] for s in kept}
+            new_state, _ = self._add({**st, "subtasks": kept}, assignments, batch)
+            subtasks = new_state["subtasks"]
+            added = subtasks[len(kept):]
+            for s in added:
+                s["edited_by"] = author
+            records: list[Any] = [ItemEdited("subtask", f"{s['id']}:pending", dict(s))
+                                  for s in added]
+            records += [ItemEdited("subtask", f"{s['id']}:pending", None)
+                        for s in old[len(added):]]
+            records += [ItemEdited("subtask", f"{s['id']}:{s['status']}", dict(s))
+                        for s in subtasks[:len(kept)] if before[s["id"]] != s["status"]]
+            return new_state, records
+
+        return ForkEdit(ForkSubtasks, {"subtasks": [{"assignee": s["assignee"],
+                                                     "task": s["task"]} for s in pending]},
+                        f"Batch {batch}: the subtasks and who does each", apply)
+
+    @staticmethod
+    def edited_subtasks(state: dict[str, Any], edit: ForkSubtasks) -> list[Assignment]:
+        """A person's subtasks, checked: 1 to ``MAX_SUBTASKS``, each for a member of the team,
+        its text not empty, not too long, no control characters."""
+        team = {m["name"].lower(): m["name"] for m in state["options"]["team"]}
+        if not edit.subtasks:
+            raise InvalidDecision("There are no subtasks left: keep at least one.")
+        if len(edit.subtasks) > MAX_SUBTASKS:
+            raise InvalidDecision(f"{len(edit.subtasks)} subtasks; a batch has at most "
+                                  f"{MAX_SUBTASKS}.")
+        out = []
+        for i, a in enumerate(edit.subtasks, 1):
+            name = team.get(a.assignee.strip().lower())
+            if name is None:
+                raise InvalidDecision(f"Subtask {i}: “{a.assignee.strip()[:40]}” is not on the "
+                                      f"team; its members are {', '.join(team.values())}.")
+            task = check_field(f"Subtask {i}", a.task, max_chars=MAX_SUBTASK_CHARS)
+            out.append(Assignment(assignee=name, task=task))
+        return out

@@ -27,23 +27,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from ..base import (
     Decision,
     Event,
+    ForkEdit,
     Gate,
     InvalidDecision,
     Item,
+    ItemEdited,
     ModelClient,
     ModelError,
     OfflineReply,
     Pattern,
     StageResult,
 )
-from ..gate_input import check_text
+from ..gate_input import check_field, check_text
 from ..options import PatternOptions, option
 from ..parallel import run_parallel
 from . import offline
-from .grouping import Grouping, group_by_text, ordered, percent, settle, settled
+from .grouping import (
+    MAX_LABEL,
+    Grouping,
+    VoteGroup,
+    group_by_text,
+    label_for,
+    ordered,
+    percent,
+    settle,
+    settled,
+)
 from .prompts import aggregator_messages, voter_messages
 
 MAX_VOTERS = 7
@@ -51,6 +65,21 @@ VOTER_ROLES = tuple(f"voter_{i}" for i in range(1, MAX_VOTERS + 1))
 GATE = "vote_pick"
 ACTIONS = ("pick", "edit", "again")
 MAX_ANSWER_CHARS = 20_000
+
+
+class ForkGroup(BaseModel):
+    voters: list[int] = Field(description="The numbers of the voters whose answers are "
+                                          "equivalent.")
+    label: str = Field(default="", description="A few words naming what they say (empty: "
+                                               "made from the answer).")
+    representative: int = Field(default=0, description="The voter whose answer stands for "
+                                                       "the group (0: its first voter).")
+
+
+class ForkGrouping(BaseModel):
+    """A fork's edit of a round's grouping, at the gate."""
+
+    groups: list[ForkGroup] = Field(default_factory=list)
 
 
 def voter_role(i: int) -> str:
@@ -261,3 +290,70 @@ class QuorumVote(Pattern):
                            records=[record], events=[Event(
                                "vote_decided", f"{who} {how} the answer of group {g} "
                                f"(“{group['label']}”).", {"round": r, "group": g})])
+
+    # --- forks (issue 33): the grouping at the gate -------------------------------------------
+    def decided_on(self, gate: str, state: dict[str, Any]) -> Any:
+        """The round's answers and groups, without how long each voter took."""
+        return {**state, "answers": [{k: v for k, v in a.items() if k != "seconds"}
+                                     for a in state["answers"]]}
+
+    def fork_edit(self, stage: str, gate: str, state: dict[str, Any]) -> ForkEdit | None:
+        if gate != GATE or not state.get("groups"):
+            return None
+        r = int(state["round"])
+        value = {"groups": [{"voters": g["voters"], "label": g["label"],
+                             "representative": g["representative"]} for g in state["groups"]]}
+
+        def apply(st: dict[str, Any], edit: ForkGrouping, author: str) -> tuple[
+                dict[str, Any], list[Any]]:
+            groups = self.edited_groups(st, edit)
+            if groups == st["groups"]:
+                return st, []
+            opts = st["options"]
+            n, threshold = int(opts["voters"]), int(opts["threshold"])
+            note = f"Grouped by {author or 'a person'} when this run was forked."
+            return {**st, "groups": groups}, [ItemEdited("grouping", str(r), {
+                "round": r, "groups": groups, "agreement": percent(groups, n),
+                "threshold": threshold, "voters": n, "settled": settled(groups, n, threshold),
+                "notes": [note], "summary": "", "edited_by": author})]
+
+        return ForkEdit(ForkGrouping, value, f"Round {r}: the groups of equivalent answers",
+                        apply)
+
+    @staticmethod
+    def edited_groups(state: dict[str, Any], edit: ForkGrouping) -> list[VoteGroup]:
+        """A person's grouping of the round's answers, checked: every voter who answered in
+        exactly one group, no other voter; InvalidDecision naming what is wrong."""
+        answers = {a["voter"]: a["text"] for a in state["answers"] if not a["error"]}
+        r = state["round"]
+        if not edit.groups:
+            raise InvalidDecision("The grouping has no groups: put every voter who answered "
+                                  "in one group.")
+        placed: dict[int, int] = {}
+        groups: list[VoteGroup] = []
+        for n, g in enumerate(edit.groups, 1):
+            if not g.voters:
+                raise InvalidDecision(f"Group {n} has no voters: remove it or name its voters.")
+            for voter in g.voters:
+                if voter not in answers:
+                    raise InvalidDecision(f"Group {n} names voter {voter}, who gave no answer "
+                                          f"in round {r}.")
+                if voter in placed:
+                    raise InvalidDecision(f"Voter {voter} is in groups {placed[voter]} and "
+                                          f"{n}: put each voter in one group.")
+                placed[voter] = n
+            members = sorted(g.voters)
+            rep = g.representative or members[0]
+            if rep not in members:
+                raise InvalidDecision(f"Group {n}'s representative, voter {rep}, is not in the "
+                                      "group.")
+            label = check_field(f"Group {n}'s label", g.label, max_chars=MAX_LABEL,
+                                required=False) or label_for(answers[rep])
+            groups.append({"voters": members, "representative": rep, "label": label,
+                           "answer": answers[rep]})
+        if missing := sorted(set(answers) - set(placed)):
+            raise InvalidDecision(f"Voter{'s' if len(missing) > 1 else ''} "
+                                  f"{', '.join(map(str, missing))} "
+                                  f"{'are' if len(missing) > 1 else 'is'} in no group: put "
+                                  "every voter who answered in one group.")
+        return ordered(groups)

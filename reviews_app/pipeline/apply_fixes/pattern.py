@@ -88,6 +88,10 @@ class ApplyFixes(PlanExecuteReview):
     def bind_run(self, state: dict[str, Any], run_id: int) -> dict[str, Any]:
         return state  # the branch and worktree are named after the review, by the caller
 
+    def _fork_name(self, state: dict[str, Any], run_id: int) -> str:
+        # a fork's own branch beside the review's quorum/fixes-<review>, never that one
+        return f"fixes-{state['options']['review']}-run-{run_id}"
+
     def first_stage(self, state: dict[str, Any]) -> str:
         return "fixes"
 

@@ -8,6 +8,7 @@ from typing import Any
 from agents_app.patterns.base import (
     Decision,
     Event,
+    ForkEdit,
     Gate,
     InvalidDecision,
     ModelClient,
@@ -22,7 +23,7 @@ from common import analyzers, secret_keys
 from .. import coverage, fingerprint, fixcheck, fold, memories, prompts, rounds, synthesis
 from ..quality.cluster import cluster
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
-from . import analyze, checks, verify
+from . import analyze, checks, forks, verify
 from .constants import DEFAULTS, TRIAGE_GATE, VERDICT_LABELS
 from .helpers import batches, code_lookup, fallback_summary, true_coverage
 from .records import ReviewersFinished, ReviewSynthesized, VerdictDecided
@@ -46,6 +47,8 @@ class CodeReview(Pattern):
     page = "review_detail"
     # A pull request's status says when its review was cancelled or failed (issue 31).
     on_terminal = "reviews_app.prflow.status.after_end"
+    # A fork is a review of its own: its input, and its findings once synthesized (issue 33).
+    on_fork = "reviews_app.services.fork_review"
 
     def initial_state(self, task: str, options: dict[str, Any]) -> dict[str, Any]:
         options = dict(options)
@@ -319,6 +322,21 @@ class CodeReview(Pattern):
                                                    decision.author)],
                            events=[Event("verdict_decided", f"{decision.author} {what}.",
                                          {"verdict": verdict})])
+
+    # --- forks (issue 33): forks.py ----------------------------------------------------------
+    def fork_refusal(self, stage: str, gate: str, state: dict) -> str | None:
+        return forks.refusal(stage, gate)
+
+    def fork_edit(self, stage: str, gate: str, state: dict) -> ForkEdit | None:
+        return forks.edit(stage, gate, state)
+
+    def replay_refusal(self, state: dict) -> str | None:
+        return forks.REPLAY_REFUSAL
+
+    def decided_on(self, gate: str, state: dict) -> None:
+        # The verdict rests on the triage of each finding, rows outside the state that a fork
+        # starts afresh: a fork's triage is always its person's, never reused.
+        return None
 
     def _close(self, state: dict, client: ModelClient) -> StageResult:
         d = state["decision"]
