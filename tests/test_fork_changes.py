@@ -148,6 +148,10 @@ def test_a_fork_from_an_execute_round_starts_at_that_rounds_commit(alice, repo):
     assert gitops.head_sha(child.options["worktree"]) == round_commit
     assert MergeRequest.objects.get(run=child).status == "open"
     assert snapshot(parent, repo) == original
+    # Compared, the fork's own branch is what it set up, not an edit a person made.
+    from agents_app.forking.stages import stages
+    labels = [s.label for s in stages(child)]
+    assert "Set up for the fork" in labels and "Edited when forked" not in labels
     # The original merges first; the fork's merge finds the change there already.
     parent = decide(parent, alice)
     assert parent.status == "completed", parent.error

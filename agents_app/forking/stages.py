@@ -67,6 +67,8 @@ def stages(run: Run) -> list[StageRecord]:
     if q:
         for c in ModelCall.objects.filter(q).order_by("id"):
             calls.setdefault((c.run_id, c.stage), []).append(c)
+    forks = dict(Run.objects.filter(pk__in={cp.run_id for cp in history}).values_list(
+        "pk", "fork"))
     out: list[StageRecord] = []
     for i, cp in enumerate(history):
         after = states[i + 1] if i + 1 < len(history) else None
@@ -81,8 +83,11 @@ def stages(run: Run) -> list[StageRecord]:
             before = Checkpoint.objects.filter(run_id=history[i - 1].run_id, seq=cp.seq).first()
             edited = _changed(checkpoints.state_at(before), states[i]) if before else {}
             if edited:
-                out.append(StageRecord(cp.seq, "fork:edit", "Edited when forked", [],
-                                       output=edited))
+                # A person's edit, or what the fork set up for itself (a change run's own
+                # branch and worktree): either way the runs differ from here, and it is shown.
+                by_person = bool((forks.get(cp.run_id) or {}).get("edits"))
+                out.append(StageRecord(cp.seq, "fork:edit", "Edited when forked" if by_person
+                                       else "Set up for the fork", [], output=edited))
         if cp.gate:
             decision = history[i + 1].decision if i + 1 < len(history) else None
             out.append(StageRecord(cp.seq, f"gate:{cp.gate}",
