@@ -44,8 +44,9 @@ class Command(CheckedCommand):
                                  "Repeatable.")
         parser.add_argument("--edit", metavar="FILE", default=None,
                             help="A JSON object (a file, or - for standard input) that edits "
-                                 "what the stage starts from, checked as the web form's edit "
-                                 "is; at a Plan-and-Execute plan gate: {\"steps\": [...]}.")
+                                 "what the stage starts from, checked by the pattern before "
+                                 "anything is saved; at a Plan-and-Execute plan gate: "
+                                 "{\"steps\": [...]}.")
         gates = parser.add_mutually_exclusive_group()
         gates.add_argument("--gates", choices=GATE_POLICIES, default=None,
                            help="How every gate of the fork is decided: ask you again (the "
