@@ -404,8 +404,8 @@ BAD = [
                                                  "approval): a replay repeats a finished run"),
     (["replay", "x1"], "A run is given by its number"),
     # compare
-    (["compare", "{run}", "--user", "alice"], "compare takes two to 6 runs; 1 given."),
-    (["compare", *["{run}"] * 7, "--user", "alice"], "compare takes two to 6 runs; 7 given."),
+    (["compare", "{run}", "--user", "alice"], "compare takes two to six runs; 1 given."),
+    (["compare", *["{run}"] * 7, "--user", "alice"], "compare takes two to six runs; 7 given."),
     (["compare", "{run}", "#{run}", "--user", "alice"], "Run {run} is given twice."),
     (["compare", "{run}", "{bobs}", "--user", "alice"], "No run {bobs}."),
     (["compare", "{run}", "{missing}", "--user", "alice"], "No run {missing}."),

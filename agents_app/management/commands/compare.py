@@ -30,7 +30,7 @@ class Command(CheckedCommand):
     def handle(self, *args, **opts):
         given = opts["runs"]
         if not 2 <= len(given) <= MOST:
-            raise bad_input(f"compare takes two to {MOST} runs; {len(given)} given.")
+            raise bad_input(f"compare takes two to six runs; {len(given)} given.")
         ids = [cli.run_id(text) for text in given]
         twice = next((pk for i, pk in enumerate(ids) if pk in ids[:i]), None)
         if twice is not None:
