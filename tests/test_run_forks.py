@@ -152,6 +152,10 @@ def test_a_replay_stops_at_the_first_request_that_changed(alice, scripted, monke
     assert replay.status == "failed" and "The replay stopped" in replay.error
     assert "executor" in replay.error or "step" in replay.error
     assert len(scripted.calls) == made
+    # Where, and the first message that differs, are kept on the run.
+    diverged = replay.fork["diverged"]
+    assert diverged["seq"] == 3 and diverged["stage"] == "step:1:0" and diverged["key"]
+    assert any("Be terse." in line for line in diverged["first"])
 
 
 def test_a_run_stopped_by_its_budget_continues_with_a_higher_one(alice, scripted):
@@ -162,6 +166,37 @@ def test_a_run_stopped_by_its_budget_continues_with_a_higher_one(alice, scripted
     assert more.max_cost_usd == Decimal("5") and more.fork["kind"] == "continue"
     more = drive(more.pk)
     assert more.status == "completed", more.error
+
+
+def test_a_run_failed_at_a_stage_continues_from_that_stage_not_from_its_end(alice, scripted):
+    def broken(messages, info):
+        if info.role == "executor":
+            return ValueError("the provider is down")
+        return scripted.offline_like(messages, info)
+
+    scripted.fn = broken
+    run = start(alice, auto_approve=True)
+    assert run.status == "failed" and Checkpoint.objects.filter(run=run, stage="").exists()
+    failed_at = Checkpoint.objects.filter(run=run).exclude(stage="").order_by("-seq").first()
+    scripted.fn = scripted.offline_like
+    more = create_fork(run, alice, kind="continue", enqueue=False)
+    assert more.fork_seq == failed_at.seq and more.stage == failed_at.stage
+    more = drive(more.pk)
+    assert more.status == "completed", more.error
+    with pytest.raises(ForkRefused, match=f"Stage {run.stage_seq} is where run #{run.pk} "
+                                          "ended: no stage runs from there"):
+        create_fork(run, alice, seq=run.stage_seq, enqueue=False)
+
+
+def test_a_fork_made_after_a_gate_shows_the_decision_its_parent_took_there(alice, scripted):
+    from agents_app.forking.diff import compare
+    from agents_app.forking.stages import stages
+
+    parent = approve(start(alice), alice)
+    fork = drive(create_fork(parent, alice, seq=3, enqueue=False).pk)
+    gate = [s for s in stages(fork) if s.stage == "gate:plan_approval"]
+    assert gate and gate[0].decision == {"action": "approve", "how": "person"}
+    assert compare(stages(parent), stages(fork)).divergence is None
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -194,6 +194,11 @@ def stop_run(run_id: int, token: str, seq: int, stop: RunStopped, elapsed: float
         run = locked_run(run_id, token, seq)
         if run is None:
             return False
+        if (diverged := getattr(stop, "diverged", None)) is not None:
+            # A replay stopped at a request its source never made: where, and the first
+            # message that differs, kept on the run for its page and ``manage.py replay``.
+            run.fork = {**(run.fork or {}), "diverged": {"seq": seq, **diverged}}
+            Run.objects.filter(pk=run.pk).update(fork=run.fork)
         finish_run(run, stop.status, str(stop), elapsed)
     return False
 

@@ -331,6 +331,9 @@ class ReplayDiverged(RunStopped):
                    f"call {key!r} of stage {stage} asks something else than the original did")
             self.first = {"stage": stage, "key": key, "lines": first_difference(
                 original.messages or [], asked, text_diff)}
+        # What ``stop_run`` keeps on the run as ``fork["diverged"]`` (with the stage's seq).
+        self.diverged = {"stage": stage, "key": key, "why": why,
+                         "missing": original is None, "first": self.first["lines"]}
         super().__init__(f"The replay stopped: {why}.")
 
 

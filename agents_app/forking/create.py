@@ -69,16 +69,23 @@ class ForkPoint:
 
 def latest_seq(run: Run) -> int:
     """The last committed stage of ``run``: where a running run is forked from, and where a
-    stopped one continues."""
-    own = Checkpoint.objects.filter(run=run).order_by("-seq").values_list("seq", flat=True)
+    stopped one continues (a run that failed at a stage has a checkpoint of its end after
+    it, which is no stage to run: the stage it failed at is the one before)."""
+    own = Checkpoint.objects.filter(run=run).exclude(stage="", gate="").order_by("-seq") \
+        .values_list("seq", flat=True)
     seq = own.first()
     if seq is None:
-        history = checkpoints.history(run)
+        history = [cp for cp in checkpoints.history(run) if not is_end(cp)]
         if not history:
             raise ForkRefused(f"Run #{run.pk} has no recorded stages to fork from: it was made "
                               "before forks existed. “Run again” still works.")
         seq = history[-1].seq
     return seq
+
+
+def is_end(cp: Checkpoint) -> bool:
+    """The checkpoint a run's end wrote: no stage runs from it."""
+    return not cp.stage and not cp.gate
 
 
 def point(run: Run, seq: int) -> ForkPoint:
@@ -154,6 +161,9 @@ def create_fork(parent: Run, user, *, seq: int | None = None, kind: str = "fork"
     else:
         fp = point(parent, seq)
     cp, state = fp.checkpoint, fp.state
+    if is_end(cp):
+        raise ForkRefused(f"Stage {cp.seq} is where run #{parent.pk} ended: no stage runs from "
+                          "there. Fork it from an earlier stage.", 409)
     if kind == "replay" and (why := pattern.replay_refusal(state)):
         raise ForkRefused(why, 409)
     if why := pattern.fork_refusal(cp.stage, cp.gate, state):

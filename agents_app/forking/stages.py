@@ -23,6 +23,15 @@ from .diff import CallRecord, StageRecord
 MAX_VALUE = 20_000  # characters of one changed value kept in a stage's output
 
 
+def gate_name(gate: str) -> str:
+    """A gate's record as the comparison (and ``manage.py fork --from``) names it."""
+    return f"gate:{gate}"
+
+
+def gate_label(gate: str) -> str:
+    return f"Gate: {gate.replace('_', ' ')}"
+
+
 def _prompt(messages: Any) -> str:
     parts = []
     for m in messages or []:
@@ -73,12 +82,16 @@ def stages(run: Run) -> list[StageRecord]:
     for i, cp in enumerate(history):
         after = states[i + 1] if i + 1 < len(history) else None
         nxt = history[i + 1] if i + 1 < len(history) else None
+        decided = nxt.decision if nxt is not None else None
         if nxt is not None and nxt.run_id != cp.run_id:
             # The next checkpoint is where a fork starts: the stage's own output is the one its
-            # run left, and what the fork changed there is a record of its own.
+            # run left, and what the fork changed there is a record of its own. A gate's
+            # decision too is the one taken in the run that waited there (a fork made just
+            # after it starts with no decision of its own).
             theirs = Checkpoint.objects.filter(run_id=cp.run_id, seq=nxt.seq).first()
             if theirs is not None:
                 after = checkpoints.state_at(theirs)
+                decided = theirs.decision
         if i and history[i - 1].run_id != cp.run_id:
             before = Checkpoint.objects.filter(run_id=history[i - 1].run_id, seq=cp.seq).first()
             edited = _changed(checkpoints.state_at(before), states[i]) if before else {}
@@ -89,10 +102,8 @@ def stages(run: Run) -> list[StageRecord]:
                 out.append(StageRecord(cp.seq, "fork:edit", "Edited when forked" if by_person
                                        else "Set up for the fork", [], output=edited))
         if cp.gate:
-            decision = history[i + 1].decision if i + 1 < len(history) else None
-            out.append(StageRecord(cp.seq, f"gate:{cp.gate}",
-                                   f"Gate: {cp.gate.replace('_', ' ')}", [],
-                                   output=None, decision=_decision(decision)))
+            out.append(StageRecord(cp.seq, gate_name(cp.gate), gate_label(cp.gate), [],
+                                   output=None, decision=_decision(decided)))
             continue
         if not cp.stage:
             continue
