@@ -59,6 +59,9 @@ def stage_rows(run: Run) -> list[dict]:
 @require_GET
 def fork_page(request, pk: int):
     run = owned_run(request, pk)
+    if request.GET.get("part") == "stages":  # the run page's "Stages", loaded when opened
+        return render(request, "agents_app/fork_page.html#stage-table", {
+            "run": run, "rows": stage_rows(run), "nonce": secrets.token_hex(16)})
     return render(request, "agents_app/fork_page.html", {
         "run": run, "rows": stage_rows(run),
         "nonce": secrets.token_hex(16), "budget_form": BudgetForm(),

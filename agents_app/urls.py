@@ -17,7 +17,7 @@ urlpatterns = [
     path("runs/<id:pk>/calls/<id:call>/", views.model_call, name="model_call"),
     path("runs/<id:pk>/trace/", views.run_trace, name="run_trace"),
     path("runs/<id:pk>/fork/", fork_views.fork_page, name="fork_page"),
-    path("runs/<id:pk>/fork/<int:seq>/", fork_views.fork_form, name="fork_form"),
+    path("runs/<id:pk>/fork/<id:seq>/", fork_views.fork_form, name="fork_form"),
     path("runs/<id:pk>/again/", fork_views.fork_shortcut, {"kind": "again"}, name="run_again"),
     path("runs/<id:pk>/replay/", fork_views.fork_shortcut, {"kind": "replay"},
          name="replay_run"),

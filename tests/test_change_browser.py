@@ -34,6 +34,24 @@ def make_repo(path):
     return path
 
 
+def start_to_merge_gate(page, live_stack: str, repo) -> None:
+    """Start a change run of TASK on ``repo`` from the form, approve its plan and wait for
+    the merge request's gate (for the tests of what follows it)."""
+    sign_in(page, live_stack)
+    page.goto(live_stack + "/changes/new/")
+    page.fill("input[name=repo]", str(repo))
+    page.fill("input[name=base]", "main")
+    page.fill("textarea[name=task]", TASK)
+    page.select_option("select[name=test_command]", TEST_COMMAND)
+    page.click("#change-form button.primary")
+    page.wait_for_url(re.compile(r".*/changes/\d+/$"))
+    approve = page.locator("#gate-panel button[value=approve]", has_text="Approve and execute")
+    approve.wait_for(timeout=20_000)
+    approve.click()
+    page.locator("#gate-panel button[value=approve]", has_text="Merge into main").wait_for(
+        timeout=30_000)
+
+
 @pytest.fixture
 def alice(browser_alice):
     return browser_alice

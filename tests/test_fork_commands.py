@@ -138,8 +138,9 @@ def test_again_continue_and_retry(alice, scripted):
     code, out = cmd("fork", str(parent.pk), "--kind", "retry", "--from", "6", "--wait",
                     "--json", "--user", "alice")
     data = json.loads(out)
-    # A retry reuses the calls of the stage it starts from that asked the same.
-    assert code == 0 and data["status"] == "completed" and data["calls"]["replayed"] == 1
+    # A retry asks anew: the stage it starts from makes its call again.
+    assert code == 0 and data["status"] == "completed" and data["calls"]["replayed"] == 0
+    assert len(scripted.calls) - made == parent.calls + 1
     scripted.usage = (4000, 1000)
     stopped = start(alice, auto_approve=True, max_cost_usd=Decimal("0.0000001"))
     assert stopped.status == "budget_exceeded"
@@ -243,7 +244,11 @@ def test_compare_two_runs_marks_where_they_part(alice, scripted):
     assert data["first_divergence"] == {"row": 2, "label": "Edited when forked",
                                         "stage": "fork:edit"}
     assert rows[2]["first_divergence"] and rows[2]["left"] is None
-    assert rows[3]["decision"]["same"] is False  # approved by the person, then by the policy
+    # Approved both times: the same decision, though by the person, then by the fork's policy
+    # (each side's own record says how).
+    assert rows[3]["decision"]["same"] is True
+    assert rows[3]["left"]["decision"]["how"] == "person"
+    assert rows[3]["right"]["decision"]["how"] == "approved"  # by the policy
     lacking = [r for r in rows if r["right"] is None]
     assert lacking and all(r["tokens_delta"] < 0 for r in lacking)
     # Over the stages, the planner's call counts in both (the fork has it from its parent).
@@ -379,7 +384,7 @@ BAD = [
      "control characters (U+001B (ESC))"),
     ([*AT_GATE, "--edit", "{file:key.json:{\"st\\u0000eps\": [\"a\"]}}"], "control characters"),
     ([*AT_GATE, "--edit", "{file:none.json:{\"steps\": []}}"],
-     "--edit: The edit is not valid: steps: List should have at least 1 item"),
+     "--edit: The plan has no steps left to carry out"),
     ([*AT_GATE, "--edit", "{file:blank-step.json:{\"steps\": [\"  \"]}}"],
      "no steps left to carry out"),
     ([*AT_GATE, "--edit", "{file:str.json:{\"steps\": \"one\"}}"], "--edit: The edit is not "

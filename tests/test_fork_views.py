@@ -159,3 +159,29 @@ def test_another_users_runs_are_404_everywhere_and_nothing_is_made(client, bob, 
     assert Run.objects.count() == 1
     client.logout()
     assert client.get(reverse("fork_page", args=[done.pk])).status_code == 302
+
+
+def test_the_run_page_lists_its_stages_to_fork_or_retry_from(client, alice, bob, done):
+    """"Retry from here" on any stage of the run page: a "Stages" box that loads the run's
+    stages, as they are when it is opened, each with "Fork from here" and "Retry from here"."""
+    client.force_login(alice)
+    page = client.get(done.get_absolute_url()).content.decode()
+    part = reverse("fork_page", args=[done.pk]) + "?part=stages"
+    assert 'id="run-stages"' in page and f'hx-get="{part}"' in page
+    rows = client.get(part, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in rows  # the rows alone, for the box
+    seqs = list(Checkpoint.objects.filter(run=done).exclude(stage="", gate="")
+                .values_list("seq", flat=True))
+    assert seqs and rows.count("Retry from here") == rows.count("Fork from here") == len(seqs)
+    for seq in seqs:
+        assert f'action="{reverse("fork_form", args=[done.pk, seq])}"' in rows
+    # Its retry button makes a retry from that stage.
+    seq = gate_seq(done)
+    answer = client.post(reverse("fork_form", args=[done.pk, seq]), {"kind": "retry",
+                                                                     "nonce": "r-1"})
+    retry = Run.objects.exclude(pk=done.pk).get()
+    assert answer.status_code == 302 and retry.fork["kind"] == "retry" and retry.fork_seq == seq
+    client.force_login(bob)
+    assert client.get(part).status_code == 404
+    client.logout()
+    assert client.get(part).status_code == 302

@@ -20,8 +20,7 @@ import pytest
 from agents_app.models import Approval, Run
 from agents_app.patterns import PATTERNS, task_patterns
 from tests.conftest import sign_in
-from tests.test_change_browser import TASK as CHANGE_TASK
-from tests.test_change_browser import TEST_COMMAND, make_repo
+from tests.test_change_browser import make_repo, start_to_merge_gate
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration,
               pytest.mark.django_db(transaction=True)]
@@ -248,20 +247,7 @@ def test_step_boxes_grow_with_their_text(live_stack, page, alice):
 
 def test_merge_method_radios_sit_beside_their_labels(live_stack, page, alice,
                                                        stack_repo_root):
-    repo = make_repo(stack_repo_root / "proj")
-    sign_in(page, live_stack)
-    page.goto(live_stack + "/changes/new/")
-    page.fill("input[name=repo]", str(repo))
-    page.fill("input[name=base]", "main")
-    page.fill("textarea[name=task]", CHANGE_TASK)
-    page.select_option("select[name=test_command]", TEST_COMMAND)
-    page.click("#change-form button.primary")
-    page.wait_for_url(re.compile(r".*/changes/\d+/$"))
-    approve = page.locator("#gate-panel button[value=approve]", has_text="Approve and execute")
-    approve.wait_for(timeout=20_000)
-    approve.click()
-    page.locator("#gate-panel button[value=approve]", has_text="Merge into main").wait_for(
-        timeout=30_000)
+    start_to_merge_gate(page, live_stack, make_repo(stack_repo_root / "proj"))
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
         page.wait_for_timeout(200)

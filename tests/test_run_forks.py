@@ -188,6 +188,26 @@ def test_a_run_failed_at_a_stage_continues_from_that_stage_not_from_its_end(alic
         create_fork(run, alice, seq=run.stage_seq, enqueue=False)
 
 
+def test_a_continuation_after_a_bad_reply_asks_again_not_the_journal(alice, scripted):
+    """The reply that made a stage fail is not served to its continuation: the stage asks the
+    provider again (a budget stop's calls are reused; a failure's are not)."""
+    def garbled(messages, info):
+        if info.role == "planner":
+            return "<<not the answer format at all>>"
+        return scripted.offline_like(messages, info)
+
+    scripted.fn = garbled
+    run = start(alice, auto_approve=True)
+    scripted.fn = scripted.offline_like
+    more = create_fork(run, alice, kind="continue", enqueue=False)
+    assert more.fork["reuse_calls"] is False
+    more = drive(more.pk)
+    assert more.status == "completed", more.error
+    own = ModelCall.objects.filter(run=more)
+    assert own.exists() and not own.filter(replayed_from__isnull=False).exists()
+    assert "<<not the answer" not in (more.answer or "")
+
+
 def test_a_fork_made_after_a_gate_shows_the_decision_its_parent_took_there(alice, scripted):
     from agents_app.forking.diff import compare
     from agents_app.forking.stages import stages
@@ -243,3 +263,63 @@ def test_the_stage_diff_of_a_fork_marks_where_it_parts_from_its_parent(alice, sc
     assert diff.rows[3].decisions.same  # both approved at the gate; what followed differs
     assert len([s for s in b if s.stage.startswith("step:")]) == 1
     assert any(r.left is not None and r.right is None for r in diff.rows)  # a step it lacks
+
+
+def test_a_decision_reused_by_policy_compares_the_same_as_the_persons(alice, scripted):
+    from agents_app.forking.diff import compare
+    from agents_app.forking.stages import stages
+
+    parent = approve(start(alice), alice)
+    seq = Checkpoint.objects.get(run=parent, gate="plan_approval").seq
+    fork = drive(create_fork(parent, alice, seq=seq, gates={"plan_approval": "reuse"},
+                             enqueue=False).pk)
+    gate = [s for s in stages(fork) if s.stage == "gate:plan_approval"]
+    assert gate[0].decision["how"] == "reused"
+    row = [r for r in compare(stages(parent), stages(fork)).rows
+           if r.name.startswith("Gate")][0]
+    assert row.decisions.same and row.left.decision["how"] == "person"
+
+
+def test_a_fork_with_the_executor_on_the_brief_offline_model_differs_from_its_step(alice):
+    """Offline, a second model exists to compare with: the fork's steps are the brief
+    model's (first paragraph and its label), the plan before the fork the same."""
+    from agents_app.forking.diff import compare
+    from agents_app.forking.stages import stages
+    from agents_app.llm.offline import BRIEF_LABEL
+    from tests.conftest import OFFLINE
+
+    run = engine.run_inline(engine.create_run(alice, "plan_execute", "Read the logs, then fix "
+                                              "the bug", options={}, models=OFFLINE,
+                                              enqueue=False).pk)
+    run = approve(run, alice)
+    seq = Checkpoint.objects.get(run=run, gate="plan_approval").seq
+    fork = drive(create_fork(run, alice, seq=seq, models={"executor": "offline/brief"},
+                             gates={"plan_approval": "reuse"}, enqueue=False).pk)
+    assert fork.status == "completed", fork.error
+    steps = ModelCall.objects.filter(run=fork, role="executor")
+    assert steps and all(c.model == "offline/brief" and BRIEF_LABEL in c.response
+                         for c in steps)
+    diff = compare(stages(run), stages(fork))
+    first = diff.rows[diff.divergence]
+    assert first.name.startswith("Step 1") and not first.responses.same
+
+
+def test_a_worker_carries_a_replay_past_a_gate_its_policy_decides(alice, monkeypatch):
+    """The worker's own loop (``advance_in_place``, one task for stage after stage) goes on
+    after a gate the fork's policy decided: a replay reuses the plan decision and completes in
+    the same task, with nothing queued. (Found in the browser: the run stayed "executing".)"""
+    queued = []
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda *a, **k: queued.append(a))
+    offline = {"planner": "offline/default", "executor": "offline/default",
+               "synthesizer": "offline/default"}
+    parent = start(alice, models=offline)
+    parent = approve(parent, alice)
+    assert parent.status == "completed"
+    replay = create_fork(parent, alice, kind="replay", enqueue=False)
+    assert engine.advance_in_place(replay.pk) is False
+    replay.refresh_from_db()
+    assert replay.status == "completed", replay.error
+    assert replay.answer == parent.answer and queued == []
+    gate = Checkpoint.objects.get(run=replay, seq=parent.checkpoints.get(
+        gate="plan_approval").seq + 1)
+    assert gate.decision["how"] == "reused"

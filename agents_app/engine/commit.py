@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -40,6 +39,7 @@ def register_terminal_hook(pattern: str, hook: Callable[[int], None]) -> None:
 # added by the package's ``__init__``, since it decides through ``actions``, which needs this
 # module).
 FORK_GATE_HOOKS: list[Callable[..., Any]] = []
+DECIDED_BY_POLICY = ("approved", "reused")  # what a hook returns when it decided the gate
 
 
 def after_terminal(run_id: int, pattern: str) -> None:
@@ -145,12 +145,15 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
         write_events(run_id, committed.last_event_seq, events)
         if result.outcome:
             after_terminal(run_id, run.pattern)
-        elif result.gate and run.forked_from_id and (run.fork or {}).get("gates"):
-            # A fork's gate policy (ask again, reuse the original decision, approve) applies
-            # once the run is committed at its gate (fork_gates.py, registered below).
-            for hook in FORK_GATE_HOOKS:
-                transaction.on_commit(partial(hook, run_id, enqueue=enqueue))
         schedule_on_commit(run_id, enqueue and runnable)
+    if result.gate and run.forked_from_id and (run.fork or {}).get("gates"):
+        # A fork's gate policy (ask again, reuse the original decision, approve) applies once
+        # the run is committed at its gate (fork_gates.py). A decision it takes makes the run
+        # ready again: queued when this caller queues, else carried on by this caller (a
+        # worker's in-place loop, which would otherwise stop at the gate and leave the run
+        # decided but never continued).
+        if any(hook(run_id, enqueue=enqueue) in DECIDED_BY_POLICY for hook in FORK_GATE_HOOKS):
+            return Next(True)
     return Next(runnable, committed, next_token if fused else "")
 
 

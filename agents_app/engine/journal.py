@@ -74,8 +74,8 @@ class DbJournal:
         self.existing = {c.key: c for c in ModelCall.objects.filter(
             run_id=run.pk, stage=stage)} if run.stage_attempt > 1 else {}
         # A fork may be served from the journal of the run it came from (issue 33): a replay
-        # every call (and stops where a request differs), a retry or a continuation the
-        # calls of the stage it starts from that asked the same thing.
+        # every call (and stops where a request differs), a continuation after a budget stop
+        # the calls of the stage it starts from that asked the same thing.
         self.source, self.strict = reusable(run, stage)
         self.thread = threading.get_ident()
         self.lock = threading.Lock()
@@ -308,7 +308,7 @@ def _outcome(c: ModelCall) -> CallOutcome:
 
 
 # --- forks: calls served from the journal of the run a fork came from ----------------------
-REUSING = ("continue", "retry", "replay")
+REUSING = ("continue", "replay")
 
 
 class ReplayDiverged(RunStopped):
@@ -356,7 +356,7 @@ def reusable(run: Run, stage: str) -> tuple[dict[str, ModelCall], bool]:
     replay)."""
     fork = run.fork or {}
     kind = fork.get("kind")
-    if kind not in REUSING or not run.forked_from_id:
+    if kind not in REUSING or not run.forked_from_id or not fork.get("reuse_calls"):
         return {}, False
     if kind != "replay" and run.stage_seq != run.fork_seq:
         return {}, False

@@ -10,8 +10,9 @@ Kinds, all forks underneath: ``fork`` (from any stage, with an edit and other mo
 ``again`` (the same task, options and models, from the start), ``continue`` (a run stopped by
 its budget or failed at a stage, from its last committed stage, with a higher budget), ``retry``
 (from a stage, as it was) and ``replay`` (from the start, every call served from the
-journal, stopping where a request differs). ``continue`` and ``retry`` reuse the calls of the
-stage they start from whose requests are the same, ``replay`` all of them (``journal``).
+journal, stopping where a request differs). A ``continue`` after a budget stop reuses the calls
+of the stage it starts from whose requests are the same, ``replay`` all of them (``journal``);
+a ``retry`` and a ``continue`` after a failure call anew.
 """
 
 from __future__ import annotations
@@ -185,7 +186,13 @@ def create_fork(parent: Run, user, *, seq: int | None = None, kind: str = "fork"
     fork = {"kind": kind, "by": user.get_username(), "from_run": parent.pk, "seq": cp.seq,
             "stage": cp.stage, "gate": cp.gate, "edits": edits or {},
             "models": {r: m for r, m in routes.items() if (parent.models_used or {}).get(r) != m},
-            "gates": policies, "note": note[:2000], "at": timezone.now().isoformat()}
+            "gates": policies, "note": note[:2000], "at": timezone.now().isoformat(),
+            # A replay is served every call; a continuation after a budget stop the calls of
+            # its first stage that asked the same (they were good: only the budget stopped
+            # it). A retry, or a continuation after a failure, asks anew: a reply that made
+            # the stage fail would make it fail the same way again.
+            "reuse_calls": kind == "replay" or (kind == "continue"
+                                                and parent.status == Status.BUDGET_EXCEEDED)}
     with transaction.atomic():
         run = Run.objects.create(
             owner=user, pattern=parent.pattern, task=parent.task,

@@ -146,10 +146,16 @@ def stage_diff(left: StageRecord | None, right: StageRecord | None,
         prompts=pair(lambda s: _calls_text(s, "prompt")),
         responses=pair(lambda s: _calls_text(s, "response")),
         outputs=pair(lambda s: as_text(s.output) if s else ""),
-        decisions=pair(lambda s: as_text(s.decision) if s else ""),
+        # What was decided, not how: a person's approval and the same approval reused by a
+        # fork's gate policy are the same decision (how is shown beside each side).
+        decisions=pair(lambda s: as_text(_what(s.decision)) if s else ""),
         tokens_delta=(right.tokens if right else 0) - (left.tokens if left else 0),
         cost_delta=(right.cost if right else 0.0) - (left.cost if left else 0.0),
         latency_delta_ms=(right.latency_ms if right else 0) - (left.latency_ms if left else 0))
+
+
+def _what(decision: dict | None) -> dict | None:
+    return {k: v for k, v in decision.items() if k != "how"} if decision else decision
 
 
 @dataclass

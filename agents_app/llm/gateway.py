@@ -422,7 +422,7 @@ def _offline(outcome: CallOutcome, kwargs: dict[str, Any]) -> CallOutcome:
     try:
         outcome.response, outcome.prompt_tokens, outcome.completion_tokens = offline.complete(
             meta.get("quorum_role", ""), meta.get("quorum_schema"), kwargs["messages"],
-            kwargs.get("timeout"))
+            kwargs.get("timeout"), model=kwargs.get("model", ""))
     except Exception as exc:  # noqa: BLE001 - a handler's bug: the call's error, as via LiteLLM
         outcome.error, outcome.retryable = redact(_describe(exc)), False
     outcome.latency_ms = int((time.monotonic() - started) * 1000)

@@ -110,12 +110,49 @@ def reply(role: str, schema_name: str | None, messages: list[dict[str, str]]) ->
     return direct(messages)
 
 
+BRIEF_LABEL = "_Brief offline model: the first paragraph of the offline model's answer._"
+
+
+def _first_paragraph(text: str) -> str:
+    blocks = [b for b in text.split("\n\n") if b.strip()]
+    if len(blocks) < 2:
+        return text
+    heading = blocks[0].lstrip().startswith(("#", "**")) and "\n" not in blocks[0].strip()
+    keep = blocks[:2] if heading else blocks[:1]
+    return "\n\n".join([*keep, BRIEF_LABEL]) if len(keep) < len(blocks) else text
+
+
+def _shorten(value):
+    if isinstance(value, str):
+        return _first_paragraph(value)
+    if isinstance(value, dict):
+        return {k: _shorten(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shorten(v) for v in value]
+    return value
+
+
+def brief(text: str) -> str:
+    """The "brief" offline model's reply: the same answer, each text of more than one
+    paragraph cut to its first (with its heading), in free text and inside a structured
+    answer alike; names, lists of steps and every other field as they were."""
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return json.dumps(_shorten(json.loads(text)))
+        except ValueError:
+            return text
+    return _first_paragraph(text)
+
+
 def complete(role: str, schema_name: str | None, messages: list[dict[str, str]],
-             timeout: float | None = None) -> tuple[str, int, int]:
-    """One call of the offline model: its reply and (prompt, completion) token estimates,
-    after the configured fixed latency (``runtime.offline_latency``, cut at ``timeout``)."""
+             timeout: float | None = None, model: str = "default") -> tuple[str, int, int]:
+    """One call of the offline model (``model``: "default" or "brief"): its reply and
+    (prompt, completion) token estimates, after the configured fixed latency
+    (``runtime.offline_latency``, cut at ``timeout``)."""
     latency = runtime.offline_latency
     if latency:
         time.sleep(min(latency, float(timeout or latency)))
     text = reply(role, schema_name, messages)
+    if model.removeprefix(runtime.OFFLINE_PROVIDER + "/") == "brief":
+        text = brief(text)
     return text, sum(len(m.get("content", "")) for m in messages) // 4, len(text) // 4

@@ -19,7 +19,7 @@ class OfflineProvider(CustomLLM):
         meta = params.get("metadata") or {}
         text, prompt_tokens, completion_tokens = offline.complete(
             meta.get("quorum_role", ""), meta.get("quorum_schema"), messages,
-            kwargs.get("timeout"))
+            kwargs.get("timeout"), model=model)
         return ModelResponse(
             model=f"{runtime.OFFLINE_PROVIDER}/{model}",
             choices=[{"index": 0, "finish_reason": "stop",

@@ -24,7 +24,9 @@ log = logging.getLogger("quorum.llm")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 OFFLINE_PROVIDER = "offline"
-OFFLINE_MODELS = ("offline/default",)
+# "default" answers every role in full; "brief" gives the same structured answers and cuts its
+# free text to the first paragraph: a second model to compare with, offline (issue 33).
+OFFLINE_MODELS = ("offline/default", "offline/brief")
 
 _lock = threading.Lock()
 _module: ModuleType | None = None

@@ -9,6 +9,8 @@ from ..forking.create import gate_words as _gate_words
 from ..forking.diff import StageDiff, StageRecord, as_text
 
 register = template.Library()
+HOW_WORDS = {"person": "by a person", "reused": "the original decision reused",
+             "approved": "approved by the fork's gate policy"}
 
 
 @register.filter
@@ -30,8 +32,10 @@ def lineage_tree(context, run, open_=False):
     with its parent; nothing when the run has no fork and is none."""
     from ..forking.lineage import flat, tree
 
-    user = context["request"].user
-    nodes = flat(tree(run), user.pk)
+    # A live update is rendered without a request; only the run's owner watches it.
+    request = context.get("request")
+    viewer = request.user.pk if request is not None else run.owner_id
+    nodes = flat(tree(run), viewer)
     return {"nodes": nodes if len(nodes) > 1 else [], "run": run, "open": open_}
 
 
@@ -52,6 +56,9 @@ def stage_figures(stage: StageRecord | None) -> str:
     cost and time; a stage with no model call says so."""
     if stage is None:
         return ""
+    if stage.decision:
+        how = HOW_WORDS.get(stage.decision.get("how") or "person", "decided")
+        return f"{stage.decision.get('action', 'decided')}, {how}"
     if not stage.calls:
         return "no model call"
     n = len(stage.calls)
