@@ -146,9 +146,24 @@ class Run(models.Model):
     root = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                              related_name="+")
     fork = models.JSONField(default=dict, blank=True)
+    # A run of an experiment (issue 34): its cell (pattern, options, models), its dataset
+    # item and its repetition. One run per (cell, item, repetition): the constraint below
+    # makes a launch that is redelivered or raced add nothing twice.
+    experiment = models.ForeignKey("Experiment", null=True, blank=True,
+                                   on_delete=models.CASCADE, related_name="runs")
+    cell = models.ForeignKey("Cell", null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="runs")
+    item = models.ForeignKey("DatasetItem", null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="runs")
+    repetition = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["cell", "item", "repetition"],
+                                    condition=models.Q(cell__isnull=False),
+                                    name="run_one_per_experiment_slot"),
+        ]
         indexes = [
             models.Index(fields=["owner", "-id"], name="run_owner_recent"),
             models.Index(fields=["owner", "status", "-id"], name="run_owner_status"),
@@ -453,3 +468,140 @@ class RunItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.key} of run {self.run_id}"
+
+
+class Dataset(models.Model):
+    """A list of tasks to run experiments on (issue 34): uploaded as JSONL or CSV, or picked
+    from the history. Owner-scoped like runs."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="datasets")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    source = models.CharField(max_length=20, default="upload")  # upload | history
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["owner", "-id"], name="dataset_owner_recent")]
+
+    def __str__(self) -> str:
+        return f"Dataset {self.pk} ({self.name})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("dataset_detail", args=[self.pk])
+
+
+class DatasetItem(models.Model):
+    """One task of a dataset: its text, and what a run of it is scored against — a reference
+    answer, expected findings (code review: file, line range, category) or checks (evaluator
+    specifications of its own, added to the experiment's)."""
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveIntegerField()
+    key = models.CharField(max_length=100)  # the row's "id", else its line number
+    task = models.TextField()
+    reference = models.TextField(blank=True)
+    expected_findings = models.JSONField(default=list, blank=True)
+    checks = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["dataset", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "key"], name="dataset_item_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Item {self.key} of dataset {self.dataset_id}"
+
+
+class ExperimentStatus(models.TextChoices):
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    CANCELLED = "cancelled", "Cancelled"
+    BUDGET_STOPPED = "budget_stopped", "Stopped by its budget"
+
+
+class Experiment(models.Model):
+    """A grid (issue 34): patterns × role-model assignments × the dataset's tasks ×
+    ``repetitions``, scored by ``spec["evaluators"]``, with a gate policy per gate kind and a
+    hard budget cap. Its runs are ordinary runs with ``experiment``, ``cell``, ``item`` and
+    ``repetition`` set; they are started a few at a time (``spec["concurrency"]``) as earlier
+    ones end, so one grid does not take every worker from everyone else."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                              related_name="experiments")
+    name = models.CharField(max_length=200)
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="experiments")
+    spec = models.JSONField(default=dict)
+    repetitions = models.PositiveIntegerField(default=1)
+    status = models.CharField(max_length=20, choices=ExperimentStatus.choices,
+                              default=ExperimentStatus.RUNNING)
+    budget_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    forecast_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    planned_runs = models.PositiveIntegerField(default=0)
+    baseline = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    note = models.TextField(blank=True)  # why it stopped, in words
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["owner", "-id"], name="experiment_owner_recent"),
+                   models.Index(fields=["status"], name="experiment_status")]
+
+    def __str__(self) -> str:
+        return f"Experiment {self.pk} ({self.name})"
+
+    def get_absolute_url(self) -> str:
+        return reverse("experiment_detail", args=[self.pk])
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status != ExperimentStatus.RUNNING
+
+
+class Cell(models.Model):
+    """One point of an experiment's grid: a pattern with its options and a model per role."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="cells")
+    index = models.PositiveIntegerField()
+    pattern = models.CharField(max_length=40)
+    options = models.JSONField(default=dict)
+    models_used = models.JSONField(default=dict)  # role → model
+    label = models.CharField(max_length=300)
+
+    class Meta:
+        ordering = ["experiment", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["experiment", "index"], name="cell_index"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Cell {self.index} of experiment {self.experiment_id} ({self.label})"
+
+
+class Evaluation(models.Model):
+    """One evaluator's score of one run of an experiment. ``value`` is None when the
+    evaluator could not score (a judge that failed, a missing reference): counted and shown,
+    never averaged in as a zero."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="evaluations")
+    evaluator = models.PositiveIntegerField()  # its index in the experiment's evaluators
+    kind = models.CharField(max_length=20)
+    value = models.FloatField(null=True, blank=True)
+    passed = models.BooleanField(default=False)
+    detail = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    calls = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "evaluator"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "evaluator"], name="evaluation_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Evaluation {self.evaluator} ({self.kind}) of run {self.run_id}"

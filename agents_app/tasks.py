@@ -95,6 +95,18 @@ def advance_run(run_id: int) -> None:
 @shared_task(ignore_result=True)
 def sweep_stuck_runs() -> None:
     engine.sweep()
+    from .experiments.service import sweep_experiments
+
+    sweep_experiments()
+
+
+@shared_task(name="agents_app.tasks.experiment_run_ended", acks_late=True, ignore_result=True)
+def experiment_run_ended(run_id: int) -> None:
+    """A run of an experiment ended: score it and start its grid's next runs (issue 34).
+    Redelivered, it scores nothing twice and starts nothing twice."""
+    from .experiments.service import run_ended
+
+    run_ended(run_id)
 
 
 @worker_init.connect

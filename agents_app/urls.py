@@ -2,6 +2,7 @@ from django.urls import path
 
 from . import (
     converters,  # noqa: F401 - registers <id:...>
+    experiment_views,
     fork_views,
     usage_views,
     views,
@@ -24,6 +25,22 @@ urlpatterns = [
     path("runs/<id:pk>/continue/", fork_views.fork_shortcut, {"kind": "continue"},
          name="continue_run"),
     path("runs/compare/", fork_views.compare_runs, name="compare_runs"),
+    path("experiments/", experiment_views.experiment_list, name="experiment_list"),
+    path("experiments/new/", experiment_views.experiment_new, name="experiment_new"),
+    path("experiments/prompts/", experiment_views.judge_prompts, name="judge_prompts"),
+    path("experiments/<id:pk>/", experiment_views.experiment_detail, name="experiment_detail"),
+    path("experiments/<id:pk>/cancel/", experiment_views.experiment_cancel,
+         name="experiment_cancel"),
+    path("experiments/<id:pk>/charts/<slug:name>.svg", experiment_views.experiment_chart,
+         name="experiment_chart"),
+    path("experiments/<id:pk>/export.csv", experiment_views.experiment_export, {"fmt": "csv"},
+         name="experiment_csv"),
+    path("experiments/<id:pk>/export.json", experiment_views.experiment_export,
+         {"fmt": "json"}, name="experiment_json"),
+    path("datasets/new/", experiment_views.dataset_new, name="dataset_new"),
+    path("datasets/from-history/", experiment_views.dataset_from_history,
+         name="dataset_from_history"),
+    path("datasets/<id:pk>/", experiment_views.dataset_detail, name="dataset_detail"),
     path("usage/", usage_views.usage_page, name="usage"),
     path("usage/export.csv", usage_views.usage_csv, name="usage_csv"),
 ]

@@ -27,7 +27,7 @@ the continuation by the task's name: the engine never imports ``agents_app.tasks
 """
 
 from .actions import StaleDecision, cancel, decide
-from .commit import FORK_GATE_HOOKS, register_terminal_hook
+from .commit import EXPERIMENT_END_HOOKS, FORK_GATE_HOOKS, register_terminal_hook
 from .creation import create_run
 from .fork_gates import apply_gate_policy
 from .leases import (
@@ -42,6 +42,18 @@ from .stages import RETRY_AFTER_DB_ERROR, advance, advance_in_place, run_inline
 
 if apply_gate_policy not in FORK_GATE_HOOKS:
     FORK_GATE_HOOKS.append(apply_gate_policy)
+
+
+def _experiment_hooks() -> None:
+    from ..experiments.hooks import announce_end, apply_experiment_gate
+
+    if apply_experiment_gate not in FORK_GATE_HOOKS:
+        FORK_GATE_HOOKS.append(apply_experiment_gate)
+    if announce_end not in EXPERIMENT_END_HOOKS:
+        EXPERIMENT_END_HOOKS.append(announce_end)
+
+
+_experiment_hooks()
 
 __all__ = [
     "DB_UNAVAILABLE",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -35,14 +36,22 @@ def register_terminal_hook(pattern: str, hook: Callable[[int], None]) -> None:
     TERMINAL_HOOKS[pattern] = hook
 
 
-# What runs when a fork commits at a gate: its gate policy (``fork_gates.apply_gate_policy``,
-# added by the package's ``__init__``, since it decides through ``actions``, which needs this
-# module).
+# What runs when a fork or a run of an experiment commits at a gate: its gate policy
+# (``fork_gates.apply_gate_policy``, ``experiments.hooks.apply_experiment_gate``; added by the
+# package's ``__init__``, since they decide through ``actions``, which needs this module).
 FORK_GATE_HOOKS: list[Callable[..., Any]] = []
-DECIDED_BY_POLICY = ("approved", "reused")  # what a hook returns when it decided the gate
+DECIDED_BY_POLICY = ("approved", "reused", "rejected")  # what a hook returns when it decided the gate
 
 
-def after_terminal(run_id: int, pattern: str) -> None:
+# What runs after any run of an experiment ends (``experiments.tasks``: its scoring and the
+# next runs of its grid), after the commit; registered by the package's ``__init__``.
+EXPERIMENT_END_HOOKS: list[Callable[[int], None]] = []
+
+
+def after_terminal(run_id: int, pattern: str, experiment_id: int | None = None) -> None:
+    if experiment_id is not None:
+        for end_hook in EXPERIMENT_END_HOOKS:
+            transaction.on_commit(partial(end_hook, run_id))
     PATTERNS.get(pattern)  # loaded in this process (a page may stop a run of any pattern)
     hook = TERMINAL_HOOKS.get(pattern)
     if hook is None:
@@ -144,9 +153,10 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
             events.append(stage_event(pattern, committed.stage, 1))
         write_events(run_id, committed.last_event_seq, events)
         if result.outcome:
-            after_terminal(run_id, run.pattern)
+            after_terminal(run_id, run.pattern, run.experiment_id)
         schedule_on_commit(run_id, enqueue and runnable)
-    if result.gate and run.forked_from_id and (run.fork or {}).get("gates"):
+    if result.gate and ((run.forked_from_id and (run.fork or {}).get("gates"))
+                        or run.experiment_id):
         # A fork's gate policy (ask again, reuse the original decision, approve) applies once
         # the run is committed at its gate (fork_gates.py). A decision it takes makes the run
         # ready again: queued when this caller queues, else carried on by this caller (a
@@ -216,7 +226,7 @@ def finish_run(run: Run, status: str, reason: str, elapsed: float = 0.0) -> None
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "stage", "gate", "stage_seq", "lease_owner",
                             "lease_expires_at", "active_seconds", "finished_at", "updated_at"])
-    after_terminal(run.pk, run.pattern)
+    after_terminal(run.pk, run.pattern, run.experiment_id)
     kinds: dict[str, str] = {Status.CANCELLED: "run_cancelled",
                              Status.BUDGET_EXCEEDED: "budget_exceeded"}
     kind = kinds.get(status, "run_finished")

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 def create_run(owner: User, pattern_name: str, task: str, *, options: dict[str, Any],
                models: dict[str, str],
                max_cost_usd: Decimal | None = None, max_tokens: int | None = None,
-               enqueue: bool = True) -> Run:
+               enqueue: bool = True, **labels: Any) -> Run:
+    """A new run, queued. ``labels``: an experiment's run's ``experiment``, ``cell``,
+    ``item`` and ``repetition``."""
     pattern = get_pattern(pattern_name)
     state = pattern.initial_state(task, options)
     # None of the pattern's roles this run does not call (a three-voter vote has no voter_4):
@@ -35,7 +37,7 @@ def create_run(owner: User, pattern_name: str, task: str, *, options: dict[str, 
             owner=owner, pattern=pattern.name, task=task, status=Status.QUEUED,
             stage=pattern.first_stage(state), state=state, options=state.get("options", options),
             models_used=models, offline=any(is_offline(m) for m in models.values()),
-            max_cost_usd=max_cost_usd, max_tokens=max_tokens, last_event_seq=1)
+            max_cost_usd=max_cost_usd, max_tokens=max_tokens, last_event_seq=1, **labels)
         bound = pattern.bind_run(state, run.pk)
         if bound is not state:
             run.state, run.options = bound, bound.get("options", options)

@@ -1,0 +1,203 @@
+"""Run an experiment from a TOML specification, or show one (issue 34). The exit status
+gates CI: 1 when a cell is worse than its baseline beyond noise (the 95% interval of the
+paired difference is below zero), 2 on bad input, 0 otherwise."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import CommandError
+
+from agents_app.cli import CheckedCommand, bad_input, command_owner
+from agents_app.experiments import hooks, service
+from agents_app.experiments import results as res
+from agents_app.experiments.datasets import DatasetError, parse
+from agents_app.experiments.spec import SpecError, parse_spec
+from agents_app.forking.cli import drive
+from agents_app.models import RUNNABLE, Dataset, Experiment, ExperimentStatus
+
+EXAMPLE = """\
+name = "three patterns, two assignments"
+dataset = "tasks.jsonl"          # a file next to this one (JSONL or CSV), or dataset_id = 3
+repetitions = 5
+baseline = 12                    # optional: an earlier experiment to compare with
+evaluators = [{ kind = "exact" }]
+gates = { plan_approval = "approve" }
+
+[[patterns]]
+name = "plan_execute"
+[[patterns]]
+name = "debate"
+options = { max_rounds = 2 }
+
+[[assignments]]
+models = { "*" = "offline/default" }
+[[assignments]]
+label = "brief executor"
+models = { "*" = "offline/default", executor = "offline/brief" }
+"""
+
+
+class Command(CheckedCommand):
+    help = ("Run an experiment from a TOML specification (`run SPEC`), or show one (`show "
+            "ID`). Prints the table of cells with 95% intervals; exits 1 when a cell is worse "
+            "than the baseline's beyond noise, 2 on bad input.")
+    requires_system_checks: list[str] = []
+    starts_runs = True
+
+    def add_arguments(self, parser):
+        parser.add_argument("action", choices=("run", "show", "example"),
+                            help="run SPEC: launch it; show ID: its results; example: print a "
+                                 "specification to start from")
+        parser.add_argument("target", nargs="?", default=None, metavar="SPEC|ID")
+        parser.add_argument("--user", default=None,
+                            help="Whose experiment it is (default: the only user).")
+        parser.add_argument("--here", action="store_true",
+                            help="Run every run in this process instead of the workers (no "
+                                 "worker needed; one run at a time).")
+        parser.add_argument("--no-wait", action="store_true",
+                            help="Launch and return at once (the workers run it).")
+        parser.add_argument("--timeout", type=float, default=3600.0,
+                            help="Seconds to wait for the workers (default 3600).")
+        parser.add_argument("--json", action="store_true", help="Print JSON, not a table.")
+
+    def handle(self, *args, **opts):
+        if opts["action"] == "example":
+            self.stdout.write(EXAMPLE)
+            return
+        if not opts["target"]:
+            raise bad_input(f"{opts['action']} needs {'a SPEC file' if opts['action'] == 'run' else 'an ID'}.")
+        owner = command_owner(opts["user"])
+        if opts["action"] == "show":
+            if not opts["target"].isdigit():
+                raise bad_input(f"{opts['target']!r} is not an experiment number.")
+            experiment = Experiment.objects.filter(pk=int(opts["target"]), owner=owner).first()
+            if experiment is None:
+                raise bad_input(f"No experiment {opts['target']} of {owner}.")
+        else:
+            experiment = self._launch(owner, Path(opts["target"]), here=opts["here"])
+            if opts["here"]:
+                self._run_here(experiment)
+            elif not opts["no_wait"]:
+                self._wait(experiment, opts["timeout"])
+        experiment.refresh_from_db()
+        result = res.compute(experiment)
+        if opts["json"]:
+            self.stdout.write(json.dumps(res.as_dict(result), indent=2))
+        else:
+            self.stdout.write(table(result))
+        if result.regressions:
+            sys.exit(1)
+
+    def _launch(self, owner, path: Path, *, here: bool) -> Experiment:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise bad_input(f"{path}: {exc.strerror or exc}.") from None
+        try:
+            data: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise bad_input(f"{path} is not TOML: {exc}.") from None
+        dataset_path = data.pop("dataset", None)
+        dataset_id = data.pop("dataset_id", None)
+        if here:
+            data["concurrency"] = 1
+        try:
+            spec = parse_spec(data)
+            if dataset_path is not None:
+                file = (path.parent / str(dataset_path))
+                rows = parse(file.read_bytes(), file.name)
+                dataset = service.save_dataset(owner, f"{spec.name} ({file.name})", rows)
+            elif dataset_id is not None:
+                dataset = Dataset.objects.filter(pk=dataset_id, owner=owner).first()
+                if dataset is None:
+                    raise SpecError(f"dataset_id: no dataset {dataset_id} of {owner}.")
+            else:
+                raise SpecError("dataset: give a file (dataset = \"tasks.jsonl\") or "
+                                "dataset_id = N.")
+            return service.launch(owner, dataset, spec, enqueue=not here)
+        except (SpecError, DatasetError) as exc:
+            raise bad_input(str(exc)) from None
+        except OSError as exc:
+            raise bad_input(f"dataset: {exc.strerror or exc}.") from None
+
+    def _run_here(self, experiment: Experiment) -> None:
+        """One run at a time in this process: drive it, score it, start the next."""
+        hooks.ANNOUNCE = False  # this loop scores and tops up itself
+        while True:
+            pending = list(experiment.runs.filter(status__in=RUNNABLE).values_list("pk",
+                                                                                  flat=True))
+            if not pending:
+                started = service.top_up(experiment.pk, enqueue=False)
+                experiment.refresh_from_db()
+                if experiment.is_finished:
+                    return
+                if not started:
+                    self.stderr.write("Some runs wait for a person at a gate: decide them on "
+                                      "their pages, or set gates = { <gate> = \"approve\" }.")
+                    return
+                continue
+            for pk in pending:
+                run = drive(pk)
+                if run.is_terminal:
+                    service.run_ended(pk, enqueue=False)
+
+    def _wait(self, experiment: Experiment, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            experiment.refresh_from_db()
+            if experiment.status != ExperimentStatus.RUNNING:
+                return
+            time.sleep(1.0)
+        raise CommandError(f"Experiment {experiment.pk} did not finish in {timeout:.0f} s; "
+                           f"see `manage.py experiment show {experiment.pk}`.", returncode=2)
+
+
+def fmt(s, digits: int) -> str:
+    if s.mean is None:
+        return "—"
+    text = f"{s.mean:.{digits}f}"
+    if s.low is not None:
+        text += f" [{s.low:.{digits}f}, {s.high:.{digits}f}]"
+    return text
+
+
+def table(result: res.Results) -> str:
+    e = result.experiment
+    lines = [f"Experiment {e.pk} · {e.name} · {e.get_status_display()} · {result.ended} of "
+             f"{result.total_runs} runs ended · ${result.cost:.4f}"]
+    if e.note:
+        lines.append(e.note)
+    head = ["cell", "runs", "score [95%]", "pass", "cost/run [95%]", "latency s", "failed"]
+    if result.baseline:
+        head.append(f"vs experiment {result.baseline.pk}")
+    rows = [head]
+    for c in result.cells:
+        row = [c.label, f"{c.ended}/{c.planned}", fmt(c.score, 3),
+               "—" if c.pass_rate is None else f"{c.pass_rate:.2f}", fmt(c.cost, 5),
+               fmt(c.latency, 1), str(len(c.failed) + len(c.unscored))]
+        if result.baseline:
+            d = c.difference
+            if d is None:
+                row.append("no such cell")
+            elif d.low is None:
+                row.append(f"{d.pairs} shared task(s): too few")
+            else:
+                verdict = ("REGRESSION" if c.regression else "better" if c.improvement
+                           else "no difference beyond noise")
+                row.append(f"{d.mean:+.3f} [{d.low:+.3f}, {d.high:+.3f}] {verdict}")
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    for r in rows:
+        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+    if result.flaky:
+        lines.append("Flaky tasks (passed in some repetitions only): "
+                     + ", ".join(t.key for t in result.flaky))
+    if result.regressions:
+        lines.append(f"{len(result.regressions)} cell(s) worse than the baseline beyond noise.")
+    return "\n".join(lines) + "\n"

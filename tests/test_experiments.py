@@ -1,0 +1,188 @@
+"""Experiments on the database (issue 34): a grid launched over a dataset makes one run per
+(cell, task, repetition) — never two, whatever is redelivered — a few at a time; each run's
+end scores it and starts the next; the gate policy decides gates and the decision records it;
+the budget stops it; cancel stops it; results count every failure and are paired with a
+baseline. Runs go through the real engine with the offline models."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from agents_app import engine
+from agents_app.experiments import hooks, service
+from agents_app.experiments import results as res
+from agents_app.experiments.datasets import Row
+from agents_app.experiments.spec import SpecError, parse_spec
+from agents_app.forking.cli import drive
+from agents_app.models import RUNNABLE, Checkpoint, Experiment, Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TASKS = ["Collect the logs, then find the error.", "List three uses of a queue.",
+         "Explain what a lease is, then give an example."]
+
+
+@pytest.fixture(autouse=True)
+def here(monkeypatch):
+    """Runs stay off the broker: the test drives them and scores them itself."""
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda *a, **k: None)
+    monkeypatch.setattr(hooks, "ANNOUNCE", False)
+
+
+def dataset(user, n=3):
+    return service.save_dataset(user, "tasks", [Row(key=f"t{i}", task=TASKS[i % 3],
+                                                    reference="x") for i in range(n)])
+
+
+def spec(**over):
+    data = {"name": "grid", "patterns": [{"name": "plan_execute"}],
+            "assignments": [{"models": {"*": "offline/default"}}], "repetitions": 2,
+            "gates": {"plan_approval": "approve"}, "concurrency": 4}
+    data.update(over)
+    return parse_spec(data)
+
+
+def finish(experiment: Experiment) -> Experiment:
+    """Drive every run as a worker would: run it, then its end scores it and tops up."""
+    for _ in range(200):
+        pending = list(experiment.runs.filter(status__in=RUNNABLE).values_list("pk",
+                                                                               flat=True))
+        if not pending:
+            break
+        for pk in pending:
+            run = drive(pk)
+            if run.is_terminal:
+                service.run_ended(pk, enqueue=False)
+    experiment.refresh_from_db()
+    return experiment
+
+
+def test_a_grid_makes_one_run_per_slot_a_few_at_a_time_and_completes(alice):
+    ds = dataset(alice)
+    s = spec(assignments=[{"models": {"*": "offline/default"}},
+                          {"label": "brief", "models": {"*": "offline/default",
+                                                        "executor": "offline/brief"}}])
+    experiment = service.launch(alice, ds, s, enqueue=False)
+    assert experiment.planned_runs == 2 * 3 * 2 == 12
+    assert experiment.cells.count() == 2 and experiment.runs.count() == 4  # concurrency 4
+    # A top-up repeated (a redelivered message, the sweeper) adds nothing while 4 are going.
+    assert service.top_up(experiment.pk, enqueue=False) == 0
+    experiment = finish(experiment)
+    assert experiment.status == "completed" and "All 12 runs ended" in experiment.note
+    runs = list(experiment.runs.all())
+    assert len(runs) == 12 and all(r.status == "completed" for r in runs)
+    slots = {(r.cell_id, r.item_id, r.repetition) for r in runs}
+    assert len(slots) == 12
+    brief = experiment.cells.get(label__endswith="brief")
+    assert {r.models_used["executor"] for r in runs if r.cell_id == brief.pk} == \
+        {"offline/brief"}
+    # Every plan gate was approved by the experiment's policy, and says so.
+    decisions = Checkpoint.objects.filter(run__experiment=experiment,
+                                          decision__isnull=False)
+    assert decisions.count() == 12
+    assert {d.decision["how"] for d in decisions} == {"experiment:approve"}
+    assert service.top_up(experiment.pk, enqueue=False) == 0  # finished: nothing more
+
+
+def test_a_slot_cannot_get_a_second_run(alice):
+    from django.db import IntegrityError, transaction
+
+    experiment = service.launch(alice, dataset(alice, 1), spec(repetitions=1), enqueue=False)
+    run = experiment.runs.get()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        engine.create_run(alice, "plan_execute", "again", options={},
+                          models={"planner": "offline/default"}, enqueue=False,
+                          experiment=experiment, cell=run.cell, item=run.item,
+                          repetition=run.repetition)
+
+
+def test_wait_leaves_the_gate_to_a_person_and_reject_sends_the_note(alice):
+    experiment = service.launch(alice, dataset(alice, 1),
+                                spec(repetitions=1, gates={"plan_approval": "wait"}),
+                                enqueue=False)
+    run = drive(experiment.runs.get().pk)
+    assert run.status == "awaiting_plan_approval"
+    rejecting = service.launch(alice, dataset(alice, 1),
+                               spec(repetitions=1, gates={"plan_approval": "reject"},
+                                    reject_note="Add a step that checks the disk."),
+                               enqueue=False)
+    run = rejecting.runs.get()
+    engine.run_inline(run.pk)
+    decision = Checkpoint.objects.filter(run=run, decision__isnull=False).first()
+    assert decision.decision["action"] == "reject"
+    assert decision.decision["how"] == "experiment:reject"
+    assert decision.decision["feedback"] == "Add a step that checks the disk."
+
+
+def test_the_budget_stops_the_grid_and_cancel_stops_it_too(alice):
+    experiment = service.launch(alice, dataset(alice), spec(budget_usd=Decimal("0.01"),
+                                                            concurrency=1), enqueue=False)
+    Run.objects.filter(experiment=experiment).update(cost_usd=Decimal("0.02"))
+    assert service.top_up(experiment.pk, enqueue=False) == 0
+    experiment.refresh_from_db()
+    assert experiment.status == "budget_stopped" and "budget" in experiment.note
+    assert experiment.runs.count() == 1
+    other = service.launch(alice, dataset(alice), spec(), enqueue=False)
+    assert service.cancel(other) is True and service.cancel(other) is False
+    other.refresh_from_db()
+    assert other.status == "cancelled"
+    assert not other.runs.filter(status__in=RUNNABLE).exclude(cancel_requested=True).exists()
+
+
+@pytest.mark.parametrize("over,message", [
+    ({"patterns": [{"name": "nope"}]}, "Unknown pattern 'nope'"),
+    ({"patterns": [{"name": "plan_execute_review"}]}, "not started from a task"),
+    ({"patterns": [{"name": "debate", "options": {"max_rounds": 999}}]}, "debate option"),
+    ({"assignments": [{"models": {"planner": "offline/default"}}]}, "has no model for"),
+    ({"assignments": [{"models": {"*": "no-such-provider/x"}}]}, "Assignment"),
+    ({"repetitions": 0}, "repetitions"),
+    ({"repetitions": 50, "patterns": [{"name": "plan_execute"}] * 60}, "cells"),
+])
+def test_a_grid_that_cannot_run_is_refused_and_nothing_is_saved(alice, over, message):
+    ds = dataset(alice)
+    with pytest.raises(SpecError) as exc:
+        service.launch(alice, ds, spec(**over), enqueue=False)
+    assert message in str(exc.value)
+    assert Experiment.objects.count() == 0 and Run.objects.count() == 0
+
+
+def test_results_count_failures_and_compare_with_a_baseline(alice):
+    from agents_app.models import Evaluation
+
+    ds = dataset(alice)
+    base = finish(service.launch(alice, ds, spec(), enqueue=False))
+    ours = finish(service.launch(alice, ds, spec(baseline=base.pk), enqueue=False))
+    # Scores written by hand: the baseline passes everything, ours fails everything.
+    for e, value in ((base, 1.0), (ours, 0.0)):
+        for run in e.runs.all():
+            Evaluation.objects.create(run=run, evaluator=0, kind="exact", value=value,
+                                      passed=bool(value))
+    failed = ours.runs.first()
+    Run.objects.filter(pk=failed.pk).update(status="failed", error="boom")
+    result = res.compute(ours)
+    cell = result.cells[0]
+    assert [r.id for r in cell.failed] == [failed.pk]
+    assert cell.score.n == 5 and cell.score.mean == 0.0  # the failed run is not a zero
+    assert cell.difference.pairs == 3 and cell.regression
+    assert [c.label for c in result.regressions] == [cell.label]
+    data = res.as_dict(result)
+    assert data["cells"][0]["failed"][0]["error"] == "boom"
+    assert data["regressions"] == [cell.label]
+    rows = list(res.csv_rows(ours))
+    assert rows[0] == res.CSV_HEADER and len(rows) == 1 + 6
+
+
+def test_the_forecast_comes_from_the_history_of_the_same_pattern_and_models(alice):
+    models = {"planner": "gpt-4o-mini", "executor": "gpt-4o-mini", "synthesizer": "gpt-4o-mini"}
+    cells = [service.PlannedCell(0, "plan_execute", {}, models, "a cell")]
+    total, rows = service.forecast(alice, cells, 10)
+    assert total is None and rows[0][1] is None  # no history: unknown, not zero
+    run = engine.create_run(alice, "plan_execute", "t", options={}, models=cells[0].models,
+                            enqueue=False)
+    Run.objects.filter(pk=run.pk).update(status="completed", cost_usd=Decimal("0.002"))
+    total, rows = service.forecast(alice, cells, 10)
+    assert total == Decimal("0.02") and rows[0][2] == 1
+    offline = service.plan_cells(spec())
+    assert service.forecast(alice, offline, 10)[0] == 0
