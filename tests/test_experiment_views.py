@@ -1,0 +1,180 @@
+"""The experiment pages (issue 34) for the owner, another user (404, nothing made) and
+anonymous visitors, and every form at its edge: an empty, NUL, huge or malformed dataset, a
+grid that cannot run, a double launch."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from agents_app import engine
+from agents_app.experiments import hooks, service
+from agents_app.experiments.datasets import Row
+from agents_app.experiments.spec import parse_spec
+from agents_app.models import Dataset, Experiment, Run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def here(monkeypatch):
+    monkeypatch.setattr(engine.scheduling, "schedule", lambda *a, **k: None)
+    monkeypatch.setattr(hooks, "ANNOUNCE", False)
+
+
+def upload(client, content: bytes, name="tasks.jsonl", title="My tasks"):
+    return client.post(reverse("dataset_new"), {
+        "name": title, "file": SimpleUploadedFile(name, content)})
+
+
+JSONL = b'{"id": "a", "task": "Say hi", "reference": "hi"}\n{"task": "Count to 3"}\n'
+
+
+def test_upload_jsonl_and_csv_and_read_the_dataset(alice_client, alice):
+    answer = upload(alice_client, JSONL)
+    ds = Dataset.objects.get()
+    assert answer.status_code == 302 and answer["Location"] == ds.get_absolute_url()
+    assert [(i.key, i.task, i.reference) for i in ds.items.all()] == [
+        ("a", "Say hi", "hi"), ("2", "Count to 3", "")]
+    csv = b'id,task,reference\nx,"Add 2 and 2",4\ny,"Name a colour",\n'
+    assert upload(alice_client, csv, "t.csv", "csv").status_code == 302
+    page = alice_client.get(Dataset.objects.get(name="csv").get_absolute_url())
+    assert b"Add 2 and 2" in page.content and b"Start an experiment on it" in page.content
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"", "The submitted file is empty"),
+    (b"   \n", "The file is empty"),
+    (b'{"task": "a\x00b"}', "NUL"),
+    (b"\xff\xfe\x00", "not UTF-8"),
+    (b'{"task": "ok"}\nnot json\n{"id": 1}\n', "2 of 3 rows cannot be used: line 2: not JSON"),
+    (b'{"id": "a", "task": "x"}\n{"id": "a", "task": "y"}\n', "the id 'a' is used twice"),
+    (b'{"task": "x", "expected_findings": [{"line_start": 3}]}', "needs a \\\"file\\\""),
+    (b'{"task": "x", "expected_findings": [{"file": "a.py", "line_start": 5, "line_end": 2}]}',
+     "are not a range"),
+    (b"name,other\nx,y\n", "no task column"),
+])
+def test_a_bad_dataset_is_refused_whole_with_its_rows_named(alice_client, content, message):
+    answer = upload(alice_client, content, "t.csv" if b"," in content[:20] and
+                    not content.startswith(b"{") else "tasks.jsonl")
+    assert answer.status_code == 400
+    text = answer.content.decode()
+    assert message.replace('\\"', "&quot;") in text.replace("&#x27;", "'"), text[:3000]
+    assert Dataset.objects.count() == 0
+
+
+def test_a_huge_dataset_is_refused(alice_client, settings):
+    big = b'{"task": "' + b"x" * (6 * 1024 * 1024) + b'"}'
+    answer = upload(alice_client, big)
+    assert answer.status_code in (400, 413)
+    assert Dataset.objects.count() == 0
+
+
+def make_dataset(user):
+    return service.save_dataset(user, "tasks", [Row(key="a", task="Say hi", reference="hi"),
+                                                Row(key="b", task="Count to 3")])
+
+
+def launch_data(ds, **over):
+    data = {"name": "first", "dataset": ds.pk, "patterns": ["plan_execute"],
+            "assignments": "*=offline/default", "repetitions": 2,
+            "evaluators": "", "reject_note": "", "concurrency": 2,
+            "gate_plan_approval": "approve", "action": "preview"}
+    data.update(over)
+    return data
+
+
+def test_preview_shows_runs_and_forecast_then_launch_starts_it(alice_client, alice):
+    ds = make_dataset(alice)
+    answer = alice_client.post(reverse("experiment_new"), launch_data(ds))
+    assert answer.status_code == 200, answer.content.decode()[:2000]
+    text = answer.content.decode()
+    assert "1 cell × 2 tasks × 2 repetitions = 4 runs." in text and "$0" in text
+    assert Experiment.objects.count() == 0  # a preview starts nothing
+    answer = alice_client.post(reverse("experiment_new"), launch_data(ds, action="launch"))
+    experiment = Experiment.objects.get()
+    assert answer.status_code == 302 and answer["Location"] == experiment.get_absolute_url()
+    assert experiment.runs.count() == 2 and experiment.spec["gates"]["plan_approval"] == \
+        "approve"
+    page = alice_client.get(experiment.get_absolute_url()).content.decode()
+    assert "0 of 4 runs ended" in page and 'id="cell-table"' in page
+    assert 'hx-trigger="every 2s"' in page  # it follows the runs while it runs
+
+
+@pytest.mark.parametrize("over,message", [
+    ({"patterns": []}, "This field is required"),
+    ({"assignments": "offline/default"}, "is not role=model"),
+    ({"assignments": "*=offline/default, *=offline/brief"}, "named twice"),
+    ({"assignments": "*=no-such/model"}, "Assignment"),
+    ({"options": "{not json"}, "Not JSON"),
+    ({"options": '{"debate": {"max_rounds": 2}}'}, "Options for patterns not chosen"),
+    ({"evaluators": '{"kind": "exact"}'}, "A JSON list of evaluator objects"),
+    ({"repetitions": "0"}, "greater than or equal to 1"),
+    ({"name": "a\x00b"}, "Null characters are not allowed"),
+    ({"name": ""}, "This field is required"),
+    ({"name": "x" * 500}, "at most 200 characters"),
+])
+def test_a_launch_that_cannot_run_says_why_and_starts_nothing(alice_client, alice, over,
+                                                              message):
+    ds = make_dataset(alice)
+    answer = alice_client.post(reverse("experiment_new"), launch_data(ds, action="launch",
+                                                                      **over))
+    assert answer.status_code == 400
+    assert message in answer.content.decode().replace("&#x27;", "'"), \
+        answer.content.decode()[:3000]
+    assert Experiment.objects.count() == 0 and Run.objects.count() == 0
+
+
+def test_another_users_dataset_is_not_offered_nor_accepted(alice_client, bob):
+    theirs = make_dataset(bob)
+    answer = alice_client.post(reverse("experiment_new"), launch_data(theirs, action="launch"))
+    assert answer.status_code == 400 and Experiment.objects.count() == 0
+
+
+def test_owner_other_user_and_anonymous(client, alice, bob):
+    ds = make_dataset(alice)
+    experiment = service.launch(alice, ds, parse_spec({
+        "name": "e", "patterns": [{"name": "plan_execute"}],
+        "assignments": [{"models": {"*": "offline/default"}}]}), enqueue=False)
+    pages = [reverse("dataset_detail", args=[ds.pk]), experiment.get_absolute_url(),
+             reverse("experiment_csv", args=[experiment.pk]),
+             reverse("experiment_json", args=[experiment.pk])]
+    client.force_login(alice)
+    for url in pages:
+        assert client.get(url).status_code == 200, url
+    data = json.loads(client.get(reverse("experiment_json", args=[experiment.pk])).content)
+    assert data["experiment"]["planned_runs"] == 2
+    for url in (reverse("experiment_list"), reverse("experiment_new"), reverse("dataset_new")):
+        assert client.get(url).status_code == 200
+    client.force_login(bob)
+    for url in pages:
+        assert client.get(url).status_code == 404, url
+    assert client.post(reverse("experiment_cancel", args=[experiment.pk])).status_code == 404
+    listing = client.get(reverse("experiment_list")).content
+    assert ds.get_absolute_url().encode() not in listing
+    assert experiment.get_absolute_url().encode() not in listing
+    client.logout()
+    for url in [*pages, reverse("experiment_list"), reverse("experiment_new")]:
+        assert client.get(url).status_code == 302, url
+    experiment.refresh_from_db()
+    assert experiment.status == "running"
+    client.force_login(alice)
+    assert client.post(reverse("experiment_cancel", args=[experiment.pk])).status_code == 302
+    experiment.refresh_from_db()
+    assert experiment.status == "cancelled"
+
+
+def test_a_dataset_from_runs_picked_in_the_history(alice_client, alice, bob):
+    mine = engine.create_run(alice, "plan_execute", "Mine", options={},
+                             models={"planner": "offline/default"}, enqueue=False)
+    theirs = engine.create_run(bob, "plan_execute", "Theirs", options={},
+                               models={"planner": "offline/default"}, enqueue=False)
+    answer = alice_client.post(reverse("dataset_from_history"),
+                               {"runs": [mine.pk, theirs.pk], "name": "picked"})
+    assert answer.status_code == 400 and Dataset.objects.count() == 0
+    answer = alice_client.post(reverse("dataset_from_history"), {"runs": [mine.pk]})
+    ds = Dataset.objects.get()
+    assert answer.status_code == 302 and [i.task for i in ds.items.all()] == ["Mine"]
