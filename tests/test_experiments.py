@@ -186,3 +186,25 @@ def test_the_forecast_comes_from_the_history_of_the_same_pattern_and_models(alic
     assert total == Decimal("0.02") and rows[0][2] == 1
     offline = service.plan_cells(spec())
     assert service.forecast(alice, offline, 10)[0] == 0
+
+
+def test_each_run_is_scored_once_by_every_evaluator_and_a_missing_reference_is_named(alice):
+    from agents_app.models import Evaluation
+
+    ds = service.save_dataset(alice, "t", [Row(key="a", task=TASKS[0], reference=""),
+                                           Row(key="b", task=TASKS[1], reference="x")])
+    s = spec(repetitions=1, evaluators=[{"kind": "regex", "pattern": r"\w+"},
+                                        {"kind": "exact"}])
+    experiment = finish(service.launch(alice, ds, s, enqueue=False))
+    assert experiment.status == "completed"
+    assert Evaluation.objects.filter(run__experiment=experiment).count() == 4
+    for run in experiment.runs.all():  # a redelivered end scores nothing twice
+        service.run_ended(run.pk, enqueue=False)
+    assert Evaluation.objects.filter(run__experiment=experiment).count() == 4
+    regex = Evaluation.objects.filter(run__experiment=experiment, kind="regex")
+    assert all(e.value == 1.0 and e.passed for e in regex)
+    no_reference = Evaluation.objects.get(run__item__key="a", kind="exact")
+    assert no_reference.value is None and no_reference.error
+    cell = res.compute(experiment).cells[0]
+    assert [r.id for r in cell.unscored] == [no_reference.run_id]
+    assert cell.score.n == 2  # the unscored evaluator is left out, the regex counts
