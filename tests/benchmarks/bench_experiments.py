@@ -1,0 +1,144 @@
+"""An experiment grid (issue 34), offline on this machine: 3 patterns × 3 model assignments ×
+20 tasks × 5 repetitions = 900 runs by default, driven in this process one run at a time the
+way ``manage.py experiment run --here`` does (each run's end scores it and starts the next),
+with two evaluators. Printed: the wall time and runs per second; that every slot has exactly
+one run (none lost, none doubled); and, on the finished grid, the results page's server time,
+the CSV and JSON exports' and each chart's (p50 of N requests through Django's test client,
+DEBUG=false).
+
+    .venv/bin/python tests/benchmarks/bench_experiments.py [--tasks 20] [--repetitions 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.benchmarks.common import (  # noqa: E402
+    machine,
+    make_user,
+    positive,
+    settings_note,
+    setup_django,
+)
+
+PATTERNS = ("plan_execute", "reflective", "debate")
+TASKS = ("Name the largest planet, then say why.", "List three prime numbers.",
+         "Explain a queue in one line.", "Compare tabs and spaces briefly.")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=positive(int, 1, 500), default=20)
+    parser.add_argument("--repetitions", type=positive(int, 1, 50), default=5)
+    parser.add_argument("--requests", type=positive(int, 1, 100), default=5,
+                        help="requests timed of each page, export and chart")
+    parser.error = lambda message: parser.exit(2, f"bench_experiments: {message}\n")
+    args = parser.parse_args()
+    from tests.stack import free_port, start_redis
+
+    with tempfile.TemporaryDirectory(prefix="quorum-bench-") as tmp:
+        var = Path(tmp)
+        setup_django(var, free_port())
+        redis = start_redis(var)
+        try:
+            owner = make_user()
+            note = settings_note()
+            grid = run_grid(owner, args)
+            pages = time_pages(owner, grid["experiment"], args.requests)
+        finally:
+            redis.stop()
+    print(f"bench_experiments · {machine()} · {note}")
+    print(f"grid: {grid['cells']} cells × {args.tasks} tasks × {args.repetitions} repetitions "
+          f"= {grid['planned']} runs, offline, in one process")
+    print(f"  wall time {grid['seconds']:.1f} s · {grid['planned'] / grid['seconds']:.1f} runs/s"
+          f" · status {grid['status']} · runs {grid['runs']} · distinct slots {grid['slots']}"
+          f" · lost {grid['planned'] - grid['slots']} · doubled {grid['runs'] - grid['slots']}")
+    print(f"  evaluations {grid['evaluations']} (2 per completed run: "
+          f"{2 * grid['completed']})")
+    for name, ms in pages.items():
+        print(f"  {name}: p50 {ms:.0f} ms")
+
+
+def run_grid(owner, args) -> dict:
+    from agents_app import engine
+    from agents_app.experiments import hooks, service
+    from agents_app.experiments.datasets import Row
+    from agents_app.experiments.spec import parse_spec
+    from agents_app.forking.cli import drive
+    from agents_app.models import RUNNABLE, Evaluation
+
+    engine.scheduling.schedule = lambda *a, **k: None  # this process runs every run
+    hooks.ANNOUNCE = False
+    rows = [Row(key=f"t{i}", task=TASKS[i % len(TASKS)] + f" (case {i})",
+                reference=TASKS[i % len(TASKS)]) for i in range(args.tasks)]
+    dataset = service.save_dataset(owner, "bench", rows)
+    spec = parse_spec({
+        "name": "bench grid", "repetitions": args.repetitions, "concurrency": 1,
+        "patterns": [{"name": p, "options": {"max_rounds": 2} if p == "debate" else {}}
+                     for p in PATTERNS],
+        "assignments": [{"models": {"*": "offline/default"}},
+                        {"label": "brief", "models": {"*": "offline/brief"}},
+                        {"label": "mixed", "models": {"*": "offline/default",
+                                                      "executor": "offline/brief",
+                                                      "critic": "offline/brief",
+                                                      "judge": "offline/brief"}}],
+        "evaluators": [{"kind": "regex", "pattern": r"\w+"}, {"kind": "exact"}],
+        "gates": {"plan_approval": "approve"}})
+    started = time.perf_counter()
+    experiment = service.launch(owner, dataset, spec, enqueue=False)
+    while True:
+        pending = list(experiment.runs.filter(status__in=RUNNABLE).values_list("pk",
+                                                                               flat=True))
+        if not pending:
+            if not service.top_up(experiment.pk, enqueue=False):
+                break
+            continue
+        for pk in pending:
+            run = drive(pk)
+            if run.is_terminal:
+                service.run_ended(pk, enqueue=False)
+    seconds = time.perf_counter() - started
+    experiment.refresh_from_db()
+    runs = experiment.runs.count()
+    slots = experiment.runs.values("cell_id", "item_id", "repetition").distinct().count()
+    return {"experiment": experiment, "cells": experiment.cells.count(),
+            "planned": experiment.planned_runs, "seconds": seconds,
+            "status": experiment.status, "runs": runs, "slots": slots,
+            "completed": experiment.runs.filter(status="completed").count(),
+            "evaluations": Evaluation.objects.filter(run__experiment=experiment).count()}
+
+
+def time_pages(owner, experiment, n: int) -> dict[str, float]:
+    from django.test import Client
+    from django.urls import reverse
+
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(owner)
+    urls = {"results page": experiment.get_absolute_url(),
+            "CSV export": reverse("experiment_csv", args=[experiment.pk]),
+            "JSON export": reverse("experiment_json", args=[experiment.pk])}
+    for chart in ("cost_vs_score", "heatmap", "latency"):
+        urls[f"chart {chart}"] = reverse("experiment_chart", args=[experiment.pk, chart])
+    out = {}
+    for name, url in urls.items():
+        times = []
+        for _ in range(n):
+            t = time.perf_counter()
+            response = client.get(url)
+            body = b"".join(response.streaming_content) if response.streaming else \
+                response.content
+            times.append((time.perf_counter() - t) * 1000)
+            assert response.status_code == 200 and body, (name, response.status_code)
+        out[name] = statistics.median(times)
+    return out
+
+
+if __name__ == "__main__":
+    main()
