@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 LABEL_LIMIT = 40
 SCATTER_DIRECT_LABELS = 6  # more cells than this: points numbered, with a key beside the plot
 HEATMAP_ANNOTATE = (30, 8)  # at most this many tasks × cells: each square shows its rate
-LATENCY_POINTS = 400  # points drawn per cell at most (its box is of all its runs)
+# Points the latency chart draws in all, shared by its cells (at least 50 each): the boxes are
+# of every run; each point is ~120 bytes of SVG.
+LATENCY_POINTS = 2000
 NAMES_IN_NOTE = 6
 
 FONT_SIZE = 9
@@ -199,8 +201,8 @@ def heatmap(tasks: list[str], cells: list[str], rates: list[list[float | None]])
 def latency(cells: list[tuple[str, list[float]]]) -> str:
     """Each cell's run latencies in seconds as a box (median, quartiles, whiskers at 1.5 IQR)
     with the runs as points over it, one row per cell; a cell without runs says "no runs".
-    More than ``LATENCY_POINTS`` runs in a cell: its box is of all of them, its points an even
-    sample by rank."""
+    More than its share of ``LATENCY_POINTS`` runs in a cell: its box is of all of them, its
+    points an even sample by rank."""
     title = "Latency per run"
     if not cells:
         return _no_data(title)
@@ -219,8 +221,9 @@ def latency(cells: list[tuple[str, list[float]]]) -> str:
                boxprops={"color": "#404040"}, whiskerprops={"color": "#404040"},
                capprops={"color": "#404040"})
     sampled = 0
+    share = max(50, LATENCY_POINTS // len(filled))
     for i, values in filled:
-        shown = _sample(sorted(values), LATENCY_POINTS)
+        shown = _sample(sorted(values), share)
         sampled += len(shown) < len(values)
         offsets = [i + _spread(k) for k in range(len(shown))]
         ax.scatter(shown, offsets, s=9, color=POINT_COLOUR, alpha=0.45, linewidths=0,
@@ -239,7 +242,7 @@ def latency(cells: list[tuple[str, list[float]]]) -> str:
     ax.grid(True, axis="x", color="#e6e6e6", linewidth=0.6)
     ax.set_axisbelow(True)
     _plain_ticks(ax.xaxis)
-    note = (f"{_count(sampled, 'cell')} with more than {LATENCY_POINTS} runs: an even sample "
+    note = (f"{_count(sampled, 'cell')} with more than {share} runs: an even sample "
             "of the points is shown, the box is of every run." if sampled else "")
     if note:
         _note(fig, note, width)
