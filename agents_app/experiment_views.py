@@ -174,8 +174,9 @@ def experiment_chart(request, pk: int, name: str):
                               for c in result.cells])
     response = HttpResponse(svg, content_type="image/svg+xml")
     response["Cache-Control"] = "private, max-age=3600"
-    # An SVG opened on its own is still a document: it may not run or load anything.
-    response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+    # An SVG opened on its own is still a document: it may run and load nothing but its own
+    # inline styles and its embedded colour bar (charts.SVG_CSP).
+    response["Content-Security-Policy"] = charts.SVG_CSP
     return response
 
 

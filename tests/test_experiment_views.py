@@ -178,3 +178,24 @@ def test_a_dataset_from_runs_picked_in_the_history(alice_client, alice, bob):
     answer = alice_client.post(reverse("dataset_from_history"), {"runs": [mine.pk]})
     ds = Dataset.objects.get()
     assert answer.status_code == 302 and [i.task for i in ds.items.all()] == ["Mine"]
+
+
+def test_the_charts_are_svg_images_of_the_owner_that_run_nothing(client, alice, bob):
+    from agents_app.experiments.charts import SVG_CSP
+
+    experiment = service.launch(alice, make_dataset(alice), parse_spec({
+        "name": "e", "patterns": [{"name": "plan_execute"}],
+        "assignments": [{"models": {"*": "offline/default"}}]}), enqueue=False)
+    client.force_login(alice)
+    for name in ("cost_vs_score", "heatmap", "latency"):
+        url = reverse("experiment_chart", args=[experiment.pk, name])
+        answer = client.get(url)
+        assert answer.status_code == 200 and answer["Content-Type"] == "image/svg+xml"
+        assert answer["Content-Security-Policy"] == SVG_CSP
+        assert answer.content.lstrip().startswith((b"<?xml", b"<svg"))
+        assert b"<script" not in answer.content
+    assert client.get(reverse("experiment_chart", args=[experiment.pk, "nope"])).status_code \
+        == 404
+    client.force_login(bob)
+    assert client.get(reverse("experiment_chart", args=[experiment.pk, "heatmap"])
+                      ).status_code == 404
