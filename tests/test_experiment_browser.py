@@ -65,7 +65,7 @@ def test_upload_launch_watch_and_read_an_experiment(live_stack, page, browser_al
     rows = page.locator("#cell-table tbody tr")
     assert rows.count() == 4
     first = rows.first.inner_text()
-    assert "6 / 6" in first and "±" in first or "[" in first
+    assert "6 / 6" in first and "±" in first and "[" in first
     # The charts load as images (matplotlib's SVG), each with its numbers also in a table.
     for chart in ("#chart-cost-score", "#chart-heatmap", "#chart-latency"):
         img = page.locator(chart)
@@ -79,4 +79,11 @@ def test_upload_launch_watch_and_read_an_experiment(live_stack, page, browser_al
     assert download.value.suggested_filename == f"experiment-{experiment.pk}.csv"
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    import os
+    if os.environ.get("QUORUM_SCREENSHOTS"):
+        page.screenshot(path=os.environ["QUORUM_SCREENSHOTS"] + "/experiment-390.png",
+                        full_page=True)
+        page.set_viewport_size({"width": 1280, "height": 900})
+        page.screenshot(path=os.environ["QUORUM_SCREENSHOTS"] + "/experiment-1280.png",
+                        full_page=True)
     assert page.errors == []
