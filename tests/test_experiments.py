@@ -78,11 +78,25 @@ def test_a_grid_makes_one_run_per_slot_a_few_at_a_time_and_completes(alice):
     brief = experiment.cells.get(label__endswith="brief")
     assert {r.models_used["executor"] for r in runs if r.cell_id == brief.pk} == \
         {"offline/brief"}
-    # Every plan gate was approved by the experiment's policy, and says so.
+    # Every plan gate was approved by the experiment's policy, and says so. The brief cell
+    # differs only in the executor: its runs are forks of the first cell's run of the same
+    # task and repetition from the first step, sharing the plan and its approval.
     decisions = Checkpoint.objects.filter(run__experiment=experiment,
                                           decision__isnull=False)
-    assert decisions.count() == 12
+    assert decisions.count() == 6
     assert {d.decision["how"] for d in decisions} == {"experiment:approve"}
+    lead = experiment.cells.exclude(pk=brief.pk).get()
+    forks = [r for r in runs if r.cell_id == brief.pk]
+    assert all(r.forked_from.cell_id == lead.pk and r.forked_from.item_id == r.item_id
+               and r.forked_from.repetition == r.repetition for r in forks)
+    from agents_app.models import ModelCall
+
+    calls = ModelCall.objects.filter(run__experiment=experiment)
+    assert calls.filter(role="planner").count() == 6  # once per task and repetition, not 12
+    assert calls.filter(role="executor", run__cell=brief).count() == \
+        calls.filter(role="executor", run__cell=lead).count()
+    cell = {c.label: c for c in res.compute(experiment).cells}[brief.label]
+    assert cell.shared_calls == 6  # the shared planner calls, counted in its figures
     assert service.top_up(experiment.pk, enqueue=False) == 0  # finished: nothing more
 
 
@@ -208,3 +222,15 @@ def test_each_run_is_scored_once_by_every_evaluator_and_a_missing_reference_is_n
     cell = res.compute(experiment).cells[0]
     assert [r.id for r in cell.unscored] == [no_reference.run_id]
     assert cell.score.n == 2  # the unscored evaluator is left out, the regex counts
+
+
+def test_without_sharing_every_cell_runs_every_stage(alice):
+    from agents_app.models import ModelCall
+
+    s = spec(share_stages=False, assignments=[
+        {"models": {"*": "offline/default"}},
+        {"models": {"*": "offline/default", "executor": "offline/brief"}}])
+    experiment = finish(service.launch(alice, dataset(alice), s, enqueue=False))
+    assert experiment.status == "completed"
+    assert not experiment.runs.filter(forked_from__isnull=False).exists()
+    assert ModelCall.objects.filter(run__experiment=experiment, role="planner").count() == 12

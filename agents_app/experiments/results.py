@@ -30,6 +30,7 @@ class RunRow:
     score: float | None = None  # the mean of its evaluators' values
     passed: bool | None = None  # every evaluator passed (None: not scored)
     unscored: list[str] = field(default_factory=list)  # evaluators that could not score
+    shared_calls: int = 0  # calls of the stages it shares with another cell's run
 
 
 @dataclass
@@ -49,6 +50,7 @@ class CellResult:
     unscored: list[RunRow]
     running: int
     pass_rate: float | None
+    shared_calls: int = 0
     difference: stats.Difference | None = None
 
     @property
@@ -99,13 +101,19 @@ def run_rows(experiment: Experiment) -> list[RunRow]:
     rows = {}
     for r in experiment.runs.values("id", "cell_id", "item_id", "repetition", "status",
                                     "cost_usd", "prompt_tokens", "completion_tokens",
-                                    "created_at", "finished_at", "error"):
+                                    "created_at", "finished_at", "error", "fork"):
         seconds = ((r["finished_at"] - r["created_at"]).total_seconds()
                    if r["finished_at"] else None)
+        # A run that forked another cell's run counts the stages it shares (their cost and
+        # tokens), so cells compare whole runs; its time is its own stages' only.
+        shared = (r["fork"] or {}).get("shared") or {}
         rows[r["id"]] = RunRow(r["id"], r["cell_id"], r["item_id"], r["repetition"] or 0,
-                               r["status"], float(r["cost_usd"] or 0),
-                               (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0),
-                               seconds, r["error"] or "")
+                               r["status"],
+                               float(r["cost_usd"] or 0) + float(shared.get("cost") or 0),
+                               (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0)
+                               + int(shared.get("tokens") or 0),
+                               seconds, r["error"] or "", shared_calls=int(shared.get("calls")
+                                                                           or 0))
     values: dict[int, list[float]] = defaultdict(list)
     passes: dict[int, list[bool]] = defaultdict(list)
     for e in Evaluation.objects.filter(run__experiment=experiment).values(
@@ -150,7 +158,8 @@ def compute(experiment: Experiment, *, with_baseline: bool = True) -> Results:
             failed=[r for r in ended if r.status != Status.COMPLETED],
             unscored=[r for r in completed if r.score is None or r.unscored],
             running=len(runs) - len(ended),
-            pass_rate=(sum(1 for r in judged if r.passed) / len(judged)) if judged else None))
+            pass_rate=(sum(1 for r in judged if r.passed) / len(judged)) if judged else None,
+            shared_calls=sum(r.shared_calls for r in runs)))
     tasks = []
     index = {c.pk: i for i, c in enumerate(cells)}
     grid: dict[int, list[list[RunRow]]] = {i["id"]: [[] for _ in cells] for i in items}
@@ -221,6 +230,7 @@ def as_dict(result: Results) -> dict[str, Any]:
                        for r in c.failed],
             "unscored": [{"run": r.id, "why": r.unscored or ["no evaluator scored it"]}
                          for r in c.unscored],
+            "shared_calls": c.shared_calls,
             "against_baseline": c.difference.as_dict() if c.difference else None,
             "regression": c.regression,
         } for c in result.cells],

@@ -11,6 +11,7 @@ inserts only; scoring (a model judge may call a provider) happens outside any tr
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from decimal import Decimal
@@ -185,7 +186,6 @@ def top_up(experiment_id: int, *, enqueue: bool = True) -> int:
     """Start runs until ``concurrency`` are in flight (or every slot has its run); end the
     experiment when every run has ended, or stop it when its spending reached its budget.
     Returns how many runs it started."""
-    from .. import engine
 
     started = 0
     with transaction.atomic():
@@ -200,10 +200,12 @@ def top_up(experiment_id: int, *, enqueue: bool = True) -> int:
             return 0
         in_flight = experiment.runs.exclude(status__in=TERMINAL).count()
         room = int(spec.get("concurrency", 8)) - in_flight
-        taken = set(experiment.runs.values_list("cell_id", "item_id", "repetition"))
+        taken = {(c, i, r): (pk, status) for c, i, r, pk, status in experiment.runs.values_list(
+            "cell_id", "item_id", "repetition", "id", "status")}
         missing = 0
         if room > 0 or in_flight == 0:
             cells = list(experiment.cells.all())
+            leads = lead_cells(cells) if spec.get("share_stages", True) else {}
             items = list(experiment.dataset.items.all())
             for rep in range(1, experiment.repetitions + 1):
                 for item in items:
@@ -213,21 +215,89 @@ def top_up(experiment_id: int, *, enqueue: bool = True) -> int:
                         missing += 1
                         if started >= room:
                             continue
-                        try:
-                            with transaction.atomic():
-                                engine.create_run(
-                                    experiment.owner, cell.pattern, item.task,
-                                    options=cell.options, models=cell.models_used,
-                                    enqueue=enqueue, experiment=experiment, cell=cell,
-                                    item=item, repetition=rep)
-                        except IntegrityError:  # another top-up made it meanwhile
-                            continue
-                        started += 1
+                        lead = leads.get(cell.pk)
+                        source = taken.get((lead.pk, item.pk, rep)) if lead else None
+                        if lead is not None and (source is None or source[1] not in TERMINAL):
+                            continue  # its shared stages are still being run by the lead
+                        if _start(experiment, cell, item, rep, lead, source, enqueue):
+                            started += 1
         if missing == 0 and in_flight == 0:
             finished = experiment.runs.filter(status__in=TERMINAL).count()
             _stop(experiment, ExperimentStatus.COMPLETED,
                   f"All {finished} runs ended.")
     return started
+
+
+def lead_cells(cells: list[Cell]) -> dict[int, Cell]:
+    """cell id → the cell whose runs it forks: the first cell of the same pattern and options
+    whose models differ from its own in some role (a cell identical to another runs on its
+    own: sharing everything would measure nothing)."""
+    out: dict[int, Cell] = {}
+    first: dict[str, Cell] = {}
+    for cell in cells:
+        key = f"{cell.pattern}:{json.dumps(cell.options, sort_keys=True)}"
+        lead = first.setdefault(key, cell)
+        if lead is not cell and differing_roles(lead, cell):
+            out[cell.pk] = lead
+    return out
+
+
+def differing_roles(a: Cell, b: Cell) -> set[str]:
+    roles = set(a.models_used) | set(b.models_used)
+    return {r for r in roles if a.models_used.get(r) != b.models_used.get(r)}
+
+
+def _start(experiment: Experiment, cell: Cell, item: DatasetItem, rep: int,
+           lead: Cell | None, source: tuple[int, str] | None, enqueue: bool) -> bool:
+    """Start the run of one slot: a fork of the lead cell's run of the same task and
+    repetition from the first stage a differing role called (the stages before it are not
+    run again), else a run of its own. False when another top-up made it meanwhile."""
+    from .. import engine
+    from ..forking.create import ForkRefused, create_fork
+
+    labels = {"experiment": experiment, "cell": cell, "item": item, "repetition": rep}
+    try:
+        with transaction.atomic():
+            point = None
+            if lead is not None and source is not None and source[1] == Status.COMPLETED:
+                lead_run = Run.objects.get(pk=source[0])
+                point = shared_until(lead_run, differing_roles(lead, cell))
+            if point is not None:
+                seq, shared = point
+                try:
+                    create_fork(lead_run, experiment.owner, seq=seq, enqueue=enqueue,
+                                models={r: m for r, m in cell.models_used.items()
+                                        if lead.models_used.get(r) != m},
+                                note=f"Experiment {experiment.pk}: the stages before stage "
+                                     f"{seq} are those of cell {lead.index + 1}'s run.",
+                                extra={"shared": shared}, **labels)
+                    return True
+                except ForkRefused as exc:
+                    log.info("experiment %s: cell %s runs on its own (%s)", experiment.pk,
+                             cell.index, exc)
+            engine.create_run(experiment.owner, cell.pattern, item.task, options=cell.options,
+                              models=cell.models_used, enqueue=enqueue, **labels)
+            return True
+    except IntegrityError:  # another top-up made it meanwhile
+        return False
+
+
+def shared_until(run: Run, roles: set[str]) -> tuple[int, dict[str, Any]] | None:
+    """Where a fork of ``run`` for other models of ``roles`` starts — the checkpoint of the
+    first stage that called one of them — and what the stages before it cost (counted in the
+    fork's figures, so cells compare whole runs). None when none of them was called."""
+    from ..models import Checkpoint, ModelCall
+
+    first = ModelCall.objects.filter(run=run, role__in=roles).order_by("id").first()
+    if first is None:
+        return None
+    cp = Checkpoint.objects.filter(run=run, stage=first.stage, gate="").order_by("seq").first()
+    if cp is None or cp.seq == 0:
+        return None
+    before = ModelCall.objects.filter(run=run, id__lt=first.pk).aggregate(
+        n=Count("id"), cost=Sum("cost_usd"), p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
+    return cp.seq, {"calls": before["n"] or 0, "cost": str(before["cost"] or 0),
+                    "tokens": (before["p"] or 0) + (before["c"] or 0)}
 
 
 def _stop(experiment: Experiment, status: str, note: str) -> None:

@@ -79,6 +79,9 @@ class GridSpec(BaseModel):
     budget_usd: Decimal | None = Field(default=None, ge=0, max_digits=10, decimal_places=4)
     concurrency: int = Field(default=8, ge=1, le=200)
     baseline: int | None = Field(default=None, ge=1)
+    # Cells of one pattern and options that differ only in later roles' models share the
+    # stages before the first call of a differing role: those cells' runs are forks.
+    share_stages: bool = True
 
     @property
     def cells(self) -> int:

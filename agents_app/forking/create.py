@@ -138,9 +138,12 @@ def _budget(value: Any, parent: Any, what: str, high: Any) -> Any:
 def create_fork(parent: Run, user, *, seq: int | None = None, kind: str = "fork",
                 edits: dict[str, Any] | None = None, models: dict[str, str] | None = None,
                 gates: dict[str, str] | None = None, max_cost_usd: Decimal | None = None,
-                max_tokens: int | None = None, note: str = "", enqueue: bool = True) -> Run:
+                max_tokens: int | None = None, note: str = "", enqueue: bool = True,
+                extra: dict[str, Any] | None = None, **labels: Any) -> Run:
     """The fork of ``parent`` from its checkpoint ``seq`` (its last committed stage when
-    None). Raises ForkRefused with the reason; nothing is saved then."""
+    None). Raises ForkRefused with the reason; nothing is saved then. ``extra`` goes into the
+    fork's record; ``labels`` are an experiment's columns (a cell that shares its first stages
+    with another cell's run is a fork of it)."""
     if kind not in KINDS:
         raise ForkRefused(f"Unknown kind of fork {kind[:20]!r}.")
     pattern = get_pattern(parent.pattern)
@@ -192,7 +195,8 @@ def create_fork(parent: Run, user, *, seq: int | None = None, kind: str = "fork"
             # it). A retry, or a continuation after a failure, asks anew: a reply that made
             # the stage fail would make it fail the same way again.
             "reuse_calls": kind == "replay" or (kind == "continue"
-                                                and parent.status == Status.BUDGET_EXCEEDED)}
+                                                and parent.status == Status.BUDGET_EXCEEDED),
+            **(extra or {})}
     with transaction.atomic():
         run = Run.objects.create(
             owner=user, pattern=parent.pattern, task=parent.task,
@@ -200,7 +204,7 @@ def create_fork(parent: Run, user, *, seq: int | None = None, kind: str = "fork"
             gate=cp.gate, state=state, options=state.get("options", parent.options),
             models_used=routes, offline=any(is_offline(m) for m in routes.values()),
             max_cost_usd=max_cost, max_tokens=max_tok, stage_seq=cp.seq, last_event_seq=1,
-            forked_from=parent, fork_seq=cp.seq, root_id=root, fork=fork)
+            forked_from=parent, fork_seq=cp.seq, root_id=root, fork=fork, **labels)
         bound = pattern.fork_state(state, run.pk)
         if bound is not state:
             run.state, run.options = bound, bound.get("options", run.options)
