@@ -214,8 +214,11 @@ def test_merged_duplicates_credit_every_reviewer_and_unique_finds_are_listed():
 def test_unexamined_files_failed_runs_and_cost_per_true_finding():
     yaml_defect = Defect("deploy.yaml", 3, 3, "security")
     card = scoring.scorecard([
-        outcome("mixed", [SQL, yaml_defect], [found("SEC-1", "security", "a.py", 10)],
-                examined=("a.py",), security=0.02, architecture=0.01),
+        Outcome(case="mixed", language="python", defects=[SQL, yaml_defect], run_id=1,
+                status="completed", findings=[found("SEC-1", "security", "a.py", 10)],
+                roles={"security": RoleRun("m", frozenset({"a.py"}), cost=0.02),
+                       "architecture": RoleRun("m", frozenset({"a.py"}), cost=0.01),
+                       "checker": RoleRun("m", frozenset({"a.py", "deploy.yaml"}))}),
         Outcome(case="broken", language="go", defects=[SQL], run_id=9, status="failed",
                 error="the review ended as failed: boom",
                 roles={"security": RoleRun("m", frozenset())}),
@@ -228,6 +231,10 @@ def test_unexamined_files_failed_runs_and_cost_per_true_finding():
     assert r["architecture"]["cost_per_find"] is None  # it found nothing
     assert card["failed"] == [{"case": "broken", "run": 9, "status": "failed",
                                "error": "the review ended as failed: boom"}]
+    # the checker examined the manifest, but a security defect is out of its reach: the
+    # whole review did not examine it either
+    assert r["checker"]["out_of_reach"] == 2
+    assert r["review"]["not_examined"][0] == "mixed: deploy.yaml:3"
     mixed = card["case_results"][0]["defects"]
     assert mixed[1]["seen"] is False and mixed[1]["not_examined_by"] == ["security"]
 
@@ -286,7 +293,9 @@ def test_the_command_reviews_each_case_as_the_users_review_and_scores_them(alice
     # the YAML manifest: no analyzer reads it, so the offline reviewers did not examine it
     assert rows["security"]["not_examined"] == [
         "mixed-worker-manifest: deploy/worker.yaml:19 (the worker container runs privileged)"]
-    assert rows["review"]["clean"] == 1
+    assert rows["review"]["not_examined"] == rows["security"]["not_examined"]
+    assert (rows["review"]["found"], rows["review"]["defects"], rows["review"]["clean"]) == (
+        1, 1, 1)
     assert rows["review"]["fp_per_clean"] == rows["review"]["clean_findings"]
     assert card["precision"] == [] and card["precision_note"] == "no triaged reviews yet"
     # real reviews of Alice's, in her history, run to their end, recognisable by their marker

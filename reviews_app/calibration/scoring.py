@@ -212,15 +212,16 @@ def _place(outcome: Outcome, d: Defect) -> str:
     return f"{outcome.case}: {d.where}" + (f" ({d.what})" if d.what else "")
 
 
-def _count(row: dict[str, Any], outcome: Outcome, examined: frozenset[str],
+def _count(row: dict[str, Any], outcome: Outcome, sees: set[int], examined: bool,
            found: set[int], mine: list[Reported], slack: int) -> None:
     """Add one case to a row: ``found`` the indexes of the defects its findings (``mine``)
-    are matched to, ``examined`` the files it examined."""
+    are matched to, ``sees`` those whose file it examined, ``examined`` whether it examined
+    any file of the case."""
     for di, d in enumerate(outcome.defects):
         if row["role"] != WHOLE and not in_reach(row["role"], d):
             row["out_of_reach"] += 1
             continue
-        if d.file not in examined:
+        if di not in sees:
             row["not_examined"].append(_place(outcome, d))
             continue
         hit = di in found
@@ -263,7 +264,9 @@ def scorecard(outcomes: Iterable[Outcome], slack: int = SLACK) -> dict[str, Any]
         for role, rr in used.items():
             row = rows.setdefault((role, rr.model), _row(role, rr.model))
             mine = [f for f in o.findings if role in f.roles]
-            _count(row, o, seen[role], {i for i, h in enumerate(by) if role in h}, mine, slack)
+            sees = {i for i, d in enumerate(o.defects) if d.file in seen[role]}
+            _count(row, o, sees, bool(seen[role]), {i for i, h in enumerate(by) if role in h},
+                   mine, slack)
             row["cost_usd"] += rr.cost
             for d, h in zip(o.defects, by, strict=True):
                 rivals = [r for r in used if r != role and in_reach(r, d)
@@ -272,9 +275,10 @@ def scorecard(outcomes: Iterable[Outcome], slack: int = SLACK) -> dict[str, Any]
                     row["unique"].append(_place(o, d))
         label = _models_label({r: rr.model for r, rr in used.items()})
         w = whole.setdefault(label, _row(WHOLE, label))
-        union = frozenset().union(*seen.values())
         found = set(match(o.defects, o.findings, slack)) if o.scored else set()
-        _count(w, o, union, found, list(o.findings), slack)
+        sees = {i for i, d in enumerate(o.defects)
+                if any(in_reach(r, d) and d.file in x for r, x in seen.items())}
+        _count(w, o, sees, any(seen.values()), found, list(o.findings), slack)
         w["cost_usd"] += o.cost
         cases.append(_case(o, by, found, seen, slack))
     order = {r: i for i, r in enumerate(ROLES)}
