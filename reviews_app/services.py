@@ -262,12 +262,16 @@ def default_models() -> dict[str, str]:
 def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
                  models: dict[str, str] | None = None, min_confidence: float | None = None,
                  max_cost_usd: Decimal | None = None, options: dict | None = None,
-                 enqueue: bool = True, connection=None) -> Run:
+                 enqueue: bool = True, connection=None, title: str = "",
+                 remembered: bool = True) -> Run:
     """Create the run and its review together, or nothing (a daily cap reached, or an error).
     ``options`` may set other pattern options (``pipeline.pattern.DEFAULTS``). The owner's
     active memories that apply to the files (for ``connection``'s repository and for every
-    review) go in ``options["memories"]``, the active review rules in ``options["review_rules"]``
-    (unless ``options`` sets ``review_rules`` already, e.g. ``[]`` for none)."""
+    review) go in ``options["memories"]`` (none with ``remembered=False``), the active review
+    rules in ``options["review_rules"]`` (unless ``options`` sets ``review_rules`` already,
+    e.g. ``[]`` for none). ``title`` names the run and the review in the history when it
+    should differ from the input's label, which is what the models read (a calibration case
+    is named there, never to its reviewers)."""
     models = {**default_models(), **(models or {})}
     files_for_page = [{k: v for k, v in f.items() if k != "content"} for f in prepared.files]
     options = {
@@ -281,8 +285,9 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
         "fixes": fix_config.options_for(inp.kind, inp.meta),  # issue 16: proving fixes
         **(options or {}),
     }
-    if remembered := memories.for_review(user, connection, [f["path"] for f in prepared.files]):
-        options["memories"] = remembered
+    if remembered and (applied := memories.for_review(user, connection,
+                                                       [f["path"] for f in prepared.files])):
+        options["memories"] = applied
     if "review_rules" not in options:
         paths = [f["path"] for f in prepared.files]
         if checked := review_rules.for_review(user, connection, paths):
@@ -290,11 +295,11 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
     with transaction.atomic():
         check_daily_limits(models)
         run = engine.create_run(
-            user, PATTERN, inp.label, options=options, models=models,
+            user, PATTERN, title or inp.label, options=options, models=models,
             max_cost_usd=max_cost_usd or Decimal(str(settings.QUORUM_REVIEW_MAX_COST_USD)),
             max_tokens=settings.QUORUM_REVIEW_MAX_TOKENS, enqueue=enqueue)
         Review.objects.create(
-            run=run, owner=user, source_kind=inp.kind, source_label=inp.label[:300],
+            run=run, owner=user, source_kind=inp.kind, source_label=(title or inp.label)[:300],
             source_meta=inp.meta, diff_text=inp.diff_text, files=files_for_page,
             coverage=prepared.coverage, total_files=prepared.total_files)
     return run

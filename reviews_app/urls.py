@@ -3,11 +3,13 @@ from django.urls import path
 from agents_app import converters  # noqa: F401 - registers <id:...>
 
 from . import fix_views, memory_views, rule_views, views
+from .calibration import views as calibration_views
 from .publishing import views as publishing_views
 
 urlpatterns = [
     path("", views.review_list, name="review_list"),
     path("new/", views.start_review, name="start_review"),
+    path("calibration/", calibration_views.calibration, name="review_calibration"),
     path("<id:pk>/", views.review_detail, name="review_detail"),
     path("<id:pk>/findings/<str:key>/", views.finding_decision, name="finding_decision"),
     path("<id:pk>/accept-all/", views.accept_all, name="accept_all"),

@@ -39,6 +39,7 @@ CASES = {
     "change_decision": ("change", (), "POST"),
     "change_file": ("change", (0,), "GET"),
     "review_list": (None, (), "GET"),
+    "review_calibration": (None, (), "GET"),
     "start_review": (None, (), "POST"),
     "review_detail": ("review", (), "GET"),
     "finding_decision": ("review", ("SEC-1",), "POST"),

@@ -39,6 +39,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reviews_app.calibration.scoring import one_to_one
+
 TOLERANCE = 2
 COUNTED = ("critical", "high", "medium", "low")
 SEVERITY_RANK = {s: i for i, s in enumerate(("critical", "high", "medium", "low", "info"))}
@@ -179,24 +181,11 @@ def match(expected: list[dict], items: list[dict],
         near = [(d, ii) for ii, it in enumerate(items)
                 if (d := distance(it, e, tolerance)) is not None]
         options.append([ii for _, ii in sorted(near)])
-    owner: dict[int, int] = {}  # item index -> expected index
-
-    def augment(ei: int, seen: set[int]) -> bool:
-        for ii in options[ei]:
-            if ii in seen:
-                continue
-            seen.add(ii)
-            if ii not in owner or augment(owner[ii], seen):
-                owner[ii] = ei
-                return True
-        return False
-
     # The expected findings with the closest candidate go first, so that when two expected
     # findings compete for one report the nearer one keeps it.
     order = sorted((ei for ei in range(len(expected)) if options[ei]),
                    key=lambda ei: (distance(items[options[ei][0]], expected[ei], tolerance), ei))
-    for ei in order:
-        augment(ei, set())
+    owner = one_to_one(options, order)  # item index -> expected index
     return sorted((ei, ii) for ii, ei in owner.items())
 
 
