@@ -64,7 +64,7 @@ BENCHMARKS := bench_review bench_concurrency bench_gate_resume bench_streaming \
               bench_engine_overhead bench_history bench_watchers bench_change \
               bench_parallel_patterns bench_webhook bench_review_quality bench_worker_models \
               bench_litellm_call bench_vs_langgraph bench_memory_design bench_forks \
-               bench_charts bench_calibration bench_experiments
+              bench_charts bench_calibration bench_experiments
 
 bench: install $(BENCH_STAMP)
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) tests/benchmarks/$$b.py || exit 1; done

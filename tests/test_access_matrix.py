@@ -75,6 +75,17 @@ CASES = {
     "replay_run": ("plan", (), "POST"),
     "continue_run": ("plan", (), "POST"),
     "compare_runs": (None, (), "GET"),
+    "experiment_list": (None, (), "GET"),
+    "experiment_new": (None, (), "POST"),
+    "judge_prompts": (None, (), "GET"),
+    "dataset_new": (None, (), "POST"),
+    "dataset_from_history": (None, (), "POST"),
+    "dataset_detail": ("dataset", (), "GET"),
+    "experiment_detail": ("experiment", (), "GET"),
+    "experiment_cancel": ("experiment", (), "POST"),
+    "experiment_chart": ("experiment", ("heatmap",), "GET"),
+    "experiment_csv": ("experiment", (), "GET"),
+    "experiment_json": ("experiment", (), "GET"),
     "github_app_new": (None, (), "POST"),
     "github_app_detail": ("app", (), "GET"),
     "github_app_edit": ("app", (), "POST"),
@@ -132,6 +143,16 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
     # The rules page's URLs act on these (the second one, a suggestion, is deleted).
     for title in ("Log errors", "No eval"):
         ReviewRule.objects.create(owner=alice, title=title, text=f"{title}.", path_glob="**")
+    # An experiment of hers (not a run: ``target`` finds it and its dataset).
+    from agents_app.experiments import service as experiments
+    from agents_app.experiments.datasets import Row
+    from agents_app.experiments.spec import parse_spec
+
+    monkeypatch.setattr("agents_app.experiments.hooks.ANNOUNCE", False)
+    ds = experiments.save_dataset(alice, "tasks", [Row(key="a", task="Say hi")])
+    experiments.launch(alice, ds, parse_spec({
+        "name": "e", "patterns": [{"name": "plan_execute"}],
+        "assignments": [{"models": {"*": "offline/default"}}]}), enqueue=False)
     return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review}
 
 
@@ -150,6 +171,14 @@ def target(kind, runs):
     if kind == "pending_rule":  # once deleted: an id no row has (404)
         return ReviewRule.objects.filter(owner=runs["review"].owner, status="pending") \
             .order_by("pk").last() or ReviewRule(pk=2**62)
+    if kind == "experiment":
+        from agents_app.models import Experiment
+
+        return Experiment.objects.filter(owner=runs["plan"].owner).earliest("pk")
+    if kind == "dataset":
+        from agents_app.models import Dataset
+
+        return Dataset.objects.filter(owner=runs["plan"].owner).earliest("pk")
     return runs[kind]
 
 
