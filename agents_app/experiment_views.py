@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from .experiments import results as res
 from .experiments import service
@@ -23,6 +24,10 @@ from .experiments.spec import SpecError, parse_spec
 from .models import Dataset, Experiment
 
 ITEMS_SHOWN = 200
+
+
+def _go(request, url: str):
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @login_required
@@ -47,7 +52,7 @@ def dataset_new(request):
             error = str(exc)
         else:
             dataset = service.save_dataset(request.user, form.cleaned_data["name"], rows)
-            return redirect(dataset.get_absolute_url())
+            return _go(request, dataset.get_absolute_url())
     status = 400 if request.method == "POST" else 200
     return render(request, "agents_app/experiments/dataset_new.html",
                   {"form": form, "error": error}, status=status)
@@ -68,7 +73,7 @@ def dataset_from_history(request):
     except SpecError as exc:
         return render(request, "agents_app/experiments/dataset_new.html",
                       {"form": DatasetUploadForm(), "error": str(exc)}, status=400)
-    return redirect(dataset.get_absolute_url())
+    return _go(request, dataset.get_absolute_url())
 
 
 @login_required
@@ -104,8 +109,13 @@ def experiment_new(request):
             else:
                 runs_per_cell = len(items) * spec.repetitions
                 if request.POST.get("action") == "launch":
-                    experiment = service.launch(request.user, dataset, spec)
-                    return redirect(experiment.get_absolute_url())
+                    nonce = form.cleaned_data.get("nonce") or ""
+                    done = Experiment.objects.filter(owner=request.user, spec__nonce=nonce
+                                                     ).first() if nonce else None
+                    # Sent twice (a double click, a resubmitted page): the one it made.
+                    experiment = done or service.launch(request.user, dataset, spec,
+                                                        nonce=nonce)
+                    return _go(request, experiment.get_absolute_url())
                 total, rows = service.forecast(request.user, cells, runs_per_cell)
                 ctx["preview"] = {"cells": cells, "runs": len(cells) * runs_per_cell,
                                   "per_cell": runs_per_cell, "forecast": total,
@@ -126,7 +136,9 @@ def owned_experiment(request, pk: int) -> Experiment:
 def experiment_detail(request, pk: int):
     experiment = owned_experiment(request, pk)
     result = res.compute(experiment)
-    ctx = {"experiment": experiment, "result": result,
+    from .experiments.pairwise import summary
+
+    ctx = {"experiment": experiment, "result": result, "pairwise": summary(experiment),
            "spec_json": json.dumps(experiment.spec, indent=2),
            "chart_key": _chart_key(experiment, result)}
     if request.htmx and request.GET.get("part") == "progress":
@@ -147,7 +159,7 @@ def _chart_key(experiment: Experiment, result: res.Results) -> str:
 def experiment_cancel(request, pk: int):
     experiment = owned_experiment(request, pk)
     service.cancel(experiment)
-    return redirect(experiment.get_absolute_url())
+    return _go(request, experiment.get_absolute_url())
 
 
 CHARTS = ("cost_vs_score", "heatmap", "latency")

@@ -543,6 +543,9 @@ class Experiment(models.Model):
     baseline = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="+")
     note = models.TextField(blank=True)  # why it stopped, in words
+    # The pairwise judge's verdicts between two cells, once the grid has ended:
+    # {"state": "judging" | "done", "verdicts": [...]} (``experiments/pairwise.py``).
+    pairwise = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -31,7 +31,7 @@ urlpatterns = [
     path("experiments/<id:pk>/", experiment_views.experiment_detail, name="experiment_detail"),
     path("experiments/<id:pk>/cancel/", experiment_views.experiment_cancel,
          name="experiment_cancel"),
-    path("experiments/<id:pk>/charts/<slug:name>.svg", experiment_views.experiment_chart,
+    path("experiments/<id:pk>/charts/<str:name>.svg", experiment_views.experiment_chart,
          name="experiment_chart"),
     path("experiments/<id:pk>/export.csv", experiment_views.experiment_export, {"fmt": "csv"},
          name="experiment_csv"),

@@ -148,7 +148,7 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
     from agents_app.experiments.datasets import Row
     from agents_app.experiments.spec import parse_spec
 
-    monkeypatch.setattr("agents_app.experiments.hooks.ANNOUNCE", False)
+    monkeypatch.setattr("agents_app.engine.experiment_hooks.ANNOUNCE", False)
     ds = experiments.save_dataset(alice, "tasks", [Row(key="a", task="Say hi")])
     experiments.launch(alice, ds, parse_spec({
         "name": "e", "patterns": [{"name": "plan_execute"}],

@@ -11,7 +11,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from agents_app import engine
-from agents_app.experiments import hooks, service
+from agents_app.engine import experiment_hooks as hooks
+from agents_app.experiments import service
 from agents_app.experiments.datasets import Row
 from agents_app.experiments.spec import parse_spec
 from agents_app.models import Dataset, Experiment, Run
@@ -199,3 +200,17 @@ def test_the_charts_are_svg_images_of_the_owner_that_run_nothing(client, alice, 
     client.force_login(bob)
     assert client.get(reverse("experiment_chart", args=[experiment.pk, "heatmap"])
                       ).status_code == 404
+
+
+def test_a_launch_sent_twice_makes_one_experiment(alice_client, alice):
+    ds = make_dataset(alice)
+    page = alice_client.get(reverse("experiment_new")).content.decode()
+    import re
+
+    nonce = re.search(r'name="nonce" value="([0-9a-f]+)"', page).group(1)
+    data = launch_data(ds, action="launch", nonce=nonce)
+    first = alice_client.post(reverse("experiment_new"), data)
+    second = alice_client.post(reverse("experiment_new"), data)
+    experiment = Experiment.objects.get()
+    assert first["Location"] == second["Location"] == experiment.get_absolute_url()
+    assert experiment.runs.count() == 2

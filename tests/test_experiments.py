@@ -11,8 +11,9 @@ from decimal import Decimal
 import pytest
 
 from agents_app import engine
-from agents_app.experiments import hooks, service
+from agents_app.engine import experiment_hooks as hooks
 from agents_app.experiments import results as res
+from agents_app.experiments import service
 from agents_app.experiments.datasets import Row
 from agents_app.experiments.spec import SpecError, parse_spec
 from agents_app.forking.cli import drive
@@ -234,3 +235,33 @@ def test_without_sharing_every_cell_runs_every_stage(alice):
     assert experiment.status == "completed"
     assert not experiment.runs.filter(forked_from__isnull=False).exists()
     assert ModelCall.objects.filter(run__experiment=experiment, role="planner").count() == 12
+
+
+def test_a_pairwise_judge_reads_two_cells_in_both_orders_once_the_grid_ends(alice):
+    s = spec(repetitions=1, pairwise={"cells": [1, 2], "rubric": "Which is more complete?"},
+             assignments=[{"models": {"*": "offline/default"}},
+                          {"models": {"*": "offline/brief"}}])
+    experiment = service.launch(alice, dataset(alice), s, enqueue=False)
+    assert experiment.pairwise == {}
+    experiment = finish(experiment)
+    assert experiment.status == "completed"
+    from agents_app.experiments import pairwise
+
+    summary = pairwise.summary(experiment)
+    assert summary["state"] == "done" and len(summary["verdicts"]) == 3
+    assert summary["a_wins"] + summary["b_wins"] + summary["ties"] + summary["failed"] == 3
+    assert all(v["calls"] == 2 for v in summary["verdicts"])  # both orders, each pair
+    assert summary["position_bias"] is not None
+    assert pairwise.judge(experiment.pk) is False  # judged once
+    assert res.as_dict(res.compute(experiment))["pairwise"]["verdicts"]
+
+
+@pytest.mark.parametrize("pw,message", [
+    ({"cells": [1, 1], "rubric": "x"}, "two different cell numbers"),
+    ({"cells": [1, 5], "rubric": "x"}, "the grid has 1 cells"),
+    ({"cells": [1, 2], "rubric": ""}, "pairwise.rubric"),
+])
+def test_a_pairwise_judge_of_cells_that_do_not_exist_is_refused(alice, pw, message):
+    with pytest.raises(SpecError) as exc:
+        service.launch(alice, dataset(alice), spec(pairwise=pw), enqueue=False)
+    assert message in str(exc.value) and Experiment.objects.count() == 0

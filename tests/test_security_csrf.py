@@ -11,11 +11,12 @@ import re
 
 import pytest
 from django.apps import apps
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import get_resolver, reverse
 
 from agents_app import engine
-from agents_app.models import Run
+from agents_app.models import Dataset, Run
 from reviews_app.models import Finding, Review
 from tests.conftest import PASSWORD
 from tests.review_corpus import GOOD
@@ -98,6 +99,14 @@ def payload(name: str, runs) -> dict:  # noqa: F811
         "github_app_edit": {"app_id": "4242", "api_url": "", "publish_policy": "never",
                             "active": "on"},
         "github_app_delete": {},
+        "dataset_new": {"name": "csrf", "file": SimpleUploadedFile(
+            "t.jsonl", b'{"task": "Say hi"}\n')},
+        "dataset_from_history": {"runs": [plan.pk]},
+        "experiment_new": {"name": "csrf", "dataset": Dataset.objects.filter(
+            owner=plan.owner).earliest("pk").pk, "patterns": ["plan_execute"],
+            "assignments": "*=offline/default", "repetitions": 1, "concurrency": 1,
+            "action": "launch"},
+        "experiment_cancel": {},
     }.get(name, {"seq": 0})
 
 
@@ -116,7 +125,8 @@ ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision",
          "rule_suggest",
          "start_run", "start_review", "change_new", "connection_new", "connection_edit",
          "connection_delete", "github_app_new", "github_app_edit", "github_app_delete",
-         "fork_form", "run_again", "replay_run", "continue_run"]
+         "fork_form", "run_again", "replay_run", "continue_run",
+         "dataset_new", "dataset_from_history", "experiment_new", "experiment_cancel"]
 
 
 def app_url(name: str, runs) -> str:  # noqa: F811

@@ -29,6 +29,7 @@ the continuation by the task's name: the engine never imports ``agents_app.tasks
 from .actions import StaleDecision, cancel, decide
 from .commit import EXPERIMENT_END_HOOKS, FORK_GATE_HOOKS, register_terminal_hook
 from .creation import create_run
+from .experiment_hooks import announce_end, apply_experiment_gate
 from .fork_gates import apply_gate_policy
 from .leases import (
     DB_UNAVAILABLE,
@@ -44,16 +45,10 @@ if apply_gate_policy not in FORK_GATE_HOOKS:
     FORK_GATE_HOOKS.append(apply_gate_policy)
 
 
-def _experiment_hooks() -> None:
-    from ..experiments.hooks import announce_end, apply_experiment_gate
-
-    if apply_experiment_gate not in FORK_GATE_HOOKS:
-        FORK_GATE_HOOKS.append(apply_experiment_gate)
-    if announce_end not in EXPERIMENT_END_HOOKS:
-        EXPERIMENT_END_HOOKS.append(announce_end)
-
-
-_experiment_hooks()
+if apply_experiment_gate not in FORK_GATE_HOOKS:
+    FORK_GATE_HOOKS.append(apply_experiment_gate)
+if announce_end not in EXPERIMENT_END_HOOKS:
+    EXPERIMENT_END_HOOKS.append(announce_end)
 
 __all__ = [
     "DB_UNAVAILABLE",

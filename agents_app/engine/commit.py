@@ -37,7 +37,7 @@ def register_terminal_hook(pattern: str, hook: Callable[[int], None]) -> None:
 
 
 # What runs when a fork or a run of an experiment commits at a gate: its gate policy
-# (``fork_gates.apply_gate_policy``, ``experiments.hooks.apply_experiment_gate``; added by the
+# (``fork_gates.apply_gate_policy``, ``experiment_hooks.apply_experiment_gate``; added by the
 # package's ``__init__``, since they decide through ``actions``, which needs this module).
 FORK_GATE_HOOKS: list[Callable[..., Any]] = []
 DECIDED_BY_POLICY = ("approved", "reused", "rejected")  # what a hook returns when it decided the gate

@@ -74,6 +74,7 @@ def parse_assignments(text: str) -> list[dict[str, Any]]:
 
 
 class ExperimentForm(forms.Form):
+    nonce = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
     name = forms.CharField(max_length=200)
     dataset = forms.ModelChoiceField(queryset=Dataset.objects.none(),
                                      empty_label="Choose a dataset")
@@ -88,6 +89,12 @@ class ExperimentForm(forms.Form):
                                  initial='[{"kind": "exact"}]', required=False,
                                  help_text="A JSON list of evaluators (exact, regex, "
                                            "json_schema, numeric, findings, judge).")
+    pairwise = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}),
+                               label="Pairwise judge",
+                               help_text="Optional: two cells' answers judged against each "
+                                         "other in both orders once the grid ends, e.g. "
+                                         "{\"cells\": [1, 2], \"rubric\": \"Which answer "
+                                         "is more correct and complete?\"}.")
     reject_note = forms.CharField(max_length=2000, required=False,
                                   initial="Rejected by the experiment's gate policy.")
     budget_usd = forms.DecimalField(required=False, min_value=Decimal(0), max_digits=10,
@@ -100,6 +107,10 @@ class ExperimentForm(forms.Form):
 
     def __init__(self, *args, owner, **kwargs):
         super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            import secrets
+
+            self.initial.setdefault("nonce", secrets.token_hex(16))
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=owner)
         self.fields["baseline"].queryset = Experiment.objects.filter(owner=owner)
         patterns = task_patterns()
@@ -146,6 +157,18 @@ class ExperimentForm(forms.Form):
             raise forms.ValidationError("A JSON list of evaluator objects.")
         return value
 
+    def clean_pairwise(self) -> dict[str, Any] | None:
+        text = no_nul(self.cleaned_data.get("pairwise") or "", "The pairwise judge").strip()
+        if not text:
+            return None
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"Not JSON: {exc.msg} (line {exc.lineno}).") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError("An object with \"cells\" and \"rubric\".")
+        return value
+
     def clean_reject_note(self) -> str:
         return no_nul(self.cleaned_data.get("reject_note") or "", "The note")
 
@@ -166,4 +189,5 @@ class ExperimentForm(forms.Form):
             "budget_usd": str(d["budget_usd"]) if d.get("budget_usd") is not None else None,
             "concurrency": d["concurrency"],
             "baseline": d["baseline"].pk if d.get("baseline") else None,
+            "pairwise": d.get("pairwise"),
         }

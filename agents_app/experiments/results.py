@@ -237,6 +237,7 @@ def as_dict(result: Results) -> dict[str, Any]:
         "tasks": [{"key": t.key, "task": t.task, "pass_rates": t.rates,
                    "all_passed": t.all_passed, "flaky": t.flaky} for t in result.tasks],
         "flaky_tasks": [t.key for t in result.flaky],
+        "pairwise": _pairwise(e),
         "regressions": [c.label for c in result.regressions],
     }
 
@@ -257,3 +258,9 @@ def csv_rows(experiment: Experiment):
                "" if r.passed is None else str(r.passed).lower(), f"{r.cost:.8f}", r.tokens,
                "" if r.seconds is None else f"{r.seconds:.3f}", " | ".join(r.unscored),
                r.error[:500]]
+
+
+def _pairwise(experiment: Experiment) -> dict[str, Any] | None:
+    from .pairwise import summary
+
+    return summary(experiment)

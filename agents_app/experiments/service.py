@@ -153,11 +153,17 @@ def forecast(owner, cells: list[PlannedCell], runs_per_cell: int) -> tuple[Decim
     return (None if unknown else total), rows
 
 
-def launch(owner, dataset: Dataset, spec: GridSpec, *, enqueue: bool = True) -> Experiment:
+def launch(owner, dataset: Dataset, spec: GridSpec, *, enqueue: bool = True,
+           nonce: str = "") -> Experiment:
     items = list(dataset.items.all())
     spec.check_size(len(items))
     cells = plan_cells(spec)
     check_evaluators(spec, items)
+    if spec.pairwise is not None:
+        if max(spec.pairwise.cells) > len(cells):
+            raise SpecError(f"pairwise.cells: the grid has {len(cells)} cells, numbered from 1.")
+        if problem := check_model_name(spec.pairwise.model):
+            raise SpecError(f"pairwise.model: {problem}")
     baseline = None
     if spec.baseline is not None:
         baseline = Experiment.objects.filter(owner=owner, pk=spec.baseline).first()
@@ -168,7 +174,8 @@ def launch(owner, dataset: Dataset, spec: GridSpec, *, enqueue: bool = True) -> 
     with transaction.atomic():
         experiment = Experiment.objects.create(
             owner=owner, name=spec.name, dataset=dataset,
-            spec=spec.model_dump(mode="json"), repetitions=spec.repetitions,
+            spec={**spec.model_dump(mode="json"), "nonce": nonce[:64]},
+            repetitions=spec.repetitions,
             budget_usd=spec.budget_usd, forecast_usd=total, baseline=baseline,
             planned_runs=len(cells) * runs_per_cell)
         Cell.objects.bulk_create([
@@ -335,6 +342,9 @@ def run_ended(run_id: int, *, enqueue: bool = True) -> None:
         return
     score_run(run)
     top_up(run.experiment_id, enqueue=enqueue)
+    from . import pairwise
+
+    pairwise.judge(run.experiment_id)  # once the grid has ended, when it asks for one
 
 
 def evaluators_for(run: Run) -> list[dict[str, Any]]:
@@ -408,4 +418,9 @@ def sweep_experiments() -> int:
                                           "item", "experiment")[:200]:
             score_run(run)
         started += top_up(pk)
+    from . import pairwise
+
+    for pk in Experiment.objects.filter(status=ExperimentStatus.COMPLETED, pairwise={}
+                                        ).values_list("pk", flat=True):
+        pairwise.judge(pk)  # only those that ask for a pairwise judge
     return started

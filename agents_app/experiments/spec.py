@@ -65,6 +65,24 @@ class Assignment(BaseModel):
         return ", ".join(f"{r}={m}" if r != "*" else m for r, m in self.models.items())
 
 
+class PairwiseSpec(BaseModel):
+    """Two cells' outputs judged against each other once the grid has ended: for each task
+    and repetition, the judge sees both orders (numbers as the results page shows them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rubric: str = Field(min_length=1, max_length=4000)
+    cells: tuple[int, int]
+    model: str = Field(default="offline/default", min_length=1, max_length=200)
+
+    @field_validator("cells")
+    @classmethod
+    def _two(cls, value: tuple[int, int]) -> tuple[int, int]:
+        if value[0] == value[1] or min(value) < 1:
+            raise ValueError("two different cell numbers, counted from 1")
+        return value
+
+
 class GridSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -82,6 +100,7 @@ class GridSpec(BaseModel):
     # Cells of one pattern and options that differ only in later roles' models share the
     # stages before the first call of a differing role: those cells' runs are forks.
     share_stages: bool = True
+    pairwise: PairwiseSpec | None = None
 
     @property
     def cells(self) -> int:

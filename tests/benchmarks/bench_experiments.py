@@ -39,6 +39,8 @@ def main() -> None:
     parser.add_argument("--repetitions", type=positive(int, 1, 50), default=5)
     parser.add_argument("--requests", type=positive(int, 1, 100), default=5,
                         help="requests timed of each page, export and chart")
+    parser.add_argument("--no-share", action="store_true",
+                        help="every cell runs every stage (no forks of a shared start)")
     parser.error = lambda message: parser.exit(2, f"bench_experiments: {message}\n")
     args = parser.parse_args()
     from tests.stack import free_port, start_redis
@@ -60,6 +62,8 @@ def main() -> None:
     print(f"  wall time {grid['seconds']:.1f} s · {grid['planned'] / grid['seconds']:.1f} runs/s"
           f" · status {grid['status']} · runs {grid['runs']} · distinct slots {grid['slots']}"
           f" · lost {grid['planned'] - grid['slots']} · doubled {grid['runs'] - grid['slots']}")
+    print(f"  model calls made {grid['calls']:,} · runs that are forks of another cell's run "
+          f"{grid['forks']} ({'sharing off' if args.no_share else 'sharing on'})")
     print(f"  evaluations {grid['evaluations']} (2 per completed run: "
           f"{2 * grid['completed']})")
     for name, ms in pages.items():
@@ -68,7 +72,8 @@ def main() -> None:
 
 def run_grid(owner, args) -> dict:
     from agents_app import engine
-    from agents_app.experiments import hooks, service
+    from agents_app.engine import experiment_hooks as hooks
+    from agents_app.experiments import service
     from agents_app.experiments.datasets import Row
     from agents_app.experiments.spec import parse_spec
     from agents_app.forking.cli import drive
@@ -90,7 +95,7 @@ def run_grid(owner, args) -> dict:
                                                       "critic": "offline/brief",
                                                       "judge": "offline/brief"}}],
         "evaluators": [{"kind": "regex", "pattern": r"\w+"}, {"kind": "exact"}],
-        "gates": {"plan_approval": "approve"}})
+        "gates": {"plan_approval": "approve"}, "share_stages": not args.no_share})
     started = time.perf_counter()
     experiment = service.launch(owner, dataset, spec, enqueue=False)
     while True:
@@ -108,7 +113,11 @@ def run_grid(owner, args) -> dict:
     experiment.refresh_from_db()
     runs = experiment.runs.count()
     slots = experiment.runs.values("cell_id", "item_id", "repetition").distinct().count()
+    from agents_app.models import ModelCall
+
     return {"experiment": experiment, "cells": experiment.cells.count(),
+            "calls": ModelCall.objects.filter(run__experiment=experiment).count(),
+            "forks": experiment.runs.filter(forked_from__isnull=False).count(),
             "planned": experiment.planned_runs, "seconds": seconds,
             "status": experiment.status, "runs": runs, "slots": slots,
             "completed": experiment.runs.filter(status="completed").count(),

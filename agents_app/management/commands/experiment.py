@@ -14,32 +14,42 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from agents_app.cli import CheckedCommand, bad_input, command_owner
-from agents_app.experiments import hooks, service
+from agents_app.engine import experiment_hooks as hooks
 from agents_app.experiments import results as res
+from agents_app.experiments import service
 from agents_app.experiments.datasets import DatasetError, parse
 from agents_app.experiments.spec import SpecError, parse_spec
 from agents_app.forking.cli import drive
 from agents_app.models import RUNNABLE, Dataset, Experiment, ExperimentStatus
 
-EXAMPLE = """\
-name = "three patterns, two assignments"
+
+def example() -> str:
+    """A specification to start from, with the first two patterns one starts from a task."""
+    from agents_app.patterns import task_patterns
+
+    first, second = (p.name for p in task_patterns()[:2])
+    return f"""\
+name = "two patterns, two assignments"
 dataset = "tasks.jsonl"          # a file next to this one (JSONL or CSV), or dataset_id = 3
 repetitions = 5
-baseline = 12                    # optional: an earlier experiment to compare with
-evaluators = [{ kind = "exact" }]
-gates = { plan_approval = "approve" }
+# baseline = 12                  # an earlier experiment to compare with (exit 1: worse)
+evaluators = [{{ kind = "regex", pattern = "\\\\w+" }}, {{ kind = "exact" }}]
+gates = {{ plan_approval = "approve" }}
+concurrency = 8
+# budget_usd = 5
+# pairwise = {{ cells = [1, 2], rubric = "Which answer is more correct and complete?" }}
 
 [[patterns]]
-name = "plan_execute"
+name = "{first}"
 [[patterns]]
-name = "debate"
-options = { max_rounds = 2 }
+name = "{second}"
+# options = {{ max_rounds = 2 }}
 
 [[assignments]]
-models = { "*" = "offline/default" }
+models = {{ "*" = "offline/default" }}
 [[assignments]]
-label = "brief executor"
-models = { "*" = "offline/default", executor = "offline/brief" }
+label = "brief"
+models = {{ "*" = "offline/default", executor = "offline/brief" }}
 """
 
 
@@ -68,7 +78,7 @@ class Command(CheckedCommand):
 
     def handle(self, *args, **opts):
         if opts["action"] == "example":
-            self.stdout.write(EXAMPLE)
+            self.stdout.write(example())
             return
         if not opts["target"]:
             raise bad_input(f"{opts['action']} needs {'a SPEC file' if opts['action'] == 'run' else 'an ID'}.")
@@ -198,6 +208,13 @@ def table(result: res.Results) -> str:
     if result.flaky:
         lines.append("Flaky tasks (passed in some repetitions only): "
                      + ", ".join(t.key for t in result.flaky))
+    from agents_app.experiments.pairwise import summary
+
+    if (p := summary(e)) and p["state"] == "done":
+        bias = "—" if p["position_bias"] is None else f"{p['position_bias']:.2f}"
+        lines.append(f"Pairwise judge, {p['a']} (A) against {p['b']} (B): A {p['a_wins']}, "
+                     f"B {p['b_wins']}, ties {p['ties']}, not judged {p['failed']}; position "
+                     f"bias {bias}")
     if result.regressions:
         lines.append(f"{len(result.regressions)} cell(s) worse than the baseline beyond noise.")
     return "\n".join(lines) + "\n"

@@ -1,5 +1,6 @@
-"""How the engine reaches experiments without importing them (issue 34): after a run of an
-experiment ends, a task scores it and starts the next runs of its grid (``announce_end``);
+"""How the engine serves experiments without importing them (issue 34): after a run of an
+experiment ends, a task (known by its name) scores it and starts the next runs of its grid
+(``announce_end``);
 when a run of an experiment waits at a gate, the experiment's policy for that gate applies —
 approve, reject with its fixed note, or wait for a person — and the decision records it."""
 
@@ -31,7 +32,7 @@ def announce_end(run_id: int) -> None:
 
 def apply_experiment_gate(run_id: int, *, enqueue: bool = True) -> str:
     """A run of an experiment waiting at a gate: its experiment's policy for the gate."""
-    from ..engine.actions import StaleDecision, decide
+    from .actions import StaleDecision, decide
 
     run = Run.objects.filter(pk=run_id).select_related("experiment").first()
     if run is None or run.experiment is None or not run.is_waiting:
