@@ -4,6 +4,7 @@ from . import (
     converters,  # noqa: F401 - registers <id:...>
     experiment_views,
     fork_views,
+    inbox_views,
     usage_views,
     views,
 )
@@ -25,6 +26,7 @@ urlpatterns = [
     path("runs/<id:pk>/continue/", fork_views.fork_shortcut, {"kind": "continue"},
          name="continue_run"),
     path("runs/compare/", fork_views.compare_runs, name="compare_runs"),
+    path("inbox/", inbox_views.inbox_page, name="inbox"),
     path("experiments/", experiment_views.experiment_list, name="experiment_list"),
     path("experiments/new/", experiment_views.experiment_new, name="experiment_new"),
     path("experiments/prompts/", experiment_views.judge_prompts, name="judge_prompts"),

@@ -75,6 +75,7 @@ CASES = {
     "replay_run": ("plan", (), "POST"),
     "continue_run": ("plan", (), "POST"),
     "compare_runs": (None, (), "GET"),
+    "inbox": (None, (), "GET"),
     "experiment_list": (None, (), "GET"),
     "experiment_new": (None, (), "POST"),
     "judge_prompts": (None, (), "GET"),
