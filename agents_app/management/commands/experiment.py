@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
+from django.db import transaction
 
 from agents_app.cli import CheckedCommand, bad_input, command_owner
 from agents_app.engine import experiment_hooks as hooks
@@ -119,18 +120,20 @@ class Command(CheckedCommand):
             data["concurrency"] = 1
         try:
             spec = parse_spec(data)
-            if dataset_path is not None:
-                file = (path.parent / str(dataset_path))
-                rows = parse(file.read_bytes(), file.name)
-                dataset = service.save_dataset(owner, f"{spec.name} ({file.name})", rows)
-            elif dataset_id is not None:
-                dataset = Dataset.objects.filter(pk=dataset_id, owner=owner).first()
-                if dataset is None:
-                    raise SpecError(f"dataset_id: no dataset {dataset_id} of {owner}.")
-            else:
-                raise SpecError("dataset: give a file (dataset = \"tasks.jsonl\") or "
-                                "dataset_id = N.")
-            return service.launch(owner, dataset, spec, enqueue=not here)
+            # A new dataset and its experiment are saved together, or neither is.
+            with transaction.atomic():
+                if dataset_path is not None:
+                    file = (path.parent / str(dataset_path))
+                    rows = parse(file.read_bytes(), file.name)
+                    dataset = service.save_dataset(owner, f"{spec.name} ({file.name})", rows)
+                elif dataset_id is not None:
+                    dataset = Dataset.objects.filter(pk=dataset_id, owner=owner).first()
+                    if dataset is None:
+                        raise SpecError(f"dataset_id: no dataset {dataset_id} of {owner}.")
+                else:
+                    raise SpecError("dataset: give a file (dataset = \"tasks.jsonl\") or "
+                                    "dataset_id = N.")
+                return service.launch(owner, dataset, spec, enqueue=not here)
         except (SpecError, DatasetError) as exc:
             raise bad_input(str(exc)) from None
         except OSError as exc:
