@@ -87,3 +87,34 @@ def test_upload_launch_watch_and_read_an_experiment(live_stack, page, browser_al
         page.screenshot(path=os.environ["QUORUM_SCREENSHOTS"] + "/experiment-1280.png",
                         full_page=True)
     assert page.errors == []
+
+
+def test_the_calibration_page_fits_at_1280_and_on_a_phone(live_stack, page, browser_alice,
+                                                          tmp_path):
+    """Its scorecard and case tables scroll in their own boxes; the page never runs wider
+    than the window (found by hand: 1,632 px at both widths)."""
+    import shutil
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from reviews_app.calibration import cases
+
+    folder = tmp_path / "few"
+    folder.mkdir()
+    for name in ("py-invoice-totals", "py-clean-slugify", "mixed-worker-manifest"):
+        for ext in (".json", ".diff"):
+            shutil.copy(cases.STARTER / f"{name}{ext}", folder / f"{name}{ext}")
+    call_command("calibrate", "--user", "alice", "--set", str(folder), stdout=StringIO(),
+                 stderr=StringIO())
+    sign_in(page, live_stack)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{live_stack}/reviews/calibration/")
+        page.wait_for_selector("#scorecard table")
+        wide = page.evaluate("""() => [...document.querySelectorAll('body *')].filter(
+            e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 5).map(
+            e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))""")
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), \
+            (width, wide)
+    assert page.errors == []

@@ -39,6 +39,12 @@ def apply_experiment_gate(run_id: int, *, enqueue: bool = True) -> str:
         return "nothing"
     spec = run.experiment.spec
     policy = (spec.get("gates") or {}).get(run.gate, "wait")
+    how = f"experiment:{policy}"
+    if policy == "reject" and rejected_before(run):
+        # Rejected once at this gate already: what the revision is worth is measured by
+        # going on with it. Rejecting every revision would loop for ever (a planner answers
+        # each rejection with a new plan; nothing else bounds it).
+        policy, how = "approve", "experiment:approve-after-reject"
     if policy == "approve":
         decision = Decision(action="approve", author="experiment policy")
     elif policy == "reject":
@@ -47,10 +53,17 @@ def apply_experiment_gate(run_id: int, *, enqueue: bool = True) -> str:
     else:
         return "ask"
     try:
-        decide(run, run.owner, run.stage_seq, decision, how=f"experiment:{policy}",
-               enqueue=enqueue)
+        decide(run, run.owner, run.stage_seq, decision, how=how, enqueue=enqueue)
     except (StaleDecision, InvalidDecision) as exc:
         log.info("run %s: the experiment's %s at %s does not apply (%s); a person decides",
                  run_id, policy, run.gate, exc)
         return "ask"
     return "approved" if policy == "approve" else "rejected"
+
+
+def rejected_before(run: Run) -> bool:
+    """Whether the experiment's policy has rejected at this gate of this run already."""
+    from ..models import Checkpoint
+
+    return Checkpoint.objects.filter(run=run, decision__how="experiment:reject",
+                                     decision__gate=run.gate).exists()

@@ -119,7 +119,7 @@ class ExperimentForm(forms.Form):
         for gate in self.gate_names:
             self.fields[f"gate_{gate}"] = forms.ChoiceField(
                 choices=[("wait", "wait for a person"), ("approve", "approve"),
-                         ("reject", "reject with the note")], initial="wait", required=False,
+                         ("reject", "reject once with the note, then approve the revision")], initial="wait", required=False,
                 label=gate.replace("_", " ").capitalize(), widget=forms.RadioSelect)
 
     @property
