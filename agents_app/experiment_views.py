@@ -101,7 +101,8 @@ def experiment_new(request):
                 dataset = form.cleaned_data["dataset"]
                 items = list(dataset.items.all())
                 spec.check_size(len(items))
-                cells = service.plan_cells(spec)
+                skipped: list[str] = []
+                cells = service.plan_cells(spec, skipped)
                 service.check_evaluators(spec, items)
             except (SpecError, forms.ValidationError) as exc:
                 ctx["error"] = exc.messages[0] if isinstance(exc, forms.ValidationError) \
@@ -120,7 +121,7 @@ def experiment_new(request):
                 ctx["preview"] = {"cells": cells, "runs": len(cells) * runs_per_cell,
                                   "per_cell": runs_per_cell, "forecast": total,
                                   "forecast_rows": rows, "tasks": len(items),
-                                  "repetitions": spec.repetitions}
+                                  "skipped": skipped, "repetitions": spec.repetitions}
         status = 200 if "preview" in ctx else 400
         return render(request, "agents_app/experiments/new.html", ctx, status=status)
     return render(request, "agents_app/experiments/new.html", ctx)

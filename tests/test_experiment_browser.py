@@ -46,7 +46,9 @@ def test_upload_launch_watch_and_read_an_experiment(live_stack, page, browser_al
     page.fill("input[name=concurrency]", "8")
     page.click("button[value=preview]")
     preview = page.locator("#experiment-preview").inner_text()
-    assert "4 cells × 3 tasks × 2 repetitions = 24 runs." in preview
+    assert "3 cells × 3 tasks × 2 repetitions = 18 runs." in preview
+    assert "Left out as the same as another cell: Reflective (actor and critic) · brief" \
+        in preview
     assert Experiment.objects.count() == 0
     page.click("button[value=launch]")
     page.wait_for_url(re.compile(r".*/experiments/\d+/$"))
@@ -61,9 +63,9 @@ def test_upload_launch_watch_and_read_an_experiment(live_stack, page, browser_al
     page.wait_for_selector("#experiment-finished", state="attached", timeout=10_000)
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
     status = page.locator("#experiment-progress .status-line").inner_text()
-    assert "Completed" in status and "24 of 24 runs ended" in status
+    assert "Completed" in status and "18 of 18 runs ended" in status
     rows = page.locator("#cell-table tbody tr")
-    assert rows.count() == 4
+    assert rows.count() == 3
     first = rows.first.inner_text()
     assert "6 / 6" in first and "±" in first and "[" in first
     # The charts load as images (matplotlib's SVG), each with its numbers also in a table.

@@ -52,6 +52,28 @@ def write_spec(folder, pattern=r"\\w+", extra="") -> str:
     return str(path)
 
 
+REFLECTIVE = """\
+name = "reflective"
+dataset = "tasks.jsonl"
+repetitions = 1
+evaluators = [{ kind = "regex", pattern = "(?m)^## Revisions" }]
+%s
+[[patterns]]
+name = "reflective"
+
+[[assignments]]
+label = "candidate"
+models = { "*" = "offline/default", actor = "%s" }
+"""
+
+
+def write_reflective(folder, actor: str, baseline: int | None = None) -> str:
+    """The offline actor writes a "## Revisions" section the brief one leaves out."""
+    path = folder / f"reflective-{len(list(folder.iterdir()))}.toml"
+    path.write_text(REFLECTIVE % (f"baseline = {baseline}" if baseline else "", actor))
+    return str(path)
+
+
 def cmd(*args) -> tuple[int, str]:
     out = StringIO()
     try:
@@ -67,14 +89,18 @@ def test_run_here_prints_the_table_and_a_regression_exits_1(alice, files):
     assert code == 0 and first.status == "completed", out
     assert f"Experiment {first.pk} · cli grid · Completed · 10 of 10 runs ended" in out
     assert "1.000 [1.000, 1.000]" in out
-    # The same grid, scored by a pattern no answer matches, against the first as baseline:
-    # every task worse, the interval below zero — exit 1, the cell marked.
-    worse = write_spec(files, pattern="^no answer says this$", extra=f"baseline = {first.pk}")
+    # A worse model for a role, the same evaluators and cell label, against a baseline: every
+    # task worse, the interval below zero — exit 1, the cell marked.
+    base = write_reflective(files, "offline/default")
+    code, out = cmd("run", base, "--here", "--user", "alice")
+    baseline = Experiment.objects.order_by("-pk").first()
+    assert code == 0 and "1.000 [1.000, 1.000]" in out, out
+    worse = write_reflective(files, "offline/brief", baseline=baseline.pk)
     code, out = cmd("run", worse, "--here", "--user", "alice")
-    second = Experiment.objects.exclude(pk=first.pk).get()
+    second = Experiment.objects.order_by("-pk").first()
     assert code == 1, out
     assert "REGRESSION" in out and "worse than the baseline beyond noise" in out
-    assert second.baseline_id == first.pk
+    assert second.baseline_id == baseline.pk
     # The first against itself as baseline: no difference beyond noise — exit 0.
     same = write_spec(files, extra=f"baseline = {first.pk}")
     code, out = cmd("run", same, "--here", "--user", "alice", "--json")
@@ -101,7 +127,8 @@ def test_example_is_a_specification_that_parses(alice):
     (["run", "{bad_toml}"], "is not TOML"),
     (["run", "{unknown_pattern}"], "Unknown pattern 'nope'"),
     (["run", "{no_dataset}"], "dataset: give a file"),
-    (["run", "{missing_dataset}"], "dataset: No such file or directory"),
+    (["run", "{missing_dataset}"], "missing.jsonl: No such file or directory"),
+    (["run", "{no_gates}", "--here"], 'set gates = { plan_approval = "approve" }'),
     (["run", "{bad_rows}"], "1 of 2 rows cannot be used: line 2: not JSON"),
     (["run", "{extra_key}"], "colour: Extra inputs are not permitted"),
     (["show", "abc"], "is not an experiment number"),
@@ -122,6 +149,7 @@ def test_bad_input_is_one_line_exit_2_and_saves_nothing(args, message, alice, fi
         "missing_dataset": good.replace("tasks.jsonl", "missing.jsonl"),
         "bad_rows": good.replace("tasks.jsonl", "bad.jsonl"),
         "extra_key": good + 'colour = "blue"\n',
+        "no_gates": good.replace('gates = { plan_approval = "approve" }\n', ""),
     }
     (files / "bad.jsonl").write_text('{"task": "ok"}\n{not json\n')
     values = {"tmp": str(files)}

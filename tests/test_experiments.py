@@ -269,3 +269,27 @@ def test_a_pairwise_judge_of_cells_that_do_not_exist_is_refused(alice, pw, messa
     with pytest.raises(SpecError) as exc:
         service.launch(alice, dataset(alice), spec(pairwise=pw), enqueue=False)
     assert message in str(exc.value) and Experiment.objects.count() == 0
+
+
+def test_an_assignment_that_changes_no_role_of_a_pattern_makes_no_second_cell(alice):
+    s = spec(patterns=[{"name": "plan_execute"}, {"name": "reflective"}],
+             assignments=[{"models": {"*": "offline/default"}},
+                          {"label": "brief", "models": {"*": "offline/default",
+                                                        "executor": "offline/brief"}}])
+    experiment = service.launch(alice, dataset(alice), s, enqueue=False)
+    labels = list(experiment.cells.values_list("label", flat=True))
+    assert len(labels) == 3 and not any(label.startswith("Reflective") and "brief" in label
+                                        for label in labels)
+    assert experiment.planned_runs == 3 * 3 * 2
+    [skipped] = experiment.spec["skipped_cells"]
+    assert "brief" in skipped and "has none of the roles it changes" in skipped
+
+
+def test_a_baseline_scored_by_other_evaluators_is_refused(alice):
+    ds = dataset(alice)
+    base = service.launch(alice, ds, spec(evaluators=[{"kind": "exact"}]), enqueue=False)
+    with pytest.raises(SpecError) as exc:
+        service.launch(alice, ds, spec(baseline=base.pk, evaluators=[
+            {"kind": "regex", "pattern": "x"}]), enqueue=False)
+    assert "scored by other evaluators" in str(exc.value)
+    assert Experiment.objects.count() == 1

@@ -75,11 +75,13 @@ class PlannedCell:
     label: str
 
 
-def plan_cells(spec: GridSpec) -> list[PlannedCell]:
+def plan_cells(spec: GridSpec, skipped: list[str] | None = None) -> list[PlannedCell]:
     """The grid's cells, each checked: a pattern one can start from a task, options its own
-    model accepts, a model for every role it calls, every model a name the gateway knows."""
+    model accepts, a model for every role it calls, every model a name the gateway knows. A
+    cell identical to an earlier one is left out and described in ``skipped``."""
     known = {p.name: p for p in task_patterns()}
     cells: list[PlannedCell] = []
+    skipped = [] if skipped is None else skipped
     for p in spec.patterns:
         pattern = known.get(p.name)
         if pattern is None:
@@ -108,6 +110,14 @@ def plan_cells(spec: GridSpec) -> list[PlannedCell]:
                 if problem := check_model_name(model):
                     raise SpecError(f"Assignment {a.name()!r}: {problem}")
             label = f"{p.label or pattern.label} · {a.name()}"
+            same = next((c for c in cells if (c.pattern, c.options, c.models)
+                         == (pattern.name, options, models)), None)
+            if same is not None:
+                # An assignment that changes only roles this pattern does not have: the same
+                # cell twice would be the same runs twice. Left out, and said.
+                skipped.append(f"{label} (the same models as {same.label}: {pattern.label} "
+                               f"has none of the roles it changes)")
+                continue
             cells.append(PlannedCell(len(cells), pattern.name, options, models, label))
     return cells
 
@@ -157,7 +167,8 @@ def launch(owner, dataset: Dataset, spec: GridSpec, *, enqueue: bool = True,
            nonce: str = "") -> Experiment:
     items = list(dataset.items.all())
     spec.check_size(len(items))
-    cells = plan_cells(spec)
+    skipped: list[str] = []
+    cells = plan_cells(spec, skipped)
     check_evaluators(spec, items)
     if spec.pairwise is not None:
         if max(spec.pairwise.cells) > len(cells):
@@ -169,12 +180,17 @@ def launch(owner, dataset: Dataset, spec: GridSpec, *, enqueue: bool = True,
         baseline = Experiment.objects.filter(owner=owner, pk=spec.baseline).first()
         if baseline is None:
             raise SpecError(f"No experiment {spec.baseline} of yours to compare with.")
+        if baseline.spec.get("evaluators", []) != spec.model_dump(mode="json")["evaluators"]:
+            raise SpecError(f"baseline: experiment {baseline.pk} was scored by other "
+                            "evaluators; a difference would measure the yardstick, not the "
+                            "runs. Use the same evaluators.")
     runs_per_cell = len(items) * spec.repetitions
     total, _ = forecast(owner, cells, runs_per_cell)
     with transaction.atomic():
         experiment = Experiment.objects.create(
             owner=owner, name=spec.name, dataset=dataset,
-            spec={**spec.model_dump(mode="json"), "nonce": nonce[:64]},
+            spec={**spec.model_dump(mode="json"), "nonce": nonce[:64],
+                  "skipped_cells": skipped},
             repetitions=spec.repetitions,
             budget_usd=spec.budget_usd, forecast_usd=total, baseline=baseline,
             planned_runs=len(cells) * runs_per_cell)

@@ -5,6 +5,7 @@ paired difference is below zero), 2 on bad input, 0 otherwise."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 import tomllib
@@ -22,6 +23,7 @@ from agents_app.experiments.datasets import DatasetError, parse
 from agents_app.experiments.spec import SpecError, parse_spec
 from agents_app.forking.cli import drive
 from agents_app.models import RUNNABLE, Dataset, Experiment, ExperimentStatus
+from agents_app.patterns import PATTERNS
 
 
 def example() -> str:
@@ -78,6 +80,7 @@ class Command(CheckedCommand):
         parser.add_argument("--json", action="store_true", help="Print JSON, not a table.")
 
     def handle(self, *args, **opts):
+        self.verbosity = int(opts.get("verbosity", 1))
         if opts["action"] == "example":
             self.stdout.write(example())
             return
@@ -120,11 +123,25 @@ class Command(CheckedCommand):
             data["concurrency"] = 1
         try:
             spec = parse_spec(data)
+            if here:
+                waiting = sorted({g for p in spec.patterns if p.name in PATTERNS
+                                  for g in PATTERNS[p.name].gates
+                                  if spec.gates.get(g, "wait") == "wait"})
+                if waiting:
+                    raise SpecError("--here runs every run in this command, so nobody can "
+                                    "decide a gate: set gates = { " + ", ".join(
+                                        f'{g} = "approve"' for g in waiting) + " } (or "
+                                    "\"reject\"), or leave out --here and decide them on "
+                                    "their pages.")
             # A new dataset and its experiment are saved together, or neither is.
             with transaction.atomic():
                 if dataset_path is not None:
                     file = (path.parent / str(dataset_path))
-                    rows = parse(file.read_bytes(), file.name)
+                    try:
+                        raw_rows = file.read_bytes()
+                    except OSError as exc:
+                        raise SpecError(f"dataset: {file}: {exc.strerror or exc}.") from None
+                    rows = parse(raw_rows, file.name)
                     dataset = service.save_dataset(owner, f"{spec.name} ({file.name})", rows)
                 elif dataset_id is not None:
                     dataset = Dataset.objects.filter(pk=dataset_id, owner=owner).first()
@@ -142,6 +159,8 @@ class Command(CheckedCommand):
     def _run_here(self, experiment: Experiment) -> None:
         """One run at a time in this process: drive it, score it, start the next."""
         hooks.ANNOUNCE = False  # this loop scores and tops up itself
+        if self.verbosity < 2:  # a line per model call would bury the table
+            logging.getLogger("quorum").setLevel(logging.WARNING)
         while True:
             pending = list(experiment.runs.filter(status__in=RUNNABLE).values_list("pk",
                                                                                   flat=True))
