@@ -289,3 +289,15 @@ def test_many_runs_draw_a_sample_of_points_over_a_box_of_all():
     assert "1 cell with more than 2000 runs" in drawn(one)
     assert "n=1000" in drawn(charts.latency([("few", [1.0] * 1000)]))  # all drawn, no note
     assert "more than" not in drawn(charts.latency([("few", [1.0] * 1000)]))
+
+
+def test_labels_of_cells_at_the_same_point_stand_one_above_the_other():
+    svg = charts.cost_vs_score([cell(f"Cell {i}", 0.0, 0.5) for i in range(4)])
+    root = parse(svg)
+    ys = []
+    for el in root.iter():
+        if el.tag.endswith("text") and "".join(el.itertext()).startswith("Cell "):
+            transform = el.get("transform", "")
+            y = el.get("y") or transform.split(",")[-1].split(")")[0]
+            ys.append(round(float(y), 1))
+    assert len(ys) == 4 and len(set(ys)) == 4, ys

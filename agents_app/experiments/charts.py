@@ -111,9 +111,16 @@ def cost_vs_score(cells: list[dict[str, Any]]) -> str:
     _interval_bars(ax, across, across=True)
     _interval_bars(ax, upright, across=False)
     ax.scatter(xs, ys, s=40, c=colours, edgecolors="white", linewidths=0.6, zorder=3)
+    stacked: dict[tuple[float, float], int] = {}  # labels already at this very point
     for index, (name, x, y, _, _) in enumerate(points):
-        ax.annotate(name if direct else str(index + 1), (x, y), xytext=(6, 5),
-                    textcoords="offset points", fontsize=FONT_SIZE - 1, parse_math=False)
+        spot = (round(x, 12), round(y, 12))
+        above = stacked.get(spot, 0)
+        stacked[spot] = above + 1
+        # Cells at the same point (all offline: every cost 0) get their labels one above
+        # the other, not printed over each other.
+        ax.annotate(name if direct else str(index + 1), (x, y),
+                    xytext=(6, 5 + above * (FONT_SIZE + 2)), textcoords="offset points",
+                    fontsize=FONT_SIZE - 1, parse_math=False)
     x_ends = [0.0, *xs, *(end for _, bar, _ in across for end in bar)]
     y_ends = [0.0, 1.0, *ys, *(end for _, bar, _ in upright for end in bar)]
     x_low, x_high = min(x_ends), max(x_ends)
