@@ -76,6 +76,7 @@ def test_upload_launch_watch_and_read_an_experiment(live_stack, page, browser_al
                                f"document.querySelector('{chart}').naturalWidth > 0",
                                timeout=20_000)
     assert page.locator("#task-table tbody tr").count() == 3
+    assert page.locator("#task-table tbody td", has_text="✓").count() == 9  # 3 tasks × 3 cells
     with page.expect_download() as download:
         page.click("text=CSV (one row per run)")
     assert download.value.suggested_filename == f"experiment-{experiment.pk}.csv"

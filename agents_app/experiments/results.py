@@ -77,6 +77,10 @@ class TaskResult:
     all_passed: list[bool | None]
     flaky: bool
 
+    @property
+    def pairs(self) -> list[tuple[float | None, bool | None]]:
+        return list(zip(self.rates, self.all_passed, strict=True))
+
 
 @dataclass
 class Results:
