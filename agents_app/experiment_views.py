@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from .csvcells import cell
 from .experiments import results as res
 from .experiments import service
 from .experiments.datasets import DatasetError, parse
@@ -207,7 +208,7 @@ def experiment_export(request, pk: int, fmt: str):
         response = HttpResponse(body, content_type="application/json")
     else:
         writer = csv.writer(_Echo())
-        response = StreamingHttpResponse((writer.writerow(row)
+        response = StreamingHttpResponse((writer.writerow([cell(v) for v in row])
                                           for row in res.csv_rows(experiment)),
                                          content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = (f'attachment; filename="experiment-{experiment.pk}.'

@@ -10,6 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from .csvcells import cell
 from .usage import CSV_TABLES, UNITS, UsageForm, chart_data, csv_rows, fit_unit, period_label, usage
 
 
@@ -36,20 +37,6 @@ def usage_page(request):
         **tables})
 
 
-def _cell(value) -> str:
-    """A CSV cell a spreadsheet shows as text: one starting like a formula gets a quote."""
-    text = str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") and not _number(text) else text
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 @login_required
 @require_GET
 def usage_csv(request):
@@ -67,5 +54,5 @@ def usage_csv(request):
                                        f'{end}.csv"')
     writer = csv.writer(response)
     for row in csv_rows(usage(request.user, start, end, unit), table, unit):
-        writer.writerow([_cell(v) for v in row])
+        writer.writerow([cell(v) for v in row])
     return response

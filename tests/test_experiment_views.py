@@ -214,3 +214,13 @@ def test_a_launch_sent_twice_makes_one_experiment(alice_client, alice):
     experiment = Experiment.objects.get()
     assert first["Location"] == second["Location"] == experiment.get_absolute_url()
     assert experiment.runs.count() == 2
+
+
+def test_the_csv_export_never_hands_a_spreadsheet_a_formula(alice_client, alice):
+    ds = service.save_dataset(alice, "t", [Row(key="=HYPERLINK(\"http://x\")", task="Say hi")])
+    experiment = service.launch(alice, ds, parse_spec({
+        "name": "e", "patterns": [{"name": "plan_execute"}],
+        "assignments": [{"models": {"*": "offline/default"}}]}), enqueue=False)
+    answer = alice_client.get(reverse("experiment_csv", args=[experiment.pk]))
+    body = b"".join(answer.streaming_content).decode()
+    assert "'=HYPERLINK" in body and ",=HYPERLINK" not in body
