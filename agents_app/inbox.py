@@ -116,3 +116,49 @@ def _diff(before: list[str], after: list[str]) -> list[tuple[str, str]]:
             continue
         out.append(("add" if line.startswith("+") else "del", line[1:]))
     return out
+
+
+MAX_BATCH = 200
+
+
+@dataclass
+class Outcome:
+    run_id: int
+    done: bool
+    words: str
+
+
+def decide_many(user, picks: list[str], action: str, feedback: str) -> list[Outcome]:
+    """The same decision at each ticked gate, each taken and recorded on its own, as the run
+    page's form would take it: a gate that moved on since the inbox showed it (another person,
+    another tab) is left as it is and said so; one the pattern refuses that decision at (a
+    merge needs its message and method, a question its answer) is named with the reason."""
+    from .engine import StaleDecision, decide
+    from .patterns.base import Decision, InvalidDecision
+
+    out: list[Outcome] = []
+    seen: set[int] = set()
+    for pick in picks[:MAX_BATCH]:
+        pk_text, _, seq_text = pick.partition(":")
+        if not (pk_text.isdigit() and seq_text.isdigit()) or len(pick) > 40:
+            continue
+        pk, seq = int(pk_text), int(seq_text)
+        if pk in seen:
+            continue
+        seen.add(pk)
+        run = Run.objects.filter(pk=pk, owner=user).first()
+        if run is None:
+            out.append(Outcome(pk, False, f"Run {pk}: not found."))
+            continue
+        try:
+            decide(run, user, seq, Decision(action=action, feedback=feedback,
+                                            author=user.get_username()))
+        except StaleDecision:
+            out.append(Outcome(pk, False, f"Run {pk}: it moved on before this was sent "
+                                          "(decided elsewhere, or cancelled); left as it is."))
+        except InvalidDecision as exc:
+            out.append(Outcome(pk, False, f"Run {pk}: {exc} Decide it on its page."))
+        else:
+            words = "approved" if action == "approve" else "rejected with your feedback"
+            out.append(Outcome(pk, True, f"Run {pk}: {words}."))
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from . import inbox
 from .patterns import PATTERNS
@@ -14,14 +14,38 @@ from .patterns import PATTERNS
 @login_required
 @require_GET
 def inbox_page(request):
+    return _page(request)
+
+
+def _page(request, outcomes=None, error: str = "", status: int = 200):
     filters = inbox.Filters.read(request.GET)
-    ctx = {"cards": inbox.cards(request.user, filters), "filters": filters,
+    ctx = {"outcomes": outcomes or [], "batch_error": error,"cards": inbox.cards(request.user, filters), "filters": filters,
            "gates": sorted({(g, w) for g, w in _gate_words().items()}),
            "patterns": sorted((p.name, p.label) for p in PATTERNS.values()),
            "query": request.GET.urlencode(), "limit": inbox.MAX_CARDS}
     if request.htmx and request.GET.get("part") == "list":
         return render(request, "agents_app/inbox.html#inbox-list", ctx)
-    return render(request, "agents_app/inbox.html", ctx)
+    return render(request, "agents_app/inbox.html", ctx, status=status)
+
+
+@login_required
+@require_POST
+def inbox_decide(request):
+    """Batch decisions: the same decision at every ticked gate, each recorded on its own."""
+    action = request.POST.get("action", "")
+    feedback = (request.POST.get("feedback") or "").strip()
+    picks = request.POST.getlist("picks")
+    if action not in ("approve", "reject"):
+        return _page(request, error="Choose approve or reject.", status=400)
+    if "\x00" in feedback or len(feedback) > 4000:
+        return _page(request, error="The feedback must be at most 4,000 characters, without "
+                                    "NUL characters.", status=400)
+    if action == "reject" and not feedback:
+        return _page(request, error="Say what should change: a rejection sends your feedback "
+                                    "to each run.", status=400)
+    if not picks:
+        return _page(request, error="Tick the gates to decide first.", status=400)
+    return _page(request, inbox.decide_many(request.user, picks, action, feedback))
 
 
 def _gate_words() -> dict[str, str]:

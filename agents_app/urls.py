@@ -27,6 +27,7 @@ urlpatterns = [
          name="continue_run"),
     path("runs/compare/", fork_views.compare_runs, name="compare_runs"),
     path("inbox/", inbox_views.inbox_page, name="inbox"),
+    path("inbox/decide/", inbox_views.inbox_decide, name="inbox_decide"),
     path("experiments/", experiment_views.experiment_list, name="experiment_list"),
     path("experiments/new/", experiment_views.experiment_new, name="experiment_new"),
     path("experiments/prompts/", experiment_views.judge_prompts, name="judge_prompts"),

@@ -76,6 +76,7 @@ CASES = {
     "continue_run": ("plan", (), "POST"),
     "compare_runs": (None, (), "GET"),
     "inbox": (None, (), "GET"),
+    "inbox_decide": (None, (), "POST"),
     "experiment_list": (None, (), "GET"),
     "experiment_new": (None, (), "POST"),
     "judge_prompts": (None, (), "GET"),

@@ -84,3 +84,51 @@ def test_anonymous_is_sent_to_sign_in_and_another_user_sees_nothing(client, alic
     client.force_login(bob)
     text = client.get(reverse("inbox")).content.decode()
     assert 'id="inbox-empty"' in text and "badge count" not in text
+
+
+def test_batch_decisions_decide_each_ticked_gate_on_its_own(alice_client, alice, bob):
+    from agents_app.models import Checkpoint
+
+    one, two = waiting(alice), waiting(alice, "Plan a picnic, then a walk.")
+    stale = waiting(alice, "Check the disk, then the logs.")
+    theirs = waiting(bob)
+    seen_stale = stale.stage_seq
+    engine.decide(stale, alice, stale.stage_seq, Decision(action="approve", author="alice"),
+                  enqueue=False)  # decided in another tab after the inbox showed it
+    answer = alice_client.post(reverse("inbox_decide"), {
+        "action": "approve", "picks": [f"{one.pk}:{one.stage_seq}", f"{two.pk}:{two.stage_seq}",
+                                       f"{stale.pk}:{seen_stale}",
+                                       f"{theirs.pk}:{theirs.stage_seq}", "x:1", "1"]})
+    text = answer.content.decode()
+    assert answer.status_code == 200
+    assert f"Run {one.pk}: approved." in text and f"Run {two.pk}: approved." in text
+    assert f"Run {stale.pk}: it moved on before this was sent" in text
+    assert f"Run {theirs.pk}: not found." in text
+    for run in (one, two):
+        run.refresh_from_db()
+        assert run.status == "executing"
+        [decided] = Checkpoint.objects.filter(run=run, decision__isnull=False)
+        assert decided.decision["how"] == "person" and decided.decision["author"] == "alice"
+    theirs.refresh_from_db()
+    assert theirs.status == "awaiting_plan_approval"
+
+
+def test_a_batch_rejection_sends_the_feedback_and_needs_it(alice_client, alice):
+    run = waiting(alice)
+    pick = f"{run.pk}:{run.stage_seq}"
+    for data, message in (({"action": "reject", "picks": [pick]}, "Say what should change"),
+                          ({"action": "maybe", "picks": [pick]}, "Choose approve or reject"),
+                          ({"action": "approve"}, "Tick the gates"),
+                          ({"action": "reject", "picks": [pick], "feedback": "a\x00"},
+                           "without NUL"),
+                          ({"action": "reject", "picks": [pick], "feedback": "x" * 4001},
+                           "at most 4,000")):
+        answer = alice_client.post(reverse("inbox_decide"), data)
+        assert answer.status_code == 400 and message in answer.content.decode()
+    run.refresh_from_db()
+    assert run.status == "awaiting_plan_approval"
+    answer = alice_client.post(reverse("inbox_decide"), {"action": "reject", "picks": [pick],
+                                                         "feedback": "Check the disk first."})
+    assert f"Run {run.pk}: rejected with your feedback." in answer.content.decode()
+    run.refresh_from_db()
+    assert run.status != "awaiting_plan_approval" or run.stage_seq > int(pick.split(":")[1])

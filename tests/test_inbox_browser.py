@@ -48,3 +48,23 @@ def test_a_gate_appears_live_and_leaves_when_decided(live_stack, page, browser_a
     card.wait_for(state="detached", timeout=1000)
     assert page.locator("#inbox a.button", has_text="Decide").count() == 0
     assert page.errors == []
+
+
+def test_a_tick_survives_the_lists_refresh_and_a_batch_approves_each(live_stack, page,
+                                                                    browser_alice):
+    runs = [engine.run_inline(engine.create_run(
+        browser_alice, "plan_execute", f"Collect the logs of host {i}, then find the error.",
+        options={}, models=OFFLINE, enqueue=False).pk) for i in range(2)]
+    sign_in(page, live_stack)
+    page.goto(f"{live_stack}/inbox/")
+    for run in runs:
+        page.check(f"#pick-{run.pk}-{run.stage_seq}")
+    page.wait_for_timeout(4500)  # two refreshes of the list
+    assert all(page.is_checked(f"#pick-{r.pk}-{r.stage_seq}") for r in runs)
+    page.click("#batch-form button[value=approve]")
+    outcomes = page.locator("#batch-outcomes").inner_text()
+    for run in runs:
+        assert f"Run {run.pk}: approved." in outcomes
+        wait_until(lambda r=run: Run.objects.get(pk=r.pk).status != "awaiting_plan_approval",
+                   timeout=10, what="the decision")
+    assert page.errors == []

@@ -107,6 +107,8 @@ def payload(name: str, runs) -> dict:  # noqa: F811
             "assignments": "*=offline/default", "repetitions": 1, "concurrency": 1,
             "action": "launch"},
         "experiment_cancel": {},
+        "inbox_decide": {"action": "approve", "picks": [
+            f"{runs['inbox'].pk}:{runs['inbox'].stage_seq}"]} if "inbox" in runs else {},
     }.get(name, {"seq": 0})
 
 
@@ -126,7 +128,8 @@ ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision",
          "start_run", "start_review", "change_new", "connection_new", "connection_edit",
          "connection_delete", "github_app_new", "github_app_edit", "github_app_delete",
          "fork_form", "run_again", "replay_run", "continue_run",
-         "dataset_new", "dataset_from_history", "experiment_new", "experiment_cancel"]
+         "dataset_new", "dataset_from_history", "experiment_new", "experiment_cancel",
+         "inbox_decide"]
 
 
 def app_url(name: str, runs) -> str:  # noqa: F811
@@ -210,6 +213,11 @@ def test_posts_with_the_htmx_token_are_carried_out(alice, runs, monkeypatch):  #
             as_git_review_with_a_proven_fix(runs["review"], runs["change"])
         if name == "publish_review":  # the verdict is final now
             as_pull_request(runs["review"], monkeypatch)
+        if name == "inbox_decide":  # a gate of its own to decide (the others are decided)
+            runs["inbox"] = engine.run_inline(engine.create_run(
+                alice, "plan_execute", "Plan a picnic", options={}, enqueue=False,
+                models={"planner": "offline/default", "executor": "offline/default",
+                        "synthesizer": "offline/default"}).pk)
         if name == "continue_run":  # a run that failed at a stage continues
             Run.objects.filter(pk=runs["plan"].pk).update(status="failed")
         if name == "rule_suggest":  # something to suggest from: a comment left in triage
