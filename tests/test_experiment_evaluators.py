@@ -659,3 +659,30 @@ def test_the_evaluators_import_no_django():
                          check=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stdout
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize("schema", [
+    {"$ref": "http://127.0.0.1:9/secret.json"},
+    {"type": "array", "items": {"$ref": "http://127.0.0.1:9/x#/nope"}},
+    {"$id": "http://127.0.0.1:9/", "$ref": "other.json"},
+    {"$dynamicRef": "http://127.0.0.1:9/y"},
+    {"properties": {"a": {"$ref": "file:///etc/passwd"}}},
+])
+def test_a_schema_that_points_outside_itself_is_refused_and_nothing_is_fetched(schema,
+                                                                              monkeypatch):
+    import socket
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("a reference was fetched")
+
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    with pytest.raises(ev.EvaluatorError) as exc:
+        ev.parse_specs([{"kind": "json_schema", "schema": schema}])
+    assert "outside the schema" in str(exc.value) or "another document" in str(exc.value)
+
+
+def test_the_validator_never_retrieves_even_a_reference_that_slipped_through(monkeypatch):
+    spec = ev.parse_specs([{"kind": "json_schema", "schema": {"type": "string"}}])[0]
+    object.__setattr__(spec, "json_schema", {"$ref": "http://127.0.0.1:9/x.json"})
+    score = ev.evaluate(spec, output='"x"', item={})
+    assert score.value is None and "could not be applied" in score.error

@@ -419,6 +419,17 @@ def check_json_schema(schema: Any) -> None:
     for node, depth in _schema_nodes(schema):
         if depth > MAX_SCHEMA_DEPTH:
             raise ValueError(f"the schema nests more than {MAX_SCHEMA_DEPTH} levels deep")
+        for key in REFERENCE_KEYS:
+            ref = node.get(key)
+            if ref is not None and not (isinstance(ref, str) and ref.startswith("#")):
+                # Anything but a pointer into this schema would be fetched from wherever it
+                # names (a worker's own network included): never followed.
+                raise ValueError(f"its {key} {json.dumps(offline.clip(str(ref), 60))} points "
+                                 "outside the schema; only references inside it (\"#/...\") "
+                                 "are followed")
+        if isinstance(node.get("$id"), str) and not node["$id"].startswith("#"):
+            raise ValueError("its $id names another document; references are only followed "
+                             "inside this schema")
         patterns = [node["pattern"]] if isinstance(node.get("pattern"), str) else []
         if isinstance(node.get("patternProperties"), dict):
             has_pattern_properties = True
@@ -441,6 +452,7 @@ def check_json_schema(schema: Any) -> None:
         raise ValueError(f"not a valid JSON Schema at {where}: {exc.message}") from None
 
 
+REFERENCE_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 _NOT_SCHEMAS = {"const", "enum", "default", "examples"}  # values there are data, not schemas
 
 
@@ -500,6 +512,22 @@ def _safe_validator(base: type[Any]) -> type[Any]:
     return extended
 
 
+def _refuse_retrieval(uri: str) -> Any:
+    """A reference to another document is never fetched (checked at parse time as well)."""
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+def _registry() -> Any:
+    from referencing import Registry
+
+    return Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+
+
+_NO_RETRIEVAL = _registry()
+
+
 def _validator_class(schema: dict[str, Any]) -> type[Any]:
     return _safe_validator(jsonschema_validators.validator_for(schema))
 
@@ -550,7 +578,7 @@ def _json_schema(spec: JsonSchemaSpec, output: str) -> Score:
         value, repair = read_json(output)
     except ValueError as exc:
         return _verdict(False, f"The output is not JSON: {exc}.")
-    validator = _validator_class(spec.json_schema)(spec.json_schema)
+    validator = _validator_class(spec.json_schema)(spec.json_schema, registry=_NO_RETRIEVAL)
     try:
         errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     except ValueError as exc:  # a regex RE2 refused, a $ref that cannot be resolved
