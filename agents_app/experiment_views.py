@@ -10,12 +10,14 @@ import hashlib
 import json
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from .converters import MAX_ID
 from .csvcells import cell
 from .experiments import results as res
 from .experiments import service
@@ -48,7 +50,8 @@ def dataset_new(request):
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         try:
-            rows = parse(upload.read(), upload.name or "")
+            rows = parse(upload.read(), upload.name or "",
+                         max_task=settings.QUORUM_MAX_TASK_CHARS)
         except DatasetError as exc:
             error = str(exc)
         else:
@@ -63,10 +66,13 @@ def dataset_new(request):
 @require_POST
 def dataset_from_history(request):
     """A dataset of the runs ticked in the history (the compare form's boxes)."""
-    try:
-        ids = sorted({int(v) for v in request.POST.getlist("runs")})
-    except ValueError:
-        ids = []
+    values = request.POST.getlist("runs")
+    ids = sorted({int(v) for v in values if v.isascii() and v.isdigit() and len(v) <= 19
+                  and int(v) <= MAX_ID})
+    if len(ids) != len(set(values)):  # a value that is no run's number: refused, not dropped
+        return render(request, "agents_app/experiments/dataset_new.html",
+                      {"form": DatasetUploadForm(), "error": "Some of those are not run "
+                       "numbers."}, status=400)
     name = (request.POST.get("name") or "").strip().replace("\x00", "")[:200] or \
         "Tasks picked from the history"
     try:
@@ -101,9 +107,9 @@ def experiment_new(request):
                 spec = parse_spec(form.spec_data())
                 dataset = form.cleaned_data["dataset"]
                 items = list(dataset.items.all())
-                spec.check_size(len(items))
                 skipped: list[str] = []
                 cells = service.plan_cells(spec, skipped)
+                spec.check_size(len(items), cells=len(cells))
                 service.check_evaluators(spec, items)
             except (SpecError, forms.ValidationError) as exc:
                 ctx["error"] = exc.messages[0] if isinstance(exc, forms.ValidationError) \
@@ -112,11 +118,24 @@ def experiment_new(request):
                 runs_per_cell = len(items) * spec.repetitions
                 if request.POST.get("action") == "launch":
                     nonce = form.cleaned_data.get("nonce") or ""
-                    done = Experiment.objects.filter(owner=request.user, spec__nonce=nonce
+                    done = Experiment.objects.filter(owner=request.user, nonce=nonce
                                                      ).first() if nonce else None
                     # Sent twice (a double click, a resubmitted page): the one it made.
-                    experiment = done or service.launch(request.user, dataset, spec,
-                                                        nonce=nonce)
+                    if done is not None and {k: v for k, v in done.spec.items()
+                                             if k != "skipped_cells"} \
+                            != spec.model_dump(mode="json"):
+                        ctx["error"] = (f"This form was launched already, as experiment "
+                                        f"{done.pk}, with other settings. Open a new form to "
+                                        "launch another.")
+                        return render(request, "agents_app/experiments/new.html", ctx,
+                                      status=409)
+                    try:
+                        experiment = done or service.launch(request.user, dataset, spec,
+                                                            nonce=nonce)
+                    except SpecError as exc:
+                        ctx["error"] = str(exc)
+                        return render(request, "agents_app/experiments/new.html", ctx,
+                                      status=400)
                     return _go(request, experiment.get_absolute_url())
                 total, rows = service.forecast(request.user, cells, runs_per_cell)
                 ctx["preview"] = {"cells": cells, "runs": len(cells) * runs_per_cell,

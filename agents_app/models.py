@@ -546,6 +546,9 @@ class Experiment(models.Model):
     # The pairwise judge's verdicts between two cells, once the grid has ended:
     # {"state": "judging" | "done", "verdicts": [...]} (``experiments/pairwise.py``).
     pairwise = models.JSONField(default=dict, blank=True)
+    # The launch form's one-time token: a form sent twice (a double click, two tabs racing)
+    # makes one experiment.
+    nonce = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -553,6 +556,9 @@ class Experiment(models.Model):
         ordering = ["-id"]
         indexes = [models.Index(fields=["owner", "-id"], name="experiment_owner_recent"),
                    models.Index(fields=["status"], name="experiment_status")]
+        constraints = [models.UniqueConstraint(fields=["owner", "nonce"],
+                                               condition=~models.Q(nonce=""),
+                                               name="experiment_launched_once")]
 
     def __str__(self) -> str:
         return f"Experiment {self.pk} ({self.name})"

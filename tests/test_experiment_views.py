@@ -224,3 +224,63 @@ def test_the_csv_export_never_hands_a_spreadsheet_a_formula(alice_client, alice)
     answer = alice_client.get(reverse("experiment_csv", args=[experiment.pk]))
     body = b"".join(answer.streaming_content).decode()
     assert "'=HYPERLINK" in body and ",=HYPERLINK" not in body
+
+
+def test_a_nonce_sent_again_with_other_settings_is_refused_not_ignored(alice_client, alice):
+    ds = make_dataset(alice)
+    data = launch_data(ds, action="launch", nonce="n" * 32)
+    alice_client.post(reverse("experiment_new"), data)
+    answer = alice_client.post(reverse("experiment_new"), {**data, "repetitions": 3})
+    assert answer.status_code == 409
+    assert "This form was launched already" in answer.content.decode()
+    assert Experiment.objects.count() == 1
+    # Two launches racing past the check: the database keeps one.
+    again = service.launch(alice, ds, parse_spec({
+        "name": "first", "patterns": [{"name": "plan_execute"}], "repetitions": 2,
+        "assignments": [{"models": {"*": "offline/default"}}]}), enqueue=False, nonce="n" * 32)
+    assert again.pk == Experiment.objects.get().pk
+
+
+@pytest.mark.parametrize("content,message", [
+    (b'{"task": "a\\ud800b"}', "unpaired surrogate"),
+    (b'{"task": "ok", "id": "\\udfff"}', "unpaired surrogate"),
+    (b'{"task": "a\\u0000b"}', "NUL character"),
+    (b'{"task": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+    (b'{"task": "x", "expected_findings": [{"file": "a", "line_start": Infinity}]}',
+     "whole numbers from 1"),
+    (b'{"task": "x", "expected_findings": [{"file": "a", "line_start": 1e400}]}',
+     "whole numbers from 1"),
+    (b'{"task": "x", "id": true}', "the id must be text or a whole number"),
+    (b'{"task": "' + b"x" * 9000 + b'"}', "the task is 9,000 characters; at most 8,000"),
+])
+def test_hostile_rows_are_refused_not_a_500(alice_client, content, message):
+    answer = upload(alice_client, content)
+    assert answer.status_code == 400 and message in answer.content.decode(), \
+        answer.content.decode()[:500]
+    assert Dataset.objects.count() == 0
+
+
+def test_an_unclosed_quote_in_a_csv_is_refused_not_merged(alice_client):
+    answer = upload(alice_client, b'task,reference\n"abc,1\nxyz,2\n', "t.csv")
+    assert answer.status_code == 400 and "unexpected end of data" in answer.content.decode()
+    assert Dataset.objects.count() == 0
+
+
+@pytest.mark.parametrize("runs", [["9223372036854775808"], [str(10**30)], ["1", "x"], ["١"]])
+def test_run_numbers_from_the_history_out_of_range_are_refused(alice_client, runs):
+    answer = alice_client.post(reverse("dataset_from_history"), {"runs": runs})
+    assert answer.status_code == 400 and Dataset.objects.count() == 0
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("options", '{"plan_execute": ' * 1000 + "1" + "}" * 1000, "nested too deeply"),
+    ("evaluators", "[" + "{}" * 60_000 + "]", "at most 100,000"),
+    ("pairwise", '{"cells": [1, 5], "rubric": "x"}', "the grid has 1 cells"),
+])
+def test_deep_or_huge_json_and_a_launch_refused_late_are_400_not_500(alice_client, alice,
+                                                                     field, value, message):
+    ds = make_dataset(alice)
+    answer = alice_client.post(reverse("experiment_new"),
+                               launch_data(ds, action="launch", **{field: value}))
+    assert answer.status_code == 400 and message in answer.content.decode()
+    assert Experiment.objects.count() == 0

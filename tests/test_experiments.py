@@ -157,7 +157,9 @@ def test_the_budget_stops_the_grid_and_cancel_stops_it_too(alice):
     ({"assignments": [{"models": {"planner": "offline/default"}}]}, "has no model for"),
     ({"assignments": [{"models": {"*": "no-such-provider/x"}}]}, "Assignment"),
     ({"repetitions": 0}, "repetitions"),
-    ({"repetitions": 50, "patterns": [{"name": "plan_execute"}] * 60}, "cells"),
+    ({"patterns": [{"name": "plan_execute"}] * 61}, "at most 60 items"),
+    ({"patterns": [{"name": "debate", "options": {"max_round": 2}}]},
+     "debate has no option 'max_round'"),
 ])
 def test_a_grid_that_cannot_run_is_refused_and_nothing_is_saved(alice, over, message):
     ds = dataset(alice)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,8 +43,9 @@ class DatasetError(ValueError):
         super().__init__(message)
 
 
-def parse(data: bytes, filename: str = "") -> list[Row]:
-    """The rows of a JSONL or CSV file (by its name, else by its first character)."""
+def parse(data: bytes, filename: str = "", *, max_task: int = MAX_TASK) -> list[Row]:
+    """The rows of a JSONL or CSV file (by its name, else by its first character); a task
+    is at most ``max_task`` characters (the app's limit for any task)."""
     if not data.strip():
         raise DatasetError("The file is empty.")
     if len(data) > MAX_BYTES:
@@ -64,7 +66,7 @@ def parse(data: bytes, filename: str = "") -> list[Row]:
             problems.append((line, obj))
             continue
         try:
-            row = _row(obj, line)
+            row = _row(obj, line, max_task)
         except ValueError as exc:
             problems.append((line, str(exc)))
             continue
@@ -92,12 +94,16 @@ def _jsonl(text: str) -> list[tuple[int, dict | str]]:
         except json.JSONDecodeError as exc:
             out.append((n, f"not JSON ({exc.msg}, column {exc.colno})"))
             continue
+        except RecursionError:
+            out.append((n, "nested too deeply"))
+            continue
         out.append((n, obj if isinstance(obj, dict) else "not a JSON object"))
     return out
 
 
 def _csv(text: str) -> list[tuple[int, dict | str]]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    # strict: a quote left open is an error, not a field that swallows the rows after it
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     fields = [f.strip().lower() for f in (reader.fieldnames or [])]
     if not any(k in fields for k in TASK_KEYS):
         raise DatasetError("The CSV header has no task column (one of: "
@@ -115,7 +121,7 @@ def _csv(text: str) -> list[tuple[int, dict | str]]:
                 if isinstance(obj.get(key), str):
                     try:
                         obj[key] = json.loads(obj[key])
-                    except json.JSONDecodeError:
+                    except (json.JSONDecodeError, RecursionError):
                         obj[key] = f"\x00{key}"  # reported by _row
             out.append((line, obj))
     except csv.Error as exc:
@@ -123,18 +129,22 @@ def _csv(text: str) -> list[tuple[int, dict | str]]:
     return out
 
 
-def _row(obj: dict[str, Any], line: int) -> Row:
+def _row(obj: dict[str, Any], line: int, max_task: int = MAX_TASK) -> Row:
     task = next((obj[k] for k in TASK_KEYS if k in obj), None)
     if not isinstance(task, str) or not task.strip():
         raise ValueError("no task (a non-empty \"task\" text)")
-    if len(task) > MAX_TASK:
-        raise ValueError(f"the task is {len(task):,} characters; at most {MAX_TASK:,}")
-    key = str(obj.get("id", line)).strip()
+    if len(task) > max_task:
+        raise ValueError(f"the task is {len(task):,} characters; at most {max_task:,}")
+    raw_id = obj.get("id", line)
+    if isinstance(raw_id, bool) or not isinstance(raw_id, str | int):
+        raise ValueError("the id must be text or a whole number")
+    key = str(raw_id).strip()
     if not key or len(key) > MAX_KEY:
         raise ValueError(f"the id must be 1 to {MAX_KEY} characters")
     reference = obj.get("reference", obj.get("expected", ""))
-    if not isinstance(reference, str | int | float):
-        raise ValueError("the reference must be text or a number")
+    if isinstance(reference, bool) or not isinstance(reference, str | int | float) or (
+            isinstance(reference, float) and not math.isfinite(reference)):
+        raise ValueError("the reference must be text or a finite number")
     reference = str(reference)
     if len(reference) > MAX_REFERENCE:
         raise ValueError(f"the reference is longer than {MAX_REFERENCE:,} characters")
@@ -147,11 +157,13 @@ def _row(obj: dict[str, Any], line: int) -> Row:
         unknown = set(f) - FINDING_KEYS
         if unknown:
             raise ValueError(f"expected finding {i} has unknown keys: {', '.join(sorted(unknown))}")
-        try:
-            start = int(f.get("line_start", 1))
-            end = int(f.get("line_end", start))
-        except (TypeError, ValueError):
-            raise ValueError(f"expected finding {i}: line numbers must be whole numbers") from None
+        start, end = f.get("line_start", 1), f.get("line_end", f.get("line_start", 1))
+        if not all(isinstance(n, int) and not isinstance(n, bool) and 0 < n < 10_000_000
+                   for n in (start, end)):
+            raise ValueError(f"expected finding {i}: line numbers must be whole numbers "
+                             "from 1")
+        if "category" in f and not isinstance(f["category"], str):
+            raise ValueError(f"expected finding {i}: the category must be text")
         if start < 1 or end < start:
             raise ValueError(f"expected finding {i}: lines {start}–{end} are not a range")
         f["line_start"], f["line_end"] = start, end
@@ -159,5 +171,27 @@ def _row(obj: dict[str, Any], line: int) -> Row:
     if checks == "\x00checks" or not isinstance(checks, list) or not all(
             isinstance(c, dict) for c in checks):
         raise ValueError("checks must be a JSON list of evaluator objects")
+    _storable(obj)
     return Row(key=key, task=task.strip(), reference=reference, expected_findings=findings,
                checks=checks)
+
+
+def _storable(obj: Any) -> None:
+    """Every text of the row one a database can store: no NUL (a JSON "\\u0000") and no lone
+    surrogate (a JSON "\\ud800")."""
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str):
+            if "\x00" in value:
+                raise ValueError("a text holds a NUL character")
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("a text holds an unpaired surrogate (\\ud800 to "
+                                 "\\udfff), which is not a character") from None

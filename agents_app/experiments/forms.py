@@ -20,6 +20,23 @@ ASSIGNMENT_HELP = ("One assignment per line: role=model pairs separated by comma
                    "\"brief: *=offline/default, executor=offline/brief\".")
 
 
+MAX_JSON_CHARS = 100_000
+
+
+def read_json_field(text: str, label: str) -> Any:
+    """A JSON field of the form: its value, or a ValidationError in words (too big, too deep,
+    not JSON)."""
+    if len(text) > MAX_JSON_CHARS:
+        raise forms.ValidationError(f"{label} is {len(text):,} characters; at most "
+                                    f"{MAX_JSON_CHARS:,}.")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise forms.ValidationError(f"Not JSON: {exc.msg} (line {exc.lineno}).") from None
+    except RecursionError:
+        raise forms.ValidationError(f"{label} is nested too deeply.") from None
+
+
 def no_nul(value: str, label: str) -> str:
     if "\x00" in value:
         raise forms.ValidationError(f"{label} contains a NUL character.")
@@ -134,10 +151,7 @@ class ExperimentForm(forms.Form):
         text = no_nul(self.cleaned_data.get("options") or "", "The options").strip()
         if not text:
             return {}
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not JSON: {exc.msg} (line {exc.lineno}).") from None
+        value = read_json_field(text, "The options")
         if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
             raise forms.ValidationError("An object of pattern name → its options object.")
         return value
@@ -149,10 +163,7 @@ class ExperimentForm(forms.Form):
         text = no_nul(self.cleaned_data.get("evaluators") or "", "The evaluators").strip()
         if not text:
             return []
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not JSON: {exc.msg} (line {exc.lineno}).") from None
+        value = read_json_field(text, "The evaluators")
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
             raise forms.ValidationError("A JSON list of evaluator objects.")
         return value
@@ -161,10 +172,7 @@ class ExperimentForm(forms.Form):
         text = no_nul(self.cleaned_data.get("pairwise") or "", "The pairwise judge").strip()
         if not text:
             return None
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not JSON: {exc.msg} (line {exc.lineno}).") from None
+        value = read_json_field(text, "The pairwise judge")
         if not isinstance(value, dict):
             raise forms.ValidationError("An object with \"cells\" and \"rubric\".")
         return value

@@ -88,6 +88,10 @@ def plan_cells(spec: GridSpec, skipped: list[str] | None = None) -> list[Planned
             other = " (it is not started from a task)" if p.name in PATTERNS else ""
             raise SpecError(f"Unknown pattern {p.name!r}{other}. Patterns: "
                             f"{', '.join(sorted(known))}.")
+        unknown = sorted(set(p.options) - set(pattern.options.model_fields))
+        if unknown:  # a pattern ignores keys it does not know; a grid says so instead
+            raise SpecError(f"{p.name} has no option {', '.join(map(repr, unknown))}. Its "
+                            f"options: {', '.join(sorted(pattern.options.model_fields)) or 'none'}.")
         try:
             options = pattern.check_options(p.options, headless=True)
         except Exception as exc:  # pydantic's ValidationError, in words
@@ -166,9 +170,9 @@ def forecast(owner, cells: list[PlannedCell], runs_per_cell: int) -> tuple[Decim
 def launch(owner, dataset: Dataset, spec: GridSpec, *, enqueue: bool = True,
            nonce: str = "") -> Experiment:
     items = list(dataset.items.all())
-    spec.check_size(len(items))
     skipped: list[str] = []
     cells = plan_cells(spec, skipped)
+    spec.check_size(len(items), cells=len(cells))
     check_evaluators(spec, items)
     if spec.pairwise is not None:
         if max(spec.pairwise.cells) > len(cells):
@@ -186,18 +190,30 @@ def launch(owner, dataset: Dataset, spec: GridSpec, *, enqueue: bool = True,
                             "runs. Use the same evaluators.")
     runs_per_cell = len(items) * spec.repetitions
     total, _ = forecast(owner, cells, runs_per_cell)
-    with transaction.atomic():
-        experiment = Experiment.objects.create(
-            owner=owner, name=spec.name, dataset=dataset,
-            spec={**spec.model_dump(mode="json"), "nonce": nonce[:64],
-                  "skipped_cells": skipped},
-            repetitions=spec.repetitions,
-            budget_usd=spec.budget_usd, forecast_usd=total, baseline=baseline,
-            planned_runs=len(cells) * runs_per_cell)
-        Cell.objects.bulk_create([
-            Cell(experiment=experiment, index=c.index, pattern=c.pattern, options=c.options,
-                 models_used=c.models, label=c.label[:300]) for c in cells])
+    try:
+        with transaction.atomic():
+            experiment = _create(owner, dataset, spec, nonce, skipped, total, baseline, cells,
+                                 runs_per_cell)
+    except IntegrityError:  # the same form, sent twice at once: the one the other made
+        made = Experiment.objects.filter(owner=owner, nonce=nonce[:64]).first()
+        if made is None or not nonce:
+            raise
+        return made
     top_up(experiment.pk, enqueue=enqueue)
+    return experiment
+
+
+def _create(owner, dataset: Dataset, spec: GridSpec, nonce: str, skipped: list[str],
+            total: Decimal | None, baseline: Experiment | None, cells: list[PlannedCell],
+            runs_per_cell: int) -> Experiment:
+    experiment = Experiment.objects.create(
+        owner=owner, name=spec.name, dataset=dataset, nonce=nonce[:64],
+        spec={**spec.model_dump(mode="json"), "skipped_cells": skipped},
+        repetitions=spec.repetitions, budget_usd=spec.budget_usd, forecast_usd=total,
+        baseline=baseline, planned_runs=len(cells) * runs_per_cell)
+    Cell.objects.bulk_create([
+        Cell(experiment=experiment, index=c.index, pattern=c.pattern, options=c.options,
+             models_used=c.models, label=c.label[:300]) for c in cells])
     return experiment
 
 
@@ -216,7 +232,8 @@ def top_up(experiment_id: int, *, enqueue: bool = True) -> int:
         if experiment is None or experiment.is_finished:
             return 0
         spec = experiment.spec
-        if experiment.budget_usd is not None and spent(experiment) >= experiment.budget_usd:
+        so_far = spent(experiment)
+        if experiment.budget_usd is not None and so_far > 0 and so_far >= experiment.budget_usd:
             _stop(experiment, ExperimentStatus.BUDGET_STOPPED,
                   f"It spent its budget of ${experiment.budget_usd}; the runs not yet "
                   "started were not started.")

@@ -86,9 +86,9 @@ class PairwiseSpec(BaseModel):
 class GridSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=200)
-    patterns: list[PatternEntry] = Field(min_length=1)
-    assignments: list[Assignment] = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00]*$")
+    patterns: list[PatternEntry] = Field(min_length=1, max_length=MAX_CELLS)
+    assignments: list[Assignment] = Field(min_length=1, max_length=MAX_CELLS)
     repetitions: int = Field(default=1, ge=1, le=MAX_REPETITIONS)
     evaluators: list[dict[str, Any]] = Field(default_factory=list)
     gates: dict[str, GatePolicy] = Field(default_factory=dict)
@@ -106,12 +106,14 @@ class GridSpec(BaseModel):
     def cells(self) -> int:
         return len(self.patterns) * len(self.assignments)
 
-    def check_size(self, tasks: int) -> None:
-        if self.cells > MAX_CELLS:
-            raise SpecError(f"The grid has {self.cells} cells; at most {MAX_CELLS}.")
-        total = self.cells * tasks * self.repetitions
+    def check_size(self, tasks: int, cells: int | None = None) -> None:
+        """``cells``: the cells left once identical ones are left out (all, when not given)."""
+        n = self.cells if cells is None else cells
+        if n > MAX_CELLS:
+            raise SpecError(f"The grid has {n} cells; at most {MAX_CELLS}.")
+        total = n * tasks * self.repetitions
         if total > MAX_RUNS:
-            raise SpecError(f"The grid makes {total:,} runs ({self.cells} cells × {tasks} tasks "
+            raise SpecError(f"The grid makes {total:,} runs ({n} cells × {tasks} tasks "
                             f"× {self.repetitions} repetitions); at most {MAX_RUNS:,}.")
 
 
