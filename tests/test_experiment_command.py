@@ -135,6 +135,14 @@ def test_example_is_a_specification_that_parses(alice):
     (["show", "999"], "No experiment 999"),
     (["run"], "run needs a SPEC file"),
     (["run", "{spec}", "--user", "nobody"], "nobody"),
+    (["run", "{deep}"], "nests too deeply"),
+    (["run", "{nul_path}"], "dataset: a file's path, as text"),
+    (["run", "{id_text}"], "dataset_id: a dataset's number"),
+    (["run", "{both}"], "not both"),
+    (["run", "{tmp}"], "is not a file"),
+    (["run", "/dev/zero"], "is not a file"),
+    (["run", "{spec}", "--timeout", "nan"], "--timeout"),
+    (["show", "²"], "is not an experiment number"),
 ])
 def test_bad_input_is_one_line_exit_2_and_saves_nothing(args, message, alice, files,
                                                        capsys, monkeypatch):
@@ -150,6 +158,10 @@ def test_bad_input_is_one_line_exit_2_and_saves_nothing(args, message, alice, fi
         "bad_rows": good.replace("tasks.jsonl", "bad.jsonl"),
         "extra_key": good + 'colour = "blue"\n',
         "no_gates": good.replace('gates = { plan_approval = "approve" }\n', ""),
+        "deep": "x = " + "[" * 5000 + "]" * 5000 + "\n",
+        "nul_path": good.replace('"tasks.jsonl"', '"tasks\\u0000.jsonl"'),
+        "id_text": good.replace('dataset = "tasks.jsonl"', 'dataset_id = "abc"'),
+        "both": good.replace('dataset = "tasks.jsonl"', 'dataset = "tasks.jsonl"\ndataset_id = 1'),
     }
     (files / "bad.jsonl").write_text('{"task": "ok"}\n{not json\n')
     values = {"tmp": str(files)}

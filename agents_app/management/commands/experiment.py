@@ -12,14 +12,16 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import transaction
 
 from agents_app.cli import CheckedCommand, bad_input, command_owner
+from agents_app.converters import MAX_ID
 from agents_app.engine import experiment_hooks as hooks
 from agents_app.experiments import results as res
 from agents_app.experiments import service
-from agents_app.experiments.datasets import DatasetError, parse
+from agents_app.experiments.datasets import MAX_BYTES, DatasetError, parse
 from agents_app.experiments.spec import SpecError, parse_spec
 from agents_app.forking.cli import drive
 from agents_app.models import RUNNABLE, Dataset, Experiment, ExperimentStatus
@@ -85,10 +87,14 @@ class Command(CheckedCommand):
             self.stdout.write(example())
             return
         if not opts["target"]:
-            raise bad_input(f"{opts['action']} needs {'a SPEC file' if opts['action'] == 'run' else 'an ID'}.")
+            needs = "a SPEC file" if opts["action"] == "run" else "an ID"
+            raise bad_input(f"{opts['action']} needs {needs}.")
         owner = command_owner(opts["user"])
+        if not (opts["timeout"] > 0 and opts["timeout"] <= 7 * 24 * 3600):  # NaN too
+            raise bad_input("--timeout: seconds, more than 0 and at most a week.")
         if opts["action"] == "show":
-            if not opts["target"].isdigit():
+            if not (opts["target"].isascii() and opts["target"].isdigit()
+                    and len(opts["target"]) <= 19):
                 raise bad_input(f"{opts['target']!r} is not an experiment number.")
             experiment = Experiment.objects.filter(pk=int(opts["target"]), owner=owner).first()
             if experiment is None:
@@ -109,16 +115,24 @@ class Command(CheckedCommand):
             sys.exit(1)
 
     def _launch(self, owner, path: Path, *, here: bool) -> Experiment:
+        raw = read_file(path, MAX_SPEC_BYTES, "the specification")
         try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise bad_input(f"{path}: {exc.strerror or exc}.") from None
-        try:
-            data: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
+            data: dict[str, Any] = tomllib.loads(raw.decode("utf-8-sig"))
         except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise bad_input(f"{path} is not TOML: {exc}.") from None
+        except RecursionError:
+            raise bad_input(f"{path} nests too deeply.") from None
         dataset_path = data.pop("dataset", None)
         dataset_id = data.pop("dataset_id", None)
+        if dataset_path is not None and dataset_id is not None:
+            raise bad_input("Give dataset (a file) or dataset_id, not both.")
+        if dataset_path is not None and (not isinstance(dataset_path, str) or "\x00" in
+                                         dataset_path):
+            raise bad_input("dataset: a file's path, as text.")
+        if dataset_id is not None and (isinstance(dataset_id, bool)
+                                       or not isinstance(dataset_id, int)
+                                       or not 1 <= dataset_id <= MAX_ID):
+            raise bad_input("dataset_id: a dataset's number.")
         if here:
             data["concurrency"] = 1
         try:
@@ -137,11 +151,8 @@ class Command(CheckedCommand):
             with transaction.atomic():
                 if dataset_path is not None:
                     file = (path.parent / str(dataset_path))
-                    try:
-                        raw_rows = file.read_bytes()
-                    except OSError as exc:
-                        raise SpecError(f"dataset: {file}: {exc.strerror or exc}.") from None
-                    rows = parse(raw_rows, file.name)
+                    raw_rows = read_file(file, MAX_BYTES, "dataset")
+                    rows = parse(raw_rows, file.name, max_task=settings.QUORUM_MAX_TASK_CHARS)
                     dataset = service.save_dataset(owner, f"{spec.name} ({file.name})", rows)
                 elif dataset_id is not None:
                     dataset = Dataset.objects.filter(pk=dataset_id, owner=owner).first()
@@ -190,6 +201,32 @@ class Command(CheckedCommand):
                            f"see `manage.py experiment show {experiment.pk}`.", returncode=2)
 
 
+MAX_SPEC_BYTES = 1024 * 1024
+
+
+def read_file(path: Path, limit: int, what: str) -> bytes:
+    """A regular file's bytes, at most ``limit`` of them; bad input (exit 2) otherwise — a
+    folder, a pipe or a device is never read (a FIFO would wait for ever, /dev/zero fill
+    memory)."""
+    try:
+        if not path.exists():
+            raise bad_input(f"{what}: {path}: No such file or directory.")
+        if not path.is_file():
+            raise bad_input(f"{what}: {path} is not a file.")
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise bad_input(f"{what}: {path}: {getattr(exc, 'strerror', None) or exc}.") from None
+    if len(data) > limit:
+        raise bad_input(f"{what}: {path} is over {limit:,} bytes.")
+    return data
+
+
+def plain(text: object) -> str:
+    """Text for a terminal: a control character (an escape sequence's start) is a space."""
+    return "".join(ch if ch.isprintable() else " " for ch in str(text))
+
+
 def fmt(s, digits: int) -> str:
     if s.mean is None:
         return "—"
@@ -201,16 +238,16 @@ def fmt(s, digits: int) -> str:
 
 def table(result: res.Results) -> str:
     e = result.experiment
-    lines = [f"Experiment {e.pk} · {e.name} · {e.get_status_display()} · {result.ended} of "
-             f"{result.total_runs} runs ended · ${result.cost:.4f}"]
+    lines = [f"Experiment {e.pk} · {plain(e.name)} · {e.get_status_display()} · "
+             f"{result.ended} of {result.total_runs} runs ended · ${result.cost:.4f}"]
     if e.note:
-        lines.append(e.note)
+        lines.append(plain(e.note))
     head = ["cell", "runs", "score [95%]", "pass", "cost/run [95%]", "latency s", "failed"]
     if result.baseline:
         head.append(f"vs experiment {result.baseline.pk}")
     rows = [head]
     for c in result.cells:
-        row = [c.label, f"{c.ended}/{c.planned}", fmt(c.score, 3),
+        row = [plain(c.label), f"{c.ended}/{c.planned}", fmt(c.score, 3),
                "—" if c.pass_rate is None else f"{c.pass_rate:.2f}", fmt(c.cost, 5),
                fmt(c.latency, 1), str(len(c.failed) + len(c.unscored))]
         if result.baseline:
@@ -229,14 +266,14 @@ def table(result: res.Results) -> str:
         lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
     if result.flaky:
         lines.append("Flaky tasks (passed in some repetitions only): "
-                     + ", ".join(t.key for t in result.flaky))
+                     + ", ".join(plain(t.key) for t in result.flaky))
     from agents_app.experiments.pairwise import summary
 
     if (p := summary(e)) and p["state"] == "done":
         bias = "—" if p["position_bias"] is None else f"{p['position_bias']:.2f}"
-        lines.append(f"Pairwise judge, {p['a']} (A) against {p['b']} (B): A {p['a_wins']}, "
-                     f"B {p['b_wins']}, ties {p['ties']}, not judged {p['failed']}; position "
-                     f"bias {bias}")
+        lines.append(f"Pairwise judge, {plain(p['a'])} (A) against {plain(p['b'])} (B): "
+                     f"A {p['a_wins']}, B {p['b_wins']}, ties {p['ties']}, not judged "
+                     f"{p['failed']}; position bias {bias}")
     if result.regressions:
         lines.append(f"{len(result.regressions)} cell(s) worse than the baseline beyond noise.")
     return "\n".join(lines) + "\n"
