@@ -351,6 +351,14 @@ def test_bad_input_exits_2_with_one_line(alice, tmp_path, few):
         {"language": "python", "defects": [{"file": "billing/reports.py", "line": 99}]}))
     assert refused("--user", "alice", "--set", str(few)).startswith(
         "case py-invoice-totals: defects[0].lines: line 99")
+    (few / "py-invoice-totals.json").write_text(json.dumps(
+        {"language": "python", "defects": [{"file": "billing/reports.py",
+                                            "lines": [1, 1_000_000_000_000]}]}))
+    assert "defects[0].lines" in refused("--user", "alice", "--set", str(few))
+    (few / "py-invoice-totals.json").write_text('{"language": "py\\ud800"}')
+    assert "unpaired surrogate" in refused("--user", "alice", "--set", str(few))
+    (few / "py-invoice-totals.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert "nested too deeply" in refused("--user", "alice", "--set", str(few))
     assert "ROLE one of security" in refused("--user", "alice", "--models", "judge=x")
     assert "offline provider has only" in refused("--user", "alice", "--models",
                                                   "style=offline/nope")

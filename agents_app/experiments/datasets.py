@@ -171,12 +171,12 @@ def _row(obj: dict[str, Any], line: int, max_task: int = MAX_TASK) -> Row:
     if checks == "\x00checks" or not isinstance(checks, list) or not all(
             isinstance(c, dict) for c in checks):
         raise ValueError("checks must be a JSON list of evaluator objects")
-    _storable(obj)
+    storable(obj)
     return Row(key=key, task=task.strip(), reference=reference, expected_findings=findings,
                checks=checks)
 
 
-def _storable(obj: Any) -> None:
+def storable(obj: Any) -> None:
     """Every text of the row one a database can store: no NUL (a JSON "\\u0000") and no lone
     surrogate (a JSON "\\ud800")."""
     stack = [obj]

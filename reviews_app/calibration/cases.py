@@ -161,10 +161,19 @@ def _jsonl(path: Path) -> CaseSet:
 def _json_object(text: str, where: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise CaseError(f"{where}: not JSON ({exc.msg} at line {exc.lineno}).") from None
+    except (ValueError, RecursionError):
+        raise CaseError(f"{where}: not JSON this reader can take (nested too deeply).") \
+            from None
     if not isinstance(data, dict):
         raise CaseError(f"{where}: must be a JSON object.")
+    from agents_app.experiments.datasets import storable
+
+    try:  # a lone surrogate or a NUL from a JSON escape cannot be reviewed or stored
+        storable(data)
+    except ValueError as exc:
+        raise CaseError(f"{where}: {exc}.") from None
     return data
 
 
@@ -287,11 +296,14 @@ def _defect(i: int, d: Any, shown: dict[str, tuple[set[int], set[int]]], bad) ->
         raise bad(f"{where}.file", f"{_show(path)} is not a reviewable file of the diff.")
     start, end = _span(d, f"{where}.lines", bad)
     lines, added = shown[path]
-    missing = [n for n in range(start, end + 1) if n not in lines]
+    if end - start > len(lines):  # more lines than the diff shows of the file: some missing
+        missing = [next(n for n in range(start, end + 1) if n not in lines)]
+    else:
+        missing = [n for n in range(start, end + 1) if n not in lines]
     if missing:
         raise bad(f"{where}.lines", f"line {missing[0]} of {_show(path)} is not in the diff's "
                   "new file as the diff shows it.")
-    if not any(n in added for n in range(start, end + 1)):
+    if not any(start <= n <= end for n in added):
         raise bad(f"{where}.lines", "no line of the range is added by the change.")
     category = d.get("category")
     if category is not None and category not in CATEGORIES:
