@@ -71,7 +71,8 @@ class Command(CheckedCommand):
                                  "specification to start from")
         parser.add_argument("target", nargs="?", default=None, metavar="SPEC|ID")
         parser.add_argument("--user", default=None,
-                            help="Whose experiment it is (default: the only user).")
+                            help="Whose experiment it is (default: the first superuser, as "
+                                 "for run_pattern).")
         parser.add_argument("--here", action="store_true",
                             help="Run every run in this process instead of the workers (no "
                                  "worker needed; one run at a time).")
@@ -89,6 +90,8 @@ class Command(CheckedCommand):
         if not opts["target"]:
             needs = "a SPEC file" if opts["action"] == "run" else "an ID"
             raise bad_input(f"{opts['action']} needs {needs}.")
+        if opts["user"] is not None and not opts["user"].strip():
+            raise bad_input("--user: a username.")
         owner = command_owner(opts["user"])
         if not (opts["timeout"] > 0 and opts["timeout"] <= 7 * 24 * 3600):  # NaN too
             raise bad_input("--timeout: seconds, more than 0 and at most a week.")
