@@ -244,7 +244,8 @@ def test_a_nonce_sent_again_with_other_settings_is_refused_not_ignored(alice_cli
 @pytest.mark.parametrize("content,message", [
     (b'{"task": "a\\ud800b"}', "unpaired surrogate"),
     (b'{"task": "ok", "id": "\\udfff"}', "unpaired surrogate"),
-    (b'{"task": "a\\u0000b"}', "NUL character"),
+    (b'{"task": "a\\u0000b"}', "invisible control characters (U+0000 (NUL))"),
+    (b'{"task": "x", "id": "rtl\\u202egnp.exe"}', "invisible control characters (U+202E"),
     (b'{"task": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
     (b'{"task": "x", "expected_findings": [{"file": "a", "line_start": Infinity}]}',
      "whole numbers from 1"),

@@ -177,21 +177,16 @@ def _row(obj: dict[str, Any], line: int, max_task: int = MAX_TASK) -> Row:
 
 
 def storable(obj: Any) -> None:
-    """Every text of the row one a database can store: no NUL (a JSON "\\u0000") and no lone
-    surrogate (a JSON "\\ud800")."""
-    stack = [obj]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, str):
-            if "\x00" in value:
-                raise ValueError("a text holds a NUL character")
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError("a text holds an unpaired surrogate (\\ud800 to "
-                                 "\\udfff), which is not a character") from None
+    """Every text of the row one a database can store and a page can show as it is: no
+    control character (a JSON "\\u0000", a right-to-left override that disguises a name)
+    and no lone surrogate (a JSON "\\ud800")."""
+    from ..patterns.gate_input import controls_in, texts
+
+    if found := controls_in(obj):
+        raise ValueError(f"a text holds invisible control characters ({', '.join(found[:3])})")
+    for text in texts(obj):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a text holds an unpaired surrogate (\\ud800 to \\udfff), "
+                             "which is not a character") from None

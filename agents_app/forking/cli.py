@@ -20,7 +20,7 @@ from ..cli import bad_input, command_owner
 from ..models import RUNNABLE, Run
 from ..patterns import PATTERNS
 from ..patterns.base import InvalidDecision, Pattern
-from ..patterns.gate_input import MAX_JSON_DEPTH, control_characters, json_depth
+from ..patterns.gate_input import MAX_JSON_DEPTH, controls_in, json_depth
 from ..trace import stage_label
 from . import checkpoints
 from .create import GATE_POLICIES, is_end
@@ -188,17 +188,9 @@ def read_edit(path: str, stdin: IO[Any]) -> dict[str, Any]:
         raise bad_input(f"--edit: the object in {where} is empty: nothing to edit.")
     if json_depth(value) > MAX_JSON_DEPTH:
         raise bad_input(f"--edit: {where} is nested more than {MAX_JSON_DEPTH} levels deep.")
-    stack: list[Any] = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str) and (found := control_characters(item)):
-            raise bad_input(f"--edit: the edit contains invisible control characters "
-                            f"({', '.join(found[:3])}) that cannot be kept; remove them.")
+    if found := controls_in(value):
+        raise bad_input(f"--edit: the edit contains invisible control characters "
+                        f"({', '.join(found[:3])}) that cannot be kept; remove them.")
     return value
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from typing import Any
 
 from .base import InvalidDecision
@@ -79,13 +80,9 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
-def check_arguments(args: Any) -> Any:
-    """Tool arguments a person wrote: not nested absurdly deep, no control characters in any
-    key or text (NUL in JSON cannot be stored by PostgreSQL)."""
-    if json_depth(args) > MAX_JSON_DEPTH:
-        raise InvalidDecision(f"The arguments are nested more than {MAX_JSON_DEPTH} levels "
-                              "deep.")
-    stack = [args]
+def texts(value: Any) -> Iterator[str]:
+    """Every text in a JSON value, keys included (walked without recursion)."""
+    stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
@@ -93,7 +90,25 @@ def check_arguments(args: Any) -> Any:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-        elif isinstance(item, str) and (found := control_characters(item)):
-            raise InvalidDecision(f"The arguments contain invisible control characters "
-                                  f"({', '.join(found[:3])}); remove them.")
+        elif isinstance(item, str):
+            yield item
+
+
+def controls_in(value: Any) -> list[str]:
+    """The control characters of the first text of ``value`` that has any (named), or []."""
+    for text in texts(value):
+        if found := control_characters(text):
+            return found
+    return []
+
+
+def check_arguments(args: Any) -> Any:
+    """Tool arguments a person wrote: not nested absurdly deep, no control characters in any
+    key or text (NUL in JSON cannot be stored by PostgreSQL)."""
+    if json_depth(args) > MAX_JSON_DEPTH:
+        raise InvalidDecision(f"The arguments are nested more than {MAX_JSON_DEPTH} levels "
+                              "deep.")
+    if found := controls_in(args):
+        raise InvalidDecision(f"The arguments contain invisible control characters "
+                              f"({', '.join(found[:3])}); remove them.")
     return args
