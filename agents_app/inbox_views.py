@@ -60,6 +60,6 @@ def _gate_words() -> dict[str, str]:
 def inbox_count(request) -> dict:
     """The navigation's count of gates waiting for the signed-in person."""
     user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
-        return {}
+    if user is None or not user.is_authenticated or getattr(request, "htmx", False):
+        return {}  # a partial (a poll every two seconds, a form's answer) has no navigation
     return {"inbox_count": inbox.count(user)}

@@ -457,3 +457,27 @@ def sweep_experiments() -> int:
                                         ).values_list("pk", flat=True):
         pairwise.judge(pk)  # only those that ask for a pairwise judge
     return started
+
+
+def run_here(experiment: Experiment) -> bool:
+    """Run every run of ``experiment`` in this process, one at a time, the way a worker would:
+    each run's end scores it and starts the next (``manage.py experiment run --here``, the
+    benchmark). True when the grid ended; False when what is left waits for a person."""
+    from ..engine import experiment_hooks
+    from ..forking.cli import drive
+
+    experiment_hooks.ANNOUNCE = False  # this loop scores and tops up itself
+    while True:
+        pending = list(experiment.runs.filter(status__in=RUNNABLE).values_list("pk",
+                                                                              flat=True))
+        if not pending:
+            started = top_up(experiment.pk, enqueue=False)
+            experiment.refresh_from_db()
+            if experiment.is_finished:
+                return True
+            if not started:
+                return False
+            continue
+        for pk in pending:
+            if drive(pk).is_terminal:
+                run_ended(pk, enqueue=False)

@@ -76,8 +76,7 @@ def run_grid(owner, args) -> dict:
     from agents_app.experiments import service
     from agents_app.experiments.datasets import Row
     from agents_app.experiments.spec import parse_spec
-    from agents_app.forking.cli import drive
-    from agents_app.models import RUNNABLE, Evaluation
+    from agents_app.models import Evaluation
 
     engine.scheduling.schedule = lambda *a, **k: None  # this process runs every run
     hooks.ANNOUNCE = False
@@ -98,17 +97,7 @@ def run_grid(owner, args) -> dict:
         "gates": {"plan_approval": "approve"}, "share_stages": not args.no_share})
     started = time.perf_counter()
     experiment = service.launch(owner, dataset, spec, enqueue=False)
-    while True:
-        pending = list(experiment.runs.filter(status__in=RUNNABLE).values_list("pk",
-                                                                               flat=True))
-        if not pending:
-            if not service.top_up(experiment.pk, enqueue=False):
-                break
-            continue
-        for pk in pending:
-            run = drive(pk)
-            if run.is_terminal:
-                service.run_ended(pk, enqueue=False)
+    service.run_here(experiment)
     seconds = time.perf_counter() - started
     experiment.refresh_from_db()
     runs = experiment.runs.count()

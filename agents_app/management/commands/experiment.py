@@ -18,13 +18,11 @@ from django.db import transaction
 
 from agents_app.cli import CheckedCommand, bad_input, command_owner
 from agents_app.converters import MAX_ID
-from agents_app.engine import experiment_hooks as hooks
 from agents_app.experiments import results as res
 from agents_app.experiments import service
 from agents_app.experiments.datasets import MAX_BYTES, DatasetError, parse
 from agents_app.experiments.spec import SpecError, parse_spec
-from agents_app.forking.cli import drive
-from agents_app.models import RUNNABLE, Dataset, Experiment, ExperimentStatus
+from agents_app.models import Dataset, Experiment, ExperimentStatus
 from agents_app.patterns import PATTERNS
 
 
@@ -171,27 +169,11 @@ class Command(CheckedCommand):
             raise bad_input(f"dataset: {exc.strerror or exc}.") from None
 
     def _run_here(self, experiment: Experiment) -> None:
-        """One run at a time in this process: drive it, score it, start the next."""
-        hooks.ANNOUNCE = False  # this loop scores and tops up itself
         if self.verbosity < 2:  # a line per model call would bury the table
             logging.getLogger("quorum").setLevel(logging.WARNING)
-        while True:
-            pending = list(experiment.runs.filter(status__in=RUNNABLE).values_list("pk",
-                                                                                  flat=True))
-            if not pending:
-                started = service.top_up(experiment.pk, enqueue=False)
-                experiment.refresh_from_db()
-                if experiment.is_finished:
-                    return
-                if not started:
-                    self.stderr.write("Some runs wait for a person at a gate: decide them on "
-                                      "their pages, or set gates = { <gate> = \"approve\" }.")
-                    return
-                continue
-            for pk in pending:
-                run = drive(pk)
-                if run.is_terminal:
-                    service.run_ended(pk, enqueue=False)
+        if not service.run_here(experiment):
+            self.stderr.write("Some runs wait for a person at a gate: decide them on their "
+                              "pages, or set gates = { <gate> = \"approve\" }.")
 
     def _wait(self, experiment: Experiment, timeout: float) -> None:
         deadline = time.monotonic() + timeout
