@@ -104,6 +104,9 @@ def run_duration(longest_first: bool) -> RunDuration:
 
 class Run(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
+    # A team's run is seen by its members and decided by its approvers (issue 35).
+    team = models.ForeignKey("agents_app.Team", null=True, blank=True, on_delete=models.PROTECT,
+                             related_name="runs")
     pattern = models.CharField(max_length=40, db_index=True)
     task = models.TextField()
     status = models.CharField(max_length=40, choices=Status.choices, default=Status.QUEUED)
@@ -531,6 +534,8 @@ class Experiment(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                               related_name="experiments")
+    team = models.ForeignKey("agents_app.Team", null=True, blank=True, on_delete=models.PROTECT,
+                             related_name="experiments")
     name = models.CharField(max_length=200)
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="experiments")
     spec = models.JSONField(default=dict)
@@ -614,3 +619,17 @@ class Evaluation(models.Model):
 
     def __str__(self) -> str:
         return f"Evaluation {self.evaluator} ({self.kind}) of run {self.run_id}"
+
+
+# Teams, shared gates and notifications (issue 35) live in their own packages; imported here
+# so that Django finds their models in this app.
+from .gates.models import (  # noqa: E402,F401
+    Channel,
+    DefaultAction,
+    GateAudit,
+    GateOpening,
+    GateRule,
+    GateVote,
+)
+from .notify.models import DecisionLink, Endpoint, Notification, Preference  # noqa: E402,F401
+from .teams.models import Membership, Role, Team  # noqa: E402,F401

@@ -19,6 +19,7 @@ from . import engine
 from .engine import scheduling
 from .engine.stages import offline_only
 from .llm.runtime import litellm as litellm_runtime
+from .notify import tasks as notify_tasks  # noqa: F401  (registers the notification tasks)
 from .patterns.registry import load_all
 
 log = logging.getLogger("quorum.tasks")

@@ -8,8 +8,11 @@ from . import (
     usage_views,
     views,
 )
+from .gates import urls as gates_urls
+from .notify import urls as notify_urls
 from .patterns import PATTERNS
 from .patterns.registry import part_of
+from .teams import urls as teams_urls
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -47,6 +50,9 @@ urlpatterns = [
     path("usage/", usage_views.usage_page, name="usage"),
     path("usage/export.csv", usage_views.usage_csv, name="usage_csv"),
 ]
+
+# Teams, shared gates and notifications (issue 35): each package brings its own URLs.
+urlpatterns += teams_urls.urlpatterns + gates_urls.urlpatterns + notify_urls.urlpatterns
 
 
 # Each pattern package may bring the URLs of its gates and pages (its ``urls.py``).

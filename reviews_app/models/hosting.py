@@ -99,6 +99,9 @@ class Connection(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                               related_name="connections")
+    # A team's connection: its reviews are the team's, decided by its approvers (issue 35).
+    team = models.ForeignKey("agents_app.Team", null=True, blank=True, on_delete=models.PROTECT,
+                             related_name="connections")
     provider = models.CharField(max_length=10, choices=Provider.choices)
     repository = models.CharField(max_length=200, help_text='"owner/name" (GitLab: the full '
                                   'project path, e.g. "group/subgroup/project")')

@@ -1,0 +1,1 @@
+"""The notification tasks (imported by ``agents_app.tasks`` so that workers register them)."""
