@@ -28,6 +28,7 @@ from .events import group_name
 from .live import panels_for, render_live
 from .models import Event, Run
 from .patterns import safe_json
+from .teams.access import visible
 
 BATCH = 200
 log = logging.getLogger("quorum.live")
@@ -298,11 +299,16 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self.close(code=4401)
             return
         self.run_id = int(self.scope["url_route"]["kwargs"]["pk"])
-        created_at = await self._owns(user)
-        if created_at is None:
+        seen = await self._owns(user)
+        if seen is None:
             await self.close(code=4404)
             return
+        created_at, team_id = seen
         self.run_key = (self.run_id, created_at)
+        if team_id is not None and self.channel_layer is not None:
+            # Told when the person's memberships change, to close the page if they lose it.
+            self.access_group = f"user-{user.pk}"
+            await self.channel_layer.group_add(self.access_group, self.channel_name)
         self.lock = asyncio.Lock()  # held while events are being sent to this page
         self.wanted = 0  # the newest event announced while the lock was held
         # Subscribed before the page's hello is read: whatever commits after the hello's
@@ -311,6 +317,8 @@ class RunConsumer(AsyncWebsocketConsumer):
         await self.accept()
 
     async def disconnect(self, code):
+        if getattr(self, "access_group", None) and self.channel_layer is not None:
+            await self.channel_layer.group_discard(self.access_group, self.channel_name)
         if self.hub is not None:
             hub, self.hub = self.hub, None
             await leave_hub(self, hub)
@@ -355,6 +363,13 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     @on_live_thread
     def _owns(self, user):
-        """The run's created_at if ``user`` owns it, else None."""
-        return Run.objects.filter(pk=self.run_id, owner=user).values_list(
-            "created_at", flat=True).first()
+        """(created_at, team_id) if ``user`` may see the run (its owner, or a member of its
+        team: agents_app/teams/access.py), else None."""
+        return visible(Run.objects.filter(pk=self.run_id), user).values_list(
+            "created_at", "team_id").first()
+
+    async def access_changed(self, message):
+        """The person's teams changed (agents_app/teams/services.py): a page of a team's run
+        they may no longer see is closed at once, before its next event."""
+        if await self._owns(self.scope["user"]) is None:
+            await self.close(code=4403)

@@ -12,6 +12,7 @@ import json
 from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -25,6 +26,7 @@ from .experiments.datasets import DatasetError, parse
 from .experiments.forms import DatasetUploadForm, ExperimentForm
 from .experiments.spec import SpecError, parse_spec
 from .models import Dataset, Experiment
+from .teams.access import can_manage, visible
 
 ITEMS_SHOWN = 200
 
@@ -37,7 +39,7 @@ def _go(request, url: str):
 @require_GET
 def experiment_list(request):
     return render(request, "agents_app/experiments/list.html", {
-        "experiments": Experiment.objects.filter(owner=request.user).select_related(
+        "experiments": visible(Experiment.objects, request.user).select_related(
             "dataset")[:200],
         "datasets": Dataset.objects.filter(owner=request.user)[:200]})
 
@@ -148,8 +150,14 @@ def experiment_new(request):
 
 
 def owned_experiment(request, pk: int) -> Experiment:
-    return get_object_or_404(Experiment.objects.select_related("dataset", "baseline"),
-                             pk=pk, owner=request.user)
+    """The experiment if the person may see it (its owner, its team's members); a POST
+    (cancel) needs its owner while a member, or one of the team's approvers."""
+    experiment = get_object_or_404(visible(Experiment.objects.select_related(
+        "dataset", "baseline"), request.user), pk=pk)
+    if request.method == "POST" and not can_manage(request.user, experiment):
+        raise PermissionDenied("Only the team's approvers, or the person who started the "
+                               "experiment, may cancel it.")
+    return experiment
 
 
 @login_required

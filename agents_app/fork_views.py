@@ -25,6 +25,7 @@ from .forking.extras import extras
 from .forking.stages import stages
 from .models import TERMINAL, Run, Status
 from .patterns import get_pattern
+from .teams.access import visible
 from .trace import stage_label
 from .views import owned_run
 
@@ -188,7 +189,7 @@ def compare_runs(request):
         return render(request, "agents_app/compare.html", {
             "error": f"Choose two to {MAX_COMPARED} runs to compare (you chose {len(ids)})."},
             status=400)
-    found = {r.pk: r for r in Run.objects.filter(pk__in=ids, owner=request.user)}
+    found = {r.pk: r for r in visible(Run.objects, request.user).filter(pk__in=ids)}
     if len(found) != len(ids):
         raise Http404("No such runs.")
     runs = [found[i] for i in ids]

@@ -13,6 +13,7 @@ from .option_fields import option_fields, options_from
 from .patterns import PATTERNS, task_patterns
 from .patterns.gate_input import control_message
 from .search import search_terms
+from .teams.fields import add_team_field
 
 
 def check_models(form: forms.Form, data: dict, names) -> None:
@@ -71,8 +72,9 @@ class StartRunForm(forms.Form):
     max_tokens = forms.IntegerField(label="Max tokens", min_value=100, max_value=50_000_000,
                                     required=False)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        add_team_field(self, user)
         self.role_fields = {}
         for role, patterns in _task_roles().items():
             name = f"model_{role}"

@@ -25,6 +25,7 @@ from .forms import SORTS, HistoryFilterForm
 from .models import Run, run_duration, run_tokens, status_groups
 from .patterns import PATTERNS
 from .search import PAGE_SIZE, search_runs, search_terms
+from .teams.access import visible
 
 DEFAULT_SORT = "-started"
 COLUMNS = ("id", "pattern", "task", "status", "models_used", "offline", "cost_usd", "created_at",
@@ -123,7 +124,7 @@ def history(request) -> dict:
     form = HistoryFilterForm(request.GET or None)
     d = form.usable()
     problems = form.problems()
-    runs = _filtered(Run.objects.filter(owner=request.user).only(*COLUMNS)
+    runs = _filtered(visible(Run.objects, request.user).only(*COLUMNS)
                      .select_related("merge_request"), d)
     params = {name: d[name] for name in ("status", "pattern", "q", "model") if d.get(name)}
     params.update({form.PARAM_NAMES.get(n, n): str(d[n])

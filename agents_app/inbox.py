@@ -16,6 +16,7 @@ from typing import Any
 from django.utils import timezone
 
 from .models import PlanVersion, Run, gate_status_labels, status_groups
+from .teams.access import visible
 
 MAX_CARDS = 200
 
@@ -25,7 +26,7 @@ def waiting_statuses() -> list[str]:
 
 
 def count(user) -> int:
-    return Run.objects.filter(owner=user, status__in=waiting_statuses()).count()
+    return visible(Run.objects, user).filter(status__in=waiting_statuses()).count()
 
 
 @dataclass
@@ -77,7 +78,7 @@ class Filters:
 
 
 def cards(user, filters: Filters) -> list[Card]:
-    runs = Run.objects.filter(owner=user, status__in=waiting_statuses())
+    runs = visible(Run.objects, user).filter(status__in=waiting_statuses())
     if filters.gate:
         runs = runs.filter(gate=filters.gate)
     if filters.pattern:
@@ -146,7 +147,7 @@ def decide_many(user, picks: list[str], action: str, feedback: str) -> list[Outc
         if pk in seen:
             continue
         seen.add(pk)
-        run = Run.objects.filter(pk=pk, owner=user).first()
+        run = visible(Run.objects, user).filter(pk=pk).first()
         if run is None:
             out.append(Outcome(pk, False, f"Run {pk}: not found."))
             continue

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -22,6 +23,8 @@ from .models import ModelCall, Run
 from .notices import notice_for
 from .patterns.base import Decision, InvalidDecision
 from .run_page import run_context
+from .teams.access import can_manage, visible
+from .teams.fields import chosen_team
 from .trace import call_io
 from .trace_tree import build_trace, rows
 
@@ -32,7 +35,7 @@ Unsent = Sequence[tuple[str, str]] | Callable[[], Sequence[tuple[str, str]]]
 @login_required
 @require_GET
 def dashboard(request):
-    ctx = {"form": StartRunForm(), **history(request)}
+    ctx = {"form": StartRunForm(user=request.user), **history(request)}
     if request.htmx and request.htmx.target == "history":
         return render(request, "agents_app/dashboard.html#history", ctx)
     return render(request, "agents_app/dashboard.html", {**ctx, "models": recent_models(request.user)})
@@ -42,8 +45,9 @@ def dashboard(request):
 @require_http_methods(["GET", "POST"])
 def start_run(request):
     if request.method == "GET":  # the form on a page of its own (a bookmark, a reload)
-        return render(request, "agents_app/run_new.html", {"form": StartRunForm()})
-    form = StartRunForm(request.POST)
+        return render(request, "agents_app/run_new.html",
+                      {"form": StartRunForm(user=request.user)})
+    form = StartRunForm(request.POST, user=request.user)
     if not form.is_valid():
         ctx = {"form": form, **history(request)}
         if request.htmx:
@@ -52,7 +56,8 @@ def start_run(request):
     max_cost, max_tokens = form.budget()
     run = engine.create_run(request.user, form.cleaned_data["pattern"],
                             form.cleaned_data["task"], options=form.options(),
-                            models=form.models(), max_cost_usd=max_cost, max_tokens=max_tokens)
+                            models=form.models(), max_cost_usd=max_cost, max_tokens=max_tokens,
+                            team=chosen_team(form))
     if request.htmx:
         return HttpResponseClientRedirect(run.get_absolute_url())
     return redirect(run)
@@ -60,7 +65,15 @@ def start_run(request):
 
 # --- run page --------------------------------------------------------------------------------
 def owned_run(request, pk: int) -> Run:
-    return get_object_or_404(Run, pk=pk, owner=request.user)
+    """The run, if the person may see it (its owner, or a member of its team); a 404
+    otherwise, never a hint that it exists. A POST (a decision, cancel, fork) needs more:
+    the owner while still a member, or one of the team's approvers (a gate's rule may ask
+    more of a decision: agents_app/gates/core.py)."""
+    run = get_object_or_404(visible(Run.objects.all(), request.user), pk=pk)
+    if request.method == "POST" and not can_manage(request.user, run):
+        raise PermissionDenied("Only the team's approvers, or the person who started the run, "
+                               "may act on it.")
+    return run
 
 
 @login_required

@@ -80,8 +80,11 @@ class NewReviewForm(forms.Form):
                    "style": "model_style", "checker": "model_checker",
                    "verifier": "model_verifier", "synthesizer": "model_synthesizer"}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        from agents_app.teams.fields import add_team_field
+
+        add_team_field(self, user)
         for role, name in self.ROLE_FIELDS.items():
             default = settings.QUORUM_ROLE_MODELS[role]
             self.fields[name].widget.attrs["placeholder"] = default

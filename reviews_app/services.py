@@ -263,7 +263,7 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
                  models: dict[str, str] | None = None, min_confidence: float | None = None,
                  max_cost_usd: Decimal | None = None, options: dict | None = None,
                  enqueue: bool = True, connection=None, title: str = "",
-                 remembered: bool = True) -> Run:
+                 remembered: bool = True, team=None) -> Run:
     """Create the run and its review together, or nothing (a daily cap reached, or an error).
     ``options`` may set other pattern options (``pipeline.pattern.DEFAULTS``). The owner's
     active memories that apply to the files (for ``connection``'s repository and for every
@@ -297,7 +297,9 @@ def start_review(user, inp: ReviewInput, prepared: diffs.Prepared, *,
         run = engine.create_run(
             user, PATTERN, title or inp.label, options=options, models=models,
             max_cost_usd=max_cost_usd or Decimal(str(settings.QUORUM_REVIEW_MAX_COST_USD)),
-            max_tokens=settings.QUORUM_REVIEW_MAX_TOKENS, enqueue=enqueue)
+            max_tokens=settings.QUORUM_REVIEW_MAX_TOKENS, enqueue=enqueue,
+            # A team's connection makes a team's review (issue 35).
+            team=team if team is not None else getattr(connection, "team", None))
         Review.objects.create(
             run=run, owner=user, source_kind=inp.kind, source_label=(title or inp.label)[:300],
             source_meta=inp.meta, diff_text=inp.diff_text, files=files_for_page,

@@ -8,6 +8,7 @@ htmx requests get the named partial of the page; plain posts redirect back to it
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -20,6 +21,8 @@ from agents_app.live import live_message
 from agents_app.models import Run
 from agents_app.patterns.base import InvalidDecision
 from agents_app.search import keyset_page
+from agents_app.teams.access import can_manage, visible
+from agents_app.teams.fields import chosen_team
 
 from . import memories, services, triage
 from .forms import (
@@ -45,7 +48,8 @@ PUBLICATION_PANEL = "reviews_app/_publication.html"  # issue 15: the publish par
 # --- start and history ---------------------------------------------------------------------------
 def _history(request) -> dict:
     form = ReviewFilterForm(request.GET or None)
-    reviews = Review.objects.filter(owner=request.user).select_related("run").only(
+    reviews = visible(Review.objects, request.user, owner="run__owner", team="run__team"
+                      ).select_related("run").only(
         "id", "run_id", "source_kind", "source_label", "proposed_verdict", "final_verdict",
         "counts", "created_at", "total_files", "run__status", "run__cost_usd", "run__offline",
         "run__prompt_tokens", "run__completion_tokens")
@@ -73,7 +77,7 @@ def _history(request) -> dict:
 @login_required
 @require_GET
 def review_list(request):
-    ctx = {"form": NewReviewForm(), **_history(request)}
+    ctx = {"form": NewReviewForm(user=request.user), **_history(request)}
     if request.htmx and request.htmx.target == "history":
         return render(request, "reviews_app/review_list.html#history", ctx)
     return render(request, "reviews_app/review_list.html", ctx)
@@ -84,13 +88,13 @@ def review_list(request):
 def start_review(request):
     if request.method == "GET":  # a bookmark or a reload: the form is on the reviews page
         return redirect(reverse("review_list") + "#new-review")
-    form = NewReviewForm(request.POST, request.FILES)
+    form = NewReviewForm(request.POST, request.FILES, user=request.user)
     if form.is_valid():
         try:
             run = services.start_review(request.user, form.review_input, form.prepared,
                                         models=form.models(),
                                         min_confidence=form.cleaned_data.get("min_confidence"),
-                                        options=form.imported)
+                                        options=form.imported, team=chosen_team(form))
         except services.InputError as exc:
             form.add_error(None, str(exc))
         else:
@@ -105,8 +109,15 @@ def start_review(request):
 
 # --- the review page ----------------------------------------------------------------------------
 def owned_review(request, pk: int) -> Review:
-    return get_object_or_404(Review.objects.select_related("run", "verdict_decided_by"),
-                             run_id=pk, owner=request.user)
+    """The review, if the person may see its run (its owner, or a member of its team; a 404
+    otherwise). A POST needs the owner while a member, or one of the team's approvers."""
+    review = get_object_or_404(visible(Review.objects.select_related("run", "verdict_decided_by"),
+                                       request.user, owner="run__owner", team="run__team"),
+                               run_id=pk)
+    if request.method == "POST" and not can_manage(request.user, review.run):
+        raise PermissionDenied("Only the team's approvers, or the person who started the "
+                               "review, may act on it.")
+    return review
 
 
 def review_context(review: Review, *, with_diff: bool = True, timeline: bool = True,

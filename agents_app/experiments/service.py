@@ -316,7 +316,8 @@ def _start(experiment: Experiment, cell: Cell, item: DatasetItem, rep: int,
                     log.info("experiment %s: cell %s runs on its own (%s)", experiment.pk,
                              cell.index, exc)
             engine.create_run(experiment.owner, cell.pattern, item.task, options=cell.options,
-                              models=cell.models_used, enqueue=enqueue, **labels)
+                              models=cell.models_used, enqueue=enqueue,
+                              team=experiment.team, **labels)
             return True
     except IntegrityError:  # another top-up made it meanwhile
         return False

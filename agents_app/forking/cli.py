@@ -21,6 +21,7 @@ from ..models import RUNNABLE, Run
 from ..patterns import PATTERNS
 from ..patterns.base import InvalidDecision, Pattern
 from ..patterns.gate_input import MAX_JSON_DEPTH, controls_in, json_depth
+from ..teams.access import visible
 from ..trace import stage_label
 from . import checkpoints
 from .create import GATE_POLICIES, is_end
@@ -64,7 +65,7 @@ def owned_run(text: str, user) -> Run:
     """The run ``text`` names, if it is ``user``'s; "No run N." otherwise, whether it does not
     exist or is another person's (the pages answer both with the same 404)."""
     pk = run_id(text)
-    run = Run.objects.filter(pk=pk, owner=user).first() \
+    run = visible(Run.objects, user).filter(pk=pk).first() \
         if user is not None and pk <= MAX_ROW_ID else None
     if run is None:
         raise bad_input(f"No run {pk if pk <= MAX_ROW_ID else shown(text)}.")

@@ -199,7 +199,7 @@ def create_fork(parent: Run, user, *, seq: int | None = None, kind: str = "fork"
             **(extra or {})}
     with transaction.atomic():
         run = Run.objects.create(
-            owner=user, pattern=parent.pattern, task=parent.task,
+            owner=user, team_id=parent.team_id, pattern=parent.pattern, task=parent.task,
             status=gate_status(cp.gate) if cp.gate else Status.QUEUED, stage=cp.stage,
             gate=cp.gate, state=state, options=state.get("options", parent.options),
             models_used=routes, offline=any(is_offline(m) for m in routes.values()),

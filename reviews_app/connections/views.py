@@ -8,12 +8,14 @@ import logging
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
+from agents_app.teams.access import can_administer, visible
 from common import sealed
 from reviews_app.models import Connection, GitHubApp, PullRequest, Review
 from reviews_app.prflow import account
@@ -48,7 +50,12 @@ def _go(request, url: str):
 
 
 def _own(request, pk) -> Connection:
-    return get_object_or_404(Connection, pk=pk, owner=request.user)
+    """The connection if the person may see it (its owner, its team's members); changing or
+    deleting a team's connection is for the team's admins."""
+    conn = get_object_or_404(visible(Connection.objects, request.user), pk=pk)
+    if request.method == "POST" and not can_administer(request.user, conn):
+        raise PermissionDenied("Only the team's admins change or delete its connections.")
+    return conn
 
 
 def webhook_url(request, conn: Connection) -> str:
@@ -60,7 +67,7 @@ def webhook_url(request, conn: Connection) -> str:
 @login_required
 @require_GET
 def connection_list(request):
-    conns = Connection.objects.filter(owner=request.user)
+    conns = visible(Connection.objects, request.user)
     apps = GitHubApp.objects.filter(owner=request.user)
     return render(request, "reviews_app/connections/list.html", {"connections": conns,
                                                                   "apps": apps})

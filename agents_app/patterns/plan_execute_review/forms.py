@@ -116,10 +116,12 @@ class StartChangeForm(forms.Form):
     ROLE_FIELDS = {"planner": "model_planner", "executor": "model_executor",
                    "reviewer": "model_reviewer"}
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        from ...teams.fields import add_team_field
         from .service import default_models, test_commands
 
+        add_team_field(self, user)
         defaults = default_models()
         for role, name in self.ROLE_FIELDS.items():
             self.fields[name].widget.attrs["placeholder"] = defaults[role]

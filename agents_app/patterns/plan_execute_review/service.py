@@ -100,7 +100,7 @@ def start_change(owner, *, repo: str, base: str, task: str, models: dict[str, st
                  max_rounds: int | None = None, test_command: str = "",
                  auto_approve_plan: bool = False, auto_merge: bool = False,
                  max_cost_usd: Decimal | None = None, max_tokens: int | None = None,
-                 enqueue: bool = True) -> Run:
+                 enqueue: bool = True, team=None) -> Run:
     """Check everything and create the run; ChangeError with a readable message otherwise."""
     task = (task or "").strip()
     if not task:
@@ -134,7 +134,7 @@ def start_change(owner, *, repo: str, base: str, task: str, models: dict[str, st
     run = engine.create_run(
         owner, PATTERN, task, options=options, models={**default_models(), **models},
         max_cost_usd=max_cost_usd or Decimal(str(settings.QUORUM_DEFAULT_MAX_COST_USD)),
-        max_tokens=max_tokens or settings.QUORUM_DEFAULT_MAX_TOKENS, enqueue=enqueue)
+        max_tokens=max_tokens or settings.QUORUM_DEFAULT_MAX_TOKENS, enqueue=enqueue, team=team)
     MergeRequest.objects.get_or_create(run=run, defaults={
         "repo": top, "base_branch": base, "branch": run.options["branch"]})
     return run

@@ -13,6 +13,8 @@ from ...live import live_message
 from ...models import Run
 from ...patterns import PATTERNS
 from ...search import keyset_page
+from ...teams.access import visible
+from ...teams.fields import chosen_team
 from ...views import decide_and_show, owned_run, render_panel
 from ..base import Decision
 from .forms import ChangeDecisionForm, ChangeListForm, StartChangeForm
@@ -29,7 +31,7 @@ LIST_PAGE = "plan_execute_review/change_list.html"
 def change_list(request):
     """The person's change runs, newest first, each with its merge request."""
     form = ChangeListForm(request.GET or None)
-    runs = Run.objects.filter(owner=request.user, pattern=PlanExecuteReview.name).only(
+    runs = visible(Run.objects, request.user).filter(pattern=PlanExecuteReview.name).only(
         "id", "pattern", "task", "status", "options", "created_at", "finished_at", "offline",
         "cost_usd", "merge_request__status", "merge_request__base_branch",
         "merge_request__branch", "merge_request__repo", "merge_request__merged_sha",
@@ -44,8 +46,8 @@ def change_list(request):
 @require_http_methods(["GET", "POST"])
 def change_new(request):
     if request.method == "GET":
-        return render(request, NEW_PAGE, {"form": StartChangeForm()})
-    form = StartChangeForm(request.POST)
+        return render(request, NEW_PAGE, {"form": StartChangeForm(user=request.user)})
+    form = StartChangeForm(request.POST, user=request.user)
     error = ""
     if form.is_valid():
         d = form.cleaned_data
@@ -54,7 +56,8 @@ def change_new(request):
                                models=form.models(), max_rounds=d.get("max_rounds"),
                                test_command=d.get("test_command") or "",
                                auto_approve_plan=d["auto_approve_plan"],
-                               max_cost_usd=d.get("max_cost_usd"), max_tokens=d.get("max_tokens"))
+                               max_cost_usd=d.get("max_cost_usd"), max_tokens=d.get("max_tokens"),
+                               team=chosen_team(form))
         except ChangeError as exc:
             error = str(exc)
         else:

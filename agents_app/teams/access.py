@@ -1,0 +1,86 @@
+"""Who may see and who may decide (issue 35). A personal item (no team) is its owner's alone.
+A team's item is seen by the team's members and decided by its approvers and admins — its
+initiator included only while a member: a member removed from a team loses its items at
+once, the runs they started too. Every view, WebSocket and export asks here."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from .models import DECIDING_ROLES, Membership
+
+
+def team_ids(user, *, deciding: bool = False) -> QuerySet:
+    """The ids of the user's teams (those where they decide, with ``deciding``), as a
+    subquery."""
+    rows = Membership.objects.filter(user_id=user.pk)
+    if deciding:
+        rows = rows.filter(role__in=DECIDING_ROLES)
+    return rows.values("team_id")
+
+
+def visible_q(user, *, owner: str = "owner", team: str = "team") -> Q:
+    """The filter of what ``user`` may see: their personal items and their teams' items.
+    ``owner`` and ``team`` name the fields (``run__owner`` for a review, say)."""
+    if not getattr(user, "is_authenticated", False):
+        return Q(pk__in=[])
+    return Q(**{owner: user, f"{team}__isnull": True}) | Q(**{f"{team}__in": team_ids(user)})
+
+
+def visible(queryset: QuerySet, user, **fields) -> QuerySet:
+    return queryset.filter(visible_q(user, **fields))
+
+
+def role_in(user, team_id: int | None) -> str | None:
+    if team_id is None or not getattr(user, "is_authenticated", False):
+        return None
+    return Membership.objects.filter(user_id=user.pk, team_id=team_id).values_list(
+        "role", flat=True).first()
+
+
+def can_see(user, item) -> bool:
+    """``item`` has ``owner_id`` and ``team_id`` (a run, an experiment, a connection)."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if item.team_id is None:
+        return item.owner_id == user.pk
+    return role_in(user, item.team_id) is not None
+
+
+def can_decide(user, item) -> bool:
+    """May ``user`` decide the gates of ``item``: its owner when personal, an approver or
+    admin of its team otherwise (a gate's rule may narrow this further: the initiator
+    excluded, a deadline's escalation widens it — agents_app/gates/core.py)."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if item.team_id is None:
+        return item.owner_id == user.pk
+    return role_in(user, item.team_id) in DECIDING_ROLES
+
+
+def can_manage(user, item) -> bool:
+    """Cancel, retry, fork into the team, delete: the owner while they may still see it, or
+    a deciding member of its team."""
+    if not can_see(user, item):
+        return False
+    return item.owner_id == user.pk or can_decide(user, item)
+
+
+def can_administer(user, item) -> bool:
+    """Change or delete a team's connection (its token, its webhook secret): the owner of a
+    personal one, an admin of the team otherwise."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if item.team_id is None:
+        return item.owner_id == user.pk
+    from .models import Role
+
+    return role_in(user, item.team_id) == Role.ADMIN
+
+
+def user_teams(user, *, deciding: bool = False):
+    from .models import Team
+
+    if not getattr(user, "is_authenticated", False):
+        return Team.objects.none()
+    return Team.objects.filter(pk__in=team_ids(user, deciding=deciding)).order_by("name")
