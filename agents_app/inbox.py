@@ -135,6 +135,7 @@ def decide_many(user, picks: list[str], action: str, feedback: str) -> list[Outc
     another tab) is left as it is and said so; one the pattern refuses that decision at (a
     merge needs its message and method, a question its answer) is named with the reason."""
     from .engine import StaleDecision, decide
+    from .gates.core import NotAllowed
     from .patterns.base import Decision, InvalidDecision
 
     out: list[Outcome] = []
@@ -152,14 +153,20 @@ def decide_many(user, picks: list[str], action: str, feedback: str) -> list[Outc
             out.append(Outcome(pk, False, f"Run {pk}: not found."))
             continue
         try:
-            decide(run, user, seq, Decision(action=action, feedback=feedback,
-                                            author=user.get_username()))
+            run = decide(run, user, seq, Decision(action=action, feedback=feedback,
+                                                  author=user.get_username()),
+                         channel="batch")
+        except NotAllowed as exc:
+            out.append(Outcome(pk, False, f"Run {pk}: {exc}"))
         except StaleDecision:
             out.append(Outcome(pk, False, f"Run {pk}: it moved on before this was sent "
                                           "(decided elsewhere, or cancelled); left as it is."))
         except InvalidDecision as exc:
             out.append(Outcome(pk, False, f"Run {pk}: {exc} Decide it on its page."))
         else:
+            if note := getattr(run, "vote_note", ""):
+                out.append(Outcome(pk, True, f"Run {pk}: {note}"))
+                continue
             words = "approved" if action == "approve" else "rejected with your feedback"
             out.append(Outcome(pk, True, f"Run {pk}: {words}."))
     return out

@@ -18,6 +18,7 @@ from . import engine
 from .forms import (
     StartRunForm,
 )
+from .gates.core import NotAllowed
 from .history import history, recent_models
 from .models import ModelCall, Run
 from .notices import notice_for
@@ -133,8 +134,12 @@ def decide_and_show(request, run: Run, seq: int, decision: Decision, show, *,
         if kept:
             message += " What you typed is kept under “Not sent” above."
         return show(run, 409, error=message, unsent=kept, unsent_because=notice.decided)
+    except NotAllowed as exc:
+        return show(run, 403, error=str(exc), **invalid_extra)
     except InvalidDecision as exc:
         return show(run, 400, error=str(exc), **invalid_extra)
+    if note := getattr(run, "vote_note", ""):  # one approval of several: the gate waits
+        return show(run, 200, vote_note=note)
     return show(run, 200)
 
 

@@ -27,7 +27,12 @@ the continuation by the task's name: the engine never imports ``agents_app.tasks
 """
 
 from .actions import StaleDecision, cancel, decide
-from .commit import EXPERIMENT_END_HOOKS, FORK_GATE_HOOKS, register_terminal_hook
+from .commit import (
+    EXPERIMENT_END_HOOKS,
+    FORK_GATE_HOOKS,
+    GATE_OPEN_HOOKS,
+    register_terminal_hook,
+)
 from .creation import create_run
 from .experiment_hooks import announce_end, apply_experiment_gate
 from .fork_gates import apply_gate_policy
@@ -49,6 +54,16 @@ if apply_experiment_gate not in FORK_GATE_HOOKS:
     FORK_GATE_HOOKS.append(apply_experiment_gate)
 if announce_end not in EXPERIMENT_END_HOOKS:
     EXPERIMENT_END_HOOKS.append(announce_end)
+
+
+def _gate_opened(run_id: int) -> None:
+    from ..gates.core import opened
+
+    opened(run_id)
+
+
+if not GATE_OPEN_HOOKS:
+    GATE_OPEN_HOOKS.append(_gate_opened)
 
 __all__ = [
     "DB_UNAVAILABLE",

@@ -26,9 +26,28 @@ class StaleDecision(Exception):
 
 
 def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
-           enqueue: bool = True, how: str = "person") -> Run:
-    """Apply a decision at the run's gate. Raises StaleDecision or InvalidDecision. ``how``:
-    "person", or on a fork the gate policy that decided ("reused", "approved")."""
+           enqueue: bool = True, how: str = "person", channel: str = "page") -> Run:
+    """A decision at the run's gate. Raises StaleDecision or InvalidDecision (NotAllowed, a
+    subclass, when this person may not decide it). ``how``: "person" — through the gate's
+    rules (agents_app/gates/core.py: a gate may need several approvals, and then records
+    this one and waits: the run comes back with ``vote_note``) — or the policy that decided
+    (a fork's "reused" or "approved", an experiment's), applied as it is. ``channel``: where
+    the person decided (the run page, the inbox, a batch, the command line)."""
+    if how == "person":
+        from ..gates.core import person_decides
+
+        return person_decides(run, user, expected_seq, decision, enqueue=enqueue,
+                              channel=channel)
+    return apply_decision(run, user, expected_seq, decision, enqueue=enqueue, how=how,
+                          channel="policy")
+
+
+def apply_decision(run: Run, user: User, expected_seq: int, decision: Decision, *,
+                   enqueue: bool = True, how: str = "person", channel: str = "page",
+                   closing_detail: str = "") -> Run:
+    """Apply a decision at the run's gate and close the gate's stop in its audit."""
+    from ..gates.core import closed
+
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if not locked.is_waiting or locked.stage_seq != expected_seq:
@@ -61,11 +80,16 @@ def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
                               "feedback": decision.feedback, "edits": decision.edits,
                               "author": decision.author or user.get_username(), "how": how,
                               "on": None if on is None else checkpoints.digest(on)})
+        closed(locked.pk, outcome=decision.action, actor=user if how == "person" else None,
+               channel=channel, how=how, detail=closing_detail or (
+                   f"{decision.action} by {decision.author or user.get_username()}"
+                   + (f" ({how})" if how != "person" else "")
+                   + (f": {decision.feedback[:300]}" if decision.feedback else "")))
         schedule_on_commit(locked.pk, enqueue)
     return locked
 
 
-def cancel(run: Run, user: User) -> str:
+def cancel(run: Run, user: User, reason: str = "") -> str:
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.status in TERMINAL:
@@ -73,7 +97,7 @@ def cancel(run: Run, user: User) -> str:
         lease_active = locked.lease_owner and locked.lease_expires_at and \
             locked.lease_expires_at > timezone.now()
         if locked.is_waiting or not lease_active:
-            finish_run(locked, Status.CANCELLED, f"Cancelled by {user}.")
+            finish_run(locked, Status.CANCELLED, reason or f"Cancelled by {user}.")
             return "Run cancelled."
         Run.objects.filter(pk=locked.pk).update(cancel_requested=True)
         append_events(locked.pk, [Event("cancel_requested", f"{user} asked to cancel: the run "

@@ -43,6 +43,11 @@ FORK_GATE_HOOKS: list[Callable[..., Any]] = []
 DECIDED_BY_POLICY = ("approved", "reused", "rejected")  # what a hook returns when it decided the gate
 
 
+# What runs after a run stops at a gate (and no policy decided it): the gate's stop, with
+# its team's rules, assignee and deadline (``gates.core.opened``; registered like the above).
+GATE_OPEN_HOOKS: list[Callable[[int], Any]] = []
+
+
 # What runs after any run of an experiment ends (``experiments.tasks``: its scoring and the
 # next runs of its grid), after the commit; registered by the package's ``__init__``.
 EXPERIMENT_END_HOOKS: list[Callable[[int], None]] = []
@@ -164,6 +169,9 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
         # decided but never continued).
         if any(hook(run_id, enqueue=enqueue) in DECIDED_BY_POLICY for hook in FORK_GATE_HOOKS):
             return Next(True)
+    if result.gate:
+        for gate_hook in GATE_OPEN_HOOKS:  # the stop's rules, assignee, deadline (issue 35)
+            gate_hook(run_id)
     return Next(runnable, committed, next_token if fused else "")
 
 
@@ -227,6 +235,9 @@ def finish_run(run: Run, status: str, reason: str, elapsed: float = 0.0) -> None
     run.save(update_fields=["status", "error", "stage", "gate", "stage_seq", "lease_owner",
                             "lease_expires_at", "active_seconds", "finished_at", "updated_at"])
     after_terminal(run.pk, run.pattern, run.experiment_id)
+    from ..gates.core import closed  # a run ended at its gate (cancelled, say): its stop too
+
+    closed(run.pk, outcome=status, how="policy", detail=reason)
     kinds: dict[str, str] = {Status.CANCELLED: "run_cancelled",
                              Status.BUDGET_EXCEEDED: "budget_exceeded"}
     kind = kinds.get(status, "run_finished")
