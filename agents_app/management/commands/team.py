@@ -36,13 +36,13 @@ class Command(CheckedCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("action", choices=tuple(USAGE))
-        parser.add_argument("args", nargs="*", metavar="NAME|TEAM USER")
+        parser.add_argument("targets", nargs="*", metavar="NAME|TEAM USER")
         parser.add_argument("--admin", default=None, help="create: the team's first admin")
         parser.add_argument("--role", default=None,
                             help="add: member (default), approver or admin")
 
     def handle(self, *args, **opts):
-        action, given = opts["action"], opts["args"]
+        action, given = opts["action"], opts["targets"]
         if len(given) != ARGS[action]:
             raise bad_input(f"{action} takes {ARGS[action] or 'no'} argument"
                             f"{'s' if ARGS[action] != 1 else ''}: {USAGE[action]}.")
