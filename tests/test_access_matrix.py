@@ -92,6 +92,19 @@ CASES = {
     "github_app_detail": ("app", (), "GET"),
     "github_app_edit": ("app", (), "POST"),
     "github_app_delete": ("app", (), "POST"),
+    # Teams (issue 35): Alice is the admin of "Platform" and a member of "Guild"; Bob is in
+    # neither, so every team URL is a 404 to him.
+    "team_list": (None, (), "GET"),
+    "team_new": (None, (), "POST"),
+    "team": ("team", (), "GET"),
+    "team_leave": ("guild", (), "POST"),
+    "team_member_add": ("team", (), "POST"),
+    "team_member_role": ("team", (lambda team: member_pk(team, "carol"),), "POST"),
+    "team_member_remove": ("team", (lambda team: member_pk(team, "carol"),), "POST"),
+    "team_rule_new": ("team", (), "POST"),
+    "team_rule_edit": ("team", (lambda team: team_rule_pk(team, first=True),), "POST"),
+    "team_rule_move": ("team", (lambda team: team_rule_pk(team, first=True),), "POST"),
+    "team_rule_delete": ("team", (lambda team: team_rule_pk(team, first=False),), "POST"),
 }
 # Public on purpose, with their own checks and tests: the webhook receivers (a signature;
 # tests/test_webhook_receiver.py, tests/test_github_app.py).
@@ -155,7 +168,42 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
     experiments.launch(alice, ds, parse_spec({
         "name": "e", "patterns": [{"name": "plan_execute"}],
         "assignments": [{"models": {"*": "offline/default"}}]}), enqueue=False)
+    make_teams(alice)
     return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review}
+
+
+def make_teams(alice):
+    """Platform (Alice its admin, Carol a member, two gate rules) and Guild (Carol its
+    admin, Alice a member: she may leave it). Dave is in none (the one to add)."""
+    from django.contrib.auth import get_user_model
+
+    from agents_app.gates.models import GateRule
+    from agents_app.teams.models import Membership, Team
+
+    User = get_user_model()
+    carol = User.objects.create_user("carol")
+    User.objects.create_user("dave")
+    platform = Team.objects.create(name="Platform", created_by=alice)
+    guild = Team.objects.create(name="Guild", created_by=carol)
+    for team, user, role in ((platform, alice, "admin"), (platform, carol, "member"),
+                             (guild, carol, "admin"), (guild, alice, "member")):
+        Membership.objects.create(team=team, user=user, role=role)
+    for position, name in enumerate(("Merges", "Plans")):
+        GateRule.objects.create(team=platform, name=name, position=position)
+
+
+def member_pk(team, username) -> int:
+    """A user's id (the member URLs take it whether or not they are still a member)."""
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.get(username=username).pk
+
+
+def team_rule_pk(team, *, first: bool) -> int:
+    """The team's first or last rule by id; once deleted, an id no row has (404)."""
+    rules = team.gate_rules.order_by("pk")
+    rule = rules.first() if first else rules.last()
+    return rule.pk if rule else 2**62
 
 
 def target(kind, runs):
@@ -177,6 +225,10 @@ def target(kind, runs):
         from agents_app.models import Experiment
 
         return Experiment.objects.filter(owner=runs["plan"].owner).earliest("pk")
+    if kind in ("team", "guild"):
+        from agents_app.teams.models import Team
+
+        return Team.objects.get(name="Platform" if kind == "team" else "Guild")
     if kind == "dataset":
         from agents_app.models import Dataset
 

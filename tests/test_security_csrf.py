@@ -107,6 +107,15 @@ def payload(name: str, runs) -> dict:  # noqa: F811
             "assignments": "*=offline/default", "repetitions": 1, "concurrency": 1,
             "action": "launch"},
         "experiment_cancel": {},
+        "team_new": {"name": "CSRF team"},
+        "team_member_add": {"username": "dave", "role": "approver"},
+        "team_member_role": {"role": "approver"},
+        "team_member_remove": {},
+        "team_rule_new": TEAM_RULE | {"name": "CSRF rule"},
+        "team_rule_edit": TEAM_RULE | {"name": "Merges, edited"},
+        "team_rule_move": {"direction": "down"},
+        "team_rule_delete": {},
+        "team_leave": {},
         "inbox_decide": {"action": "approve", "picks": [
             f"{runs['inbox'].pk}:{runs['inbox'].stage_seq}"]} if "inbox" in runs else {},
     }.get(name, {"seq": 0})
@@ -115,6 +124,9 @@ def payload(name: str, runs) -> dict:  # noqa: F811
 CONNECTION = {"provider": "github", "repository": "octo/widgets", "api_url": "",
               "publish_policy": "after_triage", "auto_min_severity": "high",
               "auto_min_confidence": "0.7"}
+
+
+TEAM_RULE = {"required_approvals": 1, "rejections_to_reject": 1, "gate": "merge_request"}
 
 
 # Decisions first, cancel after them (it ends the plan run), starts last.
@@ -129,7 +141,9 @@ ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision",
          "connection_delete", "github_app_new", "github_app_edit", "github_app_delete",
          "fork_form", "run_again", "replay_run", "continue_run",
          "dataset_new", "dataset_from_history", "experiment_new", "experiment_cancel",
-         "inbox_decide"]
+         "inbox_decide",
+         "team_new", "team_member_add", "team_member_role", "team_member_remove",
+         "team_rule_new", "team_rule_edit", "team_rule_move", "team_rule_delete", "team_leave"]
 
 
 def app_url(name: str, runs) -> str:  # noqa: F811
