@@ -94,6 +94,10 @@ CASES = {
     "github_app_delete": ("app", (), "POST"),
     # Teams (issue 35): Alice is the admin of "Platform" and a member of "Guild"; Bob is in
     # neither, so every team URL is a 404 to him.
+    "gate_panel": ("plan", (), "GET"),
+    "gate_assign": ("plan", (), "POST"),
+    "gate_audit_csv": ("plan", (), "GET"),
+    "gate_audit_json": ("plan", (), "GET"),
     "team_list": (None, (), "GET"),
     "team_new": (None, (), "POST"),
     "team": ("team", (), "GET"),

@@ -73,7 +73,7 @@ def facts_for(run) -> Facts:
 
 def _spec(lines: str) -> pathspec.PathSpec | None:
     globs = [g.strip() for g in lines.splitlines() if g.strip() and not g.startswith("#")]
-    return pathspec.PathSpec.from_lines("gitwildmatch", globs) if globs else None
+    return pathspec.PathSpec.from_lines("gitignore", globs) if globs else None
 
 
 def matches(rule: GateRule, facts: Facts) -> bool:

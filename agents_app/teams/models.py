@@ -19,7 +19,7 @@ class Team(models.Model):
     def get_absolute_url(self) -> str:
         from django.urls import reverse
 
-        return reverse("agents_app:team", args=[self.pk])
+        return reverse("team", args=[self.pk])
 
 
 class Role(models.TextChoices):
