@@ -107,6 +107,11 @@ def payload(name: str, runs) -> dict:  # noqa: F811
             "assignments": "*=offline/default", "repetitions": 1, "concurrency": 1,
             "action": "launch"},
         "experiment_cancel": {},
+        "notification_preferences": {"email_kinds": ["opened"], "webhook_kinds": ["decided"]},
+        "notification_endpoint_new": {"name": "csrf", "style": "signed",
+                                      "url": "https://hooks.example.org/csrf"},
+        "notification_endpoint_test": {},
+        "notification_endpoint_delete": {},
         "inbox_decide": {"action": "approve", "picks": [
             f"{runs['inbox'].pk}:{runs['inbox'].stage_seq}"]} if "inbox" in runs else {},
     }.get(name, {"seq": 0})
@@ -129,7 +134,8 @@ ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision",
          "connection_delete", "github_app_new", "github_app_edit", "github_app_delete",
          "fork_form", "run_again", "replay_run", "continue_run",
          "dataset_new", "dataset_from_history", "experiment_new", "experiment_cancel",
-         "inbox_decide"]
+         "inbox_decide", "notification_preferences", "notification_endpoint_new",
+         "notification_endpoint_test", "notification_endpoint_delete"]
 
 
 def app_url(name: str, runs) -> str:  # noqa: F811

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.db.models import Q
@@ -92,7 +93,7 @@ def endpoint_new(request):
     if form.is_valid():
         with transaction.atomic():
             # One at a time per person: a double submission finds the first one saved.
-            type(request.user).objects.select_for_update().filter(pk=request.user.pk).first()
+            get_user_model().objects.select_for_update().filter(pk=request.user.pk).first()
             _refuse_twins(form)
             ep = form.save() if not form.errors else None
         if ep is not None:
