@@ -68,7 +68,7 @@ class EndpointForm(forms.Form):
         self.fields["team"].queryset = admin_teams(user)
         if not self.fields["team"].queryset.exists():
             del self.fields["team"]
-        self.generated_secret = ""
+        self.generated_secret: str | None = None  # a signed endpoint's, once saved
 
     def clean_url(self) -> str:
         url = self.cleaned_data["url"]
@@ -105,7 +105,7 @@ class EndpointForm(forms.Form):
 
     def save(self) -> Endpoint:
         data = self.cleaned_data
-        secret = new_secret() if data["style"] == Endpoint.Style.SIGNED else ""
+        secret = new_secret() if data["style"] == Endpoint.Style.SIGNED else None
         ep = Endpoint.objects.create(
             owner=self.user, team=data.get("team"), name=data["name"], style=data["style"],
             url_sealed=sealed.seal(data["url"]), url_hint=url_hint(data["style"], data["url"]),

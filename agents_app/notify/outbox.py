@@ -69,8 +69,7 @@ class _Gate:
         pattern = PATTERNS.get(run.pattern)
         self.opening, self.run, self.kind, self.detail = opening, run, kind, detail.strip()
         self.pattern = (pattern.label if pattern and pattern.label else run.pattern)
-        self.gate_label = (pattern.gate_labels.get(opening.gate) if pattern else None) \
-            or opening.gate
+        self.gate_label = gate_words(opening.gate)
         self.task = first_line(run.task)
         self.team = opening.team.name if opening.team_id else ""
         self.approvals = opening.votes.filter(voided_at__isnull=True, action="approve").count()
@@ -109,6 +108,16 @@ class _Gate:
                          "approvals": self.approvals, "required": o.required,
                          "deadline": o.deadline_at.isoformat() if o.deadline_at else None,
                          "detail": self.detail}}
+
+
+def gate_words(gate: str) -> str:
+    """A gate in words ("plan approval"), as the run's status names it."""
+    from ..models import Status, gate_status_labels
+
+    label = str((dict(Status.choices) | gate_status_labels()).get(f"awaiting_{gate}", ""))
+    if label.lower().startswith("awaiting "):
+        label = label[len("awaiting "):]
+    return label or gate.replace("_", " ")
 
 
 def _hours() -> str:

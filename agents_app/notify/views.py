@@ -38,17 +38,20 @@ def _manageable(user):
                                    | Q(team__in=admin_teams(user))).select_related("team")
 
 
+def _unsealed(stored) -> str | None:
+    """The generated secret kept sealed in the session until the page shows it, once."""
+    try:
+        return sealed.unseal(stored["secret"]) if stored else None
+    except (sealed.UnsealError, KeyError, TypeError):
+        return None
+
+
 def _page(request, *, prefs_form=None, endpoint_form=None, status=200):
     pref = Preference.objects.filter(user=request.user).first()
     initial = {"email_kinds": pref.email_kinds if pref else ALL_KINDS,
                "webhook_kinds": pref.webhook_kinds if pref else ALL_KINDS}
-    new_secret = ""
     stored = request.session.pop(_SESSION_KEY, None)
-    if stored:
-        try:
-            new_secret = sealed.unseal(stored["secret"])
-        except (sealed.UnsealError, KeyError, TypeError):
-            new_secret = ""
+    new_secret = _unsealed(stored)
     kinds = dict(Kind.choices)
     endpoints = list(_manageable(request.user).order_by("team__name", "name", "pk"))
     for ep in endpoints:
