@@ -309,6 +309,26 @@ QUORUM_WEBHOOK_MAX_BYTES = env.int("QUORUM_WEBHOOK_MAX_BYTES", default=2_000_000
 # A pasted diff arrives as a form field: allow it up to the upload limit (plus the form).
 DATA_UPLOAD_MAX_MEMORY_SIZE = QUORUM_REVIEW_MAX_UPLOAD_BYTES + 1_000_000
 
+# --- Notifications (issue 35) ---------------------------------------------------------
+# This site's address as a notification's reader reaches it: the links in emails and webhooks.
+QUORUM_BASE_URL = env.str("QUORUM_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# A decision link in a notification works once, for its person, for this many hours.
+QUORUM_LINK_HOURS = env.float("QUORUM_LINK_HOURS", default=72.0, high=24 * 365)
+# Email: a django-environ email URL (smtp+tls://user:password@host:587, consolemail://, ...);
+# the default prints each email on the console of the process that sends it (`make dev`).
+vars().update({k: v for k, v in env.email_url("EMAIL_URL", default="consolemail://").items()
+               if v is not None})
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Quorum <quorum@localhost>")
+# Delivery: each request's timeout (seconds), how many attempts in all, the first wait
+# before a retry (multiplied by 4 each time, with jitter, up to the cap), and the longest
+# Retry-After that is honoured.
+QUORUM_NOTIFY_TIMEOUT = env.float("QUORUM_NOTIFY_TIMEOUT", default=10.0, high=120.0)
+QUORUM_NOTIFY_MAX_ATTEMPTS = env.int("QUORUM_NOTIFY_MAX_ATTEMPTS", default=8)
+QUORUM_NOTIFY_RETRY_SECONDS = env.float("QUORUM_NOTIFY_RETRY_SECONDS", default=30.0)
+QUORUM_NOTIFY_RETRY_CAP_SECONDS = env.float("QUORUM_NOTIFY_RETRY_CAP_SECONDS", default=6 * 3600.0)
+CELERY_BEAT_SCHEDULE["notify-deliver-due"] = {"task": "agents_app.notify.tasks.deliver_due",
+                                              "schedule": 15.0}
+
 # --- Auth, static, security -----------------------------------------------------------
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"

@@ -109,6 +109,12 @@ CASES = {
     "team_rule_edit": ("team", (lambda team: team_rule_pk(team, first=True),), "POST"),
     "team_rule_move": ("team", (lambda team: team_rule_pk(team, first=True),), "POST"),
     "team_rule_delete": ("team", (lambda team: team_rule_pk(team, first=False),), "POST"),
+    "notification_settings": (None, (), "GET"),
+    "notification_preferences": (None, (), "POST"),
+    "notification_endpoint_new": (None, (), "POST"),
+    "notification_endpoint_test": ("endpoint", (), "POST"),
+    "notification_endpoint_delete": ("endpoint", (), "POST"),
+    "decision_link": ("link", (), "GET"),
 }
 # Public on purpose, with their own checks and tests: the webhook receivers (a signature;
 # tests/test_webhook_receiver.py, tests/test_github_app.py).
@@ -136,6 +142,7 @@ def test_every_url_has_a_case():
 @pytest.fixture
 def runs(alice, repo, monkeypatch):  # noqa: F811
     monkeypatch.setattr(engine.scheduling, "schedule", lambda pk: None)
+    monkeypatch.setattr("agents_app.notify.deliver.send", lambda ids: None)
     plan = engine.run_inline(engine.create_run(
         alice, "plan_execute", "Plan a picnic", options={}, enqueue=False,
         models={"planner": "offline/default", "executor": "offline/default",
@@ -173,6 +180,17 @@ def runs(alice, repo, monkeypatch):  # noqa: F811
         "name": "e", "patterns": [{"name": "plan_execute"}],
         "assignments": [{"models": {"*": "offline/default"}}]}), enqueue=False)
     make_teams(alice)
+    # A webhook endpoint of hers, and a decision link to her plan gate (issue 35).
+    from agents_app.gates.models import GateOpening
+    from agents_app.notify import links
+    from agents_app.notify.models import Endpoint
+    from common import sealed
+
+    Endpoint.objects.create(owner=alice, name="hook", style="signed",
+                            url_sealed=sealed.seal("http://127.0.0.1:9/hook"),
+                            secret_sealed=sealed.seal("whsec_" + "A" * 44))
+    links.issue(alice, GateOpening.objects.get_or_create(
+        run=plan, opened_seq=plan.stage_seq, defaults={"gate": plan.gate, "seq": plan.stage_seq})[0])
     return {"plan": plan, "react": react, "vote": vote, "change": change, "review": review}
 
 
@@ -237,6 +255,21 @@ def target(kind, runs):
         from agents_app.models import Dataset
 
         return Dataset.objects.filter(owner=runs["plan"].owner).earliest("pk")
+    if kind == "endpoint":  # once a test deleted it: an id no row has (404)
+        from agents_app.notify.models import Endpoint
+
+        return Endpoint.objects.filter(owner=runs["plan"].owner, team__isnull=True) \
+            .order_by("pk").first() or Endpoint(pk=2**62)
+    if kind == "link":  # the token of her decision link (signing it writes nothing)
+        from types import SimpleNamespace
+
+        from django.core import signing
+
+        from agents_app.notify import links
+        from agents_app.notify.models import DecisionLink
+
+        nonce = DecisionLink.objects.filter(user=runs["plan"].owner).earliest("pk").nonce
+        return SimpleNamespace(pk=signing.dumps({"n": nonce}, salt=links.SALT))
     return runs[kind]
 
 

@@ -116,6 +116,11 @@ def payload(name: str, runs) -> dict:  # noqa: F811
         "team_rule_move": {"direction": "down"},
         "team_rule_delete": {},
         "team_leave": {},
+        "notification_preferences": {"email_kinds": ["opened"], "webhook_kinds": ["decided"]},
+        "notification_endpoint_new": {"name": "csrf", "style": "signed",
+                                      "url": "https://hooks.example.org/csrf"},
+        "notification_endpoint_test": {},
+        "notification_endpoint_delete": {},
         "inbox_decide": {"action": "approve", "picks": [
             f"{runs['inbox'].pk}:{runs['inbox'].stage_seq}"]} if "inbox" in runs else {},
     }.get(name, {"seq": 0})
@@ -143,7 +148,9 @@ ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision",
          "dataset_new", "dataset_from_history", "experiment_new", "experiment_cancel",
          "inbox_decide",
          "team_new", "team_member_add", "team_member_role", "team_member_remove",
-         "team_rule_new", "team_rule_edit", "team_rule_move", "team_rule_delete", "team_leave"]
+         "team_rule_new", "team_rule_edit", "team_rule_move", "team_rule_delete", "team_leave",
+         "notification_preferences", "notification_endpoint_new",
+         "notification_endpoint_test", "notification_endpoint_delete", "gate_assign"]
 
 
 def app_url(name: str, runs) -> str:  # noqa: F811
