@@ -101,6 +101,18 @@ def sweep_stuck_runs() -> None:
     sweep_experiments()
 
 
+@shared_task(name="agents_app.tasks.gate_timers", ignore_result=True)
+def gate_timers() -> None:
+    """The gates' reminders, escalations and deadlines that are due (issue 35). The times
+    are rows, so a restart of every process loses none; each fires once (a conditional
+    UPDATE claims it), however many beats or workers run."""
+    from .gates.core import sweep_timers
+
+    fired = sweep_timers()
+    if any(fired.values()):
+        log.info("gate timers: %s", fired)
+
+
 @shared_task(name="agents_app.tasks.experiment_run_ended", acks_late=True, ignore_result=True)
 def experiment_run_ended(run_id: int) -> None:
     """A run of an experiment ended: score it and start its grid's next runs (issue 34).

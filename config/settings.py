@@ -328,6 +328,11 @@ QUORUM_NOTIFY_RETRY_SECONDS = env.float("QUORUM_NOTIFY_RETRY_SECONDS", default=3
 QUORUM_NOTIFY_RETRY_CAP_SECONDS = env.float("QUORUM_NOTIFY_RETRY_CAP_SECONDS", default=6 * 3600.0)
 CELERY_BEAT_SCHEDULE["notify-deliver-due"] = {"task": "agents_app.notify.tasks.deliver_due",
                                               "schedule": 15.0}
+# Gate deadlines (issue 35): reminders, escalations and default decisions fire within this
+# many seconds of their time (a deadline "within 60 s" with a margin for a busy worker).
+QUORUM_GATE_TIMER_SECONDS = env.float("QUORUM_GATE_TIMER_SECONDS", default=15.0)
+CELERY_BEAT_SCHEDULE["gate-timers"] = {"task": "agents_app.tasks.gate_timers",
+                                       "schedule": QUORUM_GATE_TIMER_SECONDS}
 
 # --- Auth, static, security -----------------------------------------------------------
 LOGIN_URL = "login"

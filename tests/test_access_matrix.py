@@ -95,7 +95,7 @@ CASES = {
     # Teams (issue 35): Alice is the admin of "Platform" and a member of "Guild"; Bob is in
     # neither, so every team URL is a 404 to him.
     "gate_panel": ("plan", (), "GET"),
-    "gate_assign": ("plan", (), "POST"),
+    "gate_assign": ("teamgate", (), "POST"),
     "gate_audit_csv": ("plan", (), "GET"),
     "gate_audit_json": ("plan", (), "GET"),
     "team_list": (None, (), "GET"),
@@ -247,6 +247,8 @@ def target(kind, runs):
         from agents_app.models import Experiment
 
         return Experiment.objects.filter(owner=runs["plan"].owner).earliest("pk")
+    if kind == "teamgate":  # a team's run at its gate (the CSRF test makes one), else any
+        return runs.get("teamgate") or runs["plan"]
     if kind in ("team", "guild"):
         from agents_app.teams.models import Team
 

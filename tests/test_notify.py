@@ -87,6 +87,9 @@ def sent(monkeypatch):
 @pytest.fixture
 def opening(gated_run):
     run = gated_run
+    # The stop the engine recorded, and what it sent, are replaced by the test's own.
+    Notification.objects.all().delete()
+    GateOpening.objects.filter(run=run).delete()
     return GateOpening.objects.create(run=run, gate=run.gate, opened_seq=run.stage_seq,
                                       seq=run.stage_seq, required=2,
                                       deadline_at=timezone.now() + timedelta(hours=4))

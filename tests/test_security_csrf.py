@@ -11,6 +11,7 @@ import re
 
 import pytest
 from django.apps import apps
+from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import get_resolver, reverse
@@ -121,6 +122,8 @@ def payload(name: str, runs) -> dict:  # noqa: F811
                                       "url": "https://hooks.example.org/csrf"},
         "notification_endpoint_test": {},
         "notification_endpoint_delete": {},
+        "gate_assign": {"stop": runs.get("teamgate_stop", 0),
+                        "to": f"u:{get_user_model().objects.get(username='alice').pk}"},
         "inbox_decide": {"action": "approve", "picks": [
             f"{runs['inbox'].pk}:{runs['inbox'].stage_seq}"]} if "inbox" in runs else {},
     }.get(name, {"seq": 0})
@@ -239,6 +242,17 @@ def test_posts_with_the_htmx_token_are_carried_out(alice, runs, monkeypatch):  #
                 alice, "plan_execute", "Plan a picnic", options={}, enqueue=False,
                 models={"planner": "offline/default", "executor": "offline/default",
                         "synthesizer": "offline/default"}).pk)
+        if name == "gate_assign":  # a team's run waiting at its gate, to hand on to Carol
+            from agents_app.gates.models import GateOpening
+            from agents_app.teams.models import Team
+
+            runs["teamgate"] = engine.run_inline(engine.create_run(
+                alice, "plan_execute", "Plan a team picnic", options={}, enqueue=False,
+                team=Team.objects.get(name="Platform"),
+                models={"planner": "offline/default", "executor": "offline/default",
+                        "synthesizer": "offline/default"}).pk)
+            url = app_url(name, runs)
+            runs["teamgate_stop"] = GateOpening.objects.get(run=runs["teamgate"]).pk
         if name == "continue_run":  # a run that failed at a stage continues
             Run.objects.filter(pk=runs["plan"].pk).update(status="failed")
         if name == "rule_suggest":  # something to suggest from: a comment left in triage
