@@ -161,7 +161,8 @@ def assignee_words(opening: GateOpening) -> str:
 
 # --- who decides ---------------------------------------------------------------------------
 def _deciding_teams(opening: GateOpening) -> list[int]:
-    teams = [opening.team_id] if opening.team_id else []
+    team_id = opening.run.team_id  # the run's team now (the stop keeps the one it opened with)
+    teams = [team_id] if team_id else []
     if opening.escalated_at and opening.policy.get("escalate_to"):
         teams.append(opening.policy["escalate_to"])
     if opening.assignee_team_id:
@@ -342,7 +343,7 @@ def closed(run_id: int, *, outcome: str, actor=None, channel: str = "", how: str
             closed_at=timezone.now(), outcome=outcome[:20]):
         return
     t = tally(op) if op.required > 1 else None
-    what = {"person": "decided", "timer": "defaulted"}.get(how, "policy")
+    what = {"person": "decided", "timer": "defaulted", "deadline": "defaulted"}.get(how, "policy")
     audit(op, what, actor=actor, channel=channel, approvals=t.approved if t else 0,
           detail=(detail or outcome)[:500])
 
@@ -484,7 +485,8 @@ def _open_missing() -> int:
     from ..inbox import waiting_statuses
 
     runs = Run.objects.filter(status__in=waiting_statuses()).exclude(
-        openings__closed_at__isnull=True).values_list("pk", flat=True)[:200]
+        pk__in=GateOpening.objects.filter(closed_at__isnull=True).values("run_id")
+    ).values_list("pk", flat=True)[:200]
     return sum(1 for pk in runs if opened(pk) is not None)
 
 

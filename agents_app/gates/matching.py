@@ -127,8 +127,9 @@ class Owners:
 
 
 def owners_of(text: str, paths: list[str]) -> Owners:
-    """The people and teams CODEOWNERS names for ``paths``: ``@name`` a user of that name,
-    ``@org/team`` a team named ``team`` or ``org/team``, an email a user with that address."""
+    """The people and teams CODEOWNERS names for ``paths``: ``@name`` a user of that name (or
+    else a team of that name), ``@org/team`` a team named ``team`` or ``org/team``, an email
+    a user with that address."""
     out = Owners()
     if not text.strip() or not paths:
         return out
@@ -151,7 +152,14 @@ def owners_of(text: str, paths: list[str]) -> Owners:
         elif kind == "EMAIL":
             user = users.filter(email__iexact=owner).first()
             (out.users.append(user) if user else out.unknown.append(owner))
-        else:
-            user = users.filter(username=owner.removeprefix("@")).first()
-            (out.users.append(user) if user else out.unknown.append(owner))
+        else:  # "@name": a person here of that name, else a team of that name
+            name = owner.removeprefix("@")
+            user = users.filter(username=name).first()
+            team = None if user else Team.objects.filter(name__iexact=name).first()
+            if user:
+                out.users.append(user)
+            elif team:
+                out.teams.append(team)
+            else:
+                out.unknown.append(owner)
     return out
