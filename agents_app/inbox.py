@@ -1,9 +1,10 @@
-"""The inbox (issue 35, its first part): every gate waiting for the signed-in person, across
-runs, patterns and reviews — what is to be decided, with its context (the plan and what
-changed from the previous version, the branch of a merge request, the cost so far) — newest
-decisions first to be made oldest first. Read from the runs themselves (a run at a gate is
-``awaiting_<gate>``), so a gate appears the moment its run stops there and leaves the moment
-it is decided, on any page or device. Teams, assignment and k-of-n approvals build on it."""
+"""The inbox (issue 35): every gate waiting for the signed-in person or their teams, across
+runs, patterns and reviews — what is to be decided with its context (the plan and what changed
+from the previous version, a merge request's diff stat, the approvals so far and who is left,
+the deadline, the cost so far) — oldest first. Read from the runs themselves (a run at a gate
+is ``awaiting_<gate>``) and their open stops (``GateOpening``): a gate appears the moment its
+run stops there and leaves the moment it is decided, on any page or device; open pages are
+told over a WebSocket (``inbox_live.py``)."""
 
 from __future__ import annotations
 
@@ -13,20 +14,34 @@ from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from django.db.models import Q
 from django.utils import timezone
 
-from .models import PlanVersion, Run, gate_status_labels, status_groups
-from .teams.access import visible
+from .models import AgentReport, PlanVersion, Run, gate_status_labels, status_groups
+from .teams.access import team_ids, visible
 
 MAX_CARDS = 200
+SCOPES = (("decide", "Waiting for my decision"), ("all", "Everything my teams are waiting on"))
+ASSIGNEES = (("", "anyone"), ("me", "assigned to me"), ("unassigned", "assigned to nobody"))
 
 
 def waiting_statuses() -> list[str]:
     return next(statuses for key, _, statuses in status_groups() if key == "all_waiting")
 
 
+def decidable_q(user) -> Q:
+    """Waiting runs this person may decide: their personal ones, their deciding teams', and
+    those assigned or escalated to them or to a team where they decide. (A rule excluding
+    the initiator is checked when they decide; the card says so.)"""
+    deciding = team_ids(user, deciding=True)
+    return (Q(team__isnull=True, owner=user) | Q(team__in=deciding)
+            | Q(openings__closed_at__isnull=True, openings__assignee_user=user)
+            | Q(openings__closed_at__isnull=True, openings__assignee_team__in=deciding))
+
+
 def count(user) -> int:
-    return visible(Run.objects, user).filter(status__in=waiting_statuses()).count()
+    return visible(Run.objects, user).filter(status__in=waiting_statuses()).filter(
+        decidable_q(user)).values("pk").distinct().count()
 
 
 @dataclass
@@ -37,16 +52,31 @@ class Card:
     waiting_since: Any
     plan: PlanVersion | None = None
     plan_diff: list[tuple[str, str]] = field(default_factory=list)  # (kind, line)
+    stop: Any = None  # the open GateOpening
+    tally: Any = None
+    can_decide: bool = False
+    excluded: bool = False  # the initiator, where the rule asks for others' approvals
+    diff_stat: tuple[int, int, int] | None = None  # files, lines added, lines removed
 
     @property
     def age_minutes(self) -> int:
         return int((timezone.now() - self.waiting_since).total_seconds() // 60)
+
+    @property
+    def deadline_minutes(self) -> int | None:
+        if self.stop is None or self.stop.deadline_at is None:
+            return None
+        return int((self.stop.deadline_at - timezone.now()).total_seconds() // 60)
 
 
 @dataclass
 class Filters:
     gate: str = ""
     pattern: str = ""
+    scope: str = "decide"
+    team: str = ""  # a team's id, "personal", or "" for any
+    assignee: str = ""
+    due_within_hours: float | None = None
     older_than_hours: float | None = None
     min_cost: Decimal | None = None
     problems: list[str] = field(default_factory=list)
@@ -54,20 +84,18 @@ class Filters:
     @classmethod
     def read(cls, params) -> Filters:
         f = cls(gate=(params.get("gate") or "")[:60], pattern=(params.get("pattern") or "")[:60])
-        age = (params.get("older_than") or "").strip()
-        if age:
-            try:
-                f.older_than_hours = float(age)
-                if not 0 <= f.older_than_hours <= 24 * 365:
-                    raise ValueError
-            except ValueError:
-                f.older_than_hours = None
-                f.problems.append("“Waiting longer than” takes a number of hours (0 to "
-                                  "8,760); it was ignored.")
+        scope = params.get("scope") or "decide"
+        f.scope = scope if scope in dict(SCOPES) else "decide"
+        team = (params.get("team") or "")[:20]
+        f.team = team if team == "personal" or team.isdigit() else ""
+        assignee = params.get("assignee") or ""
+        f.assignee = assignee if assignee in dict(ASSIGNEES) else ""
+        f.older_than_hours = f._hours(params, "older_than", "“Waiting longer than”")
+        f.due_within_hours = f._hours(params, "due_within", "“Deadline within”")
         cost = (params.get("min_cost") or "").strip()
         if cost:
             try:
-                f.min_cost = Decimal(cost)
+                f.min_cost = Decimal(cost[:40])
                 if not f.min_cost.is_finite() or f.min_cost < 0:
                     raise InvalidOperation
             except InvalidOperation:
@@ -76,35 +104,115 @@ class Filters:
                                   "ignored.")
         return f
 
+    def _hours(self, params, name: str, label: str) -> float | None:
+        text = (params.get(name) or "").strip()[:40]
+        if not text:
+            return None
+        try:
+            hours = float(text)
+            if not 0 <= hours <= 24 * 365:
+                raise ValueError
+        except ValueError:
+            self.problems.append(f"{label} takes a number of hours (0 to 8,760); it was "
+                                 "ignored.")
+            return None
+        return hours
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether a card pushed to the page must be checked against more than its kind,
+        pattern and team (the page then reloads its list instead)."""
+        return bool(self.assignee or self.due_within_hours is not None
+                    or self.older_than_hours is not None or self.min_cost is not None)
+
 
 def cards(user, filters: Filters) -> list[Card]:
     runs = visible(Run.objects, user).filter(status__in=waiting_statuses())
+    if filters.scope == "decide":
+        runs = runs.filter(pk__in=Run.objects.filter(decidable_q(user)).values("pk"))
     if filters.gate:
         runs = runs.filter(gate=filters.gate)
     if filters.pattern:
         runs = runs.filter(pattern=filters.pattern)
+    if filters.team == "personal":
+        runs = runs.filter(team__isnull=True)
+    elif filters.team:
+        runs = runs.filter(team_id=int(filters.team))
     if filters.older_than_hours is not None:
         runs = runs.filter(updated_at__lte=timezone.now()
                            - timedelta(hours=filters.older_than_hours))
     if filters.min_cost is not None:
         runs = runs.filter(cost_usd__gte=filters.min_cost)
-    runs = list(runs.defer("state").select_related("merge_request")
-                .order_by("updated_at", "id")[:MAX_CARDS])
+    if filters.assignee == "me":
+        runs = runs.filter(openings__closed_at__isnull=True, openings__assignee_user=user)
+    elif filters.assignee == "unassigned":
+        runs = runs.exclude(Q(openings__closed_at__isnull=True) & (
+            Q(openings__assignee_user__isnull=False) | Q(openings__assignee_team__isnull=False)))
+    if filters.due_within_hours is not None:
+        runs = runs.filter(openings__closed_at__isnull=True, openings__deadline_at__lte=(
+            timezone.now() + timedelta(hours=filters.due_within_hours)))
+    runs = list(runs.defer("state").select_related("merge_request", "team")
+                .order_by("updated_at", "id").distinct()[:MAX_CARDS])
+    return build(user, runs)
+
+
+def build(user, runs: list[Run]) -> list[Card]:
+    """The cards of ``runs`` (waiting), as ``user`` sees them (None: for nobody in particular,
+    a card pushed to every watcher)."""
+    from .gates import core
+    from .gates.models import GateOpening
+
     words = gate_status_labels()
     plans: dict[int, list[PlanVersion]] = {}
     for pv in PlanVersion.objects.filter(run__in=[r for r in runs if r.gate.endswith(
             "plan_approval")]).order_by("run_id", "-version"):
         plans.setdefault(pv.run_id, []).append(pv)
+    stops = {s.run_id: s for s in GateOpening.objects.filter(
+        run__in=runs, closed_at__isnull=True).select_related(
+        "assignee_user", "assignee_team", "run").order_by("opened_seq")}
+    stats = _diff_stats([r for r in runs if r.gate == "merge_request"])
+    deciding = set(team_ids(user, deciding=True).values_list("team_id", flat=True)) \
+        if user is not None else set()
     out = []
     for run in runs:
         card = Card(run, run.gate, words.get(run.status) or run.get_status_display(),
-                    run.updated_at)
+                    run.updated_at, stop=stops.get(run.pk), diff_stat=stats.get(run.pk))
         versions = plans.get(run.pk, [])
         if versions:
             card.plan = versions[0]
             if len(versions) > 1:
                 card.plan_diff = _diff(versions[1].steps, versions[0].steps)
+        if card.stop is not None:
+            card.tally = core.tally(card.stop)
+        if user is not None:
+            stop = card.stop
+            card.can_decide = (run.team_id is None and run.owner_id == user.pk) or (
+                run.team_id in deciding) or (stop is not None and (
+                    stop.assignee_user_id == user.pk or stop.assignee_team_id in deciding))
+            card.excluded = bool(stop is not None and (stop.policy or {}).get(
+                "exclude_initiator") and run.owner_id == user.pk)
         out.append(card)
+    return out
+
+
+def _diff_stats(runs: list[Run]) -> dict[int, tuple[int, int, int]]:
+    """Files, lines added and removed of each merge request's latest diff (unidiff)."""
+    if not runs:
+        return {}
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    out = {}
+    latest = {}
+    for report in AgentReport.objects.filter(run__in=runs).exclude(diff="").only(
+            "run_id", "diff").order_by("run_id", "id"):
+        latest[report.run_id] = report.diff
+    for run_id, diff in latest.items():
+        try:
+            patch = PatchSet(diff[:2_000_000])
+        except UnidiffParseError:
+            continue
+        out[run_id] = (len(patch), patch.added, patch.removed)
     return out
 
 

@@ -1,5 +1,6 @@
-"""The inbox page (issue 35): the signed-in person's waiting gates, filtered, following the
-runs (the list reloads itself every two seconds), each card linking to where it is decided."""
+"""The inbox page (issue 35): the gates waiting for the signed-in person and their teams,
+filtered, following the runs (gates arrive and leave over a WebSocket, ``inbox_live.py``; the
+list also reloads itself every 20 s), each decided on its card or on its run's page."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from . import inbox
 from .patterns import PATTERNS
+from .teams.access import user_teams
 
 
 @login_required
@@ -19,7 +21,10 @@ def inbox_page(request):
 
 def _page(request, outcomes=None, error: str = "", status: int = 200):
     filters = inbox.Filters.read(request.GET)
-    ctx = {"outcomes": outcomes or [], "batch_error": error,"cards": inbox.cards(request.user, filters), "filters": filters,
+    ctx = {"outcomes": outcomes or [], "batch_error": error,
+           "cards": inbox.cards(request.user, filters), "filters": filters,
+           "scopes": inbox.SCOPES, "assignees": inbox.ASSIGNEES,
+           "teams": list(user_teams(request.user)),
            "gates": sorted({(g, w) for g, w in _gate_words().items()}),
            "patterns": sorted((p.name, p.label) for p in PATTERNS.values()),
            "query": request.GET.urlencode(), "limit": inbox.MAX_CARDS}

@@ -32,6 +32,7 @@ from django.db.models import Q
 from django.utils import timezone
 from pydantic import ValidationError
 
+from .. import inbox_live
 from ..events import append_events
 from ..forking import checkpoints
 from ..models import Run
@@ -135,6 +136,7 @@ def opened(run_id: int) -> GateOpening | None:
             if opening.assignee_user_id or opening.assignee_team_id:
                 audit(opening, "assigned", detail=f"To {assignee_words(opening)}, by the rule.")
             _notify("opened", opening, deciders(opening), teams=_teams_of(opening))
+            inbox_live.changed(run.pk)
     except IntegrityError:  # another process recorded this stop meanwhile
         return GateOpening.objects.filter(run=run, opened_seq=run.stage_seq).first()
     return opening
@@ -271,6 +273,7 @@ def person_decides(run: Run, user, expected_seq: int, decision: Decision, *, enq
             append_events(locked.pk, [Event("gate_vote", note, {
                 "gate": locked.gate, "approvals": t.approved, "required": op.required})])
             locked.vote_note = note
+            inbox_live.changed(locked.pk)
             return locked
         if approving and decision.edits is not None and _has_fork_edit(locked):
             decision = replace(decision, edits=None)  # applied in place already
@@ -342,6 +345,7 @@ def closed(run_id: int, *, outcome: str, actor=None, channel: str = "", how: str
     if not GateOpening.objects.filter(pk=op.pk, closed_at__isnull=True).update(
             closed_at=timezone.now(), outcome=outcome[:20]):
         return
+    inbox_live.changed(run_id)  # the card leaves every open inbox
     t = tally(op) if op.required > 1 else None
     what = {"person": "decided", "timer": "defaulted", "deadline": "defaulted"}.get(how, "policy")
     audit(op, what, actor=actor, channel=channel, approvals=t.approved if t else 0,
@@ -366,6 +370,7 @@ def assign(opening: GateOpening, actor, *, user=None, team: Team | None = None,
         if team is not None:
             targets += [m.user for m in team.memberships.filter(
                 role__in=DECIDING_ROLES).select_related("user")]
+        inbox_live.changed(op.run_id)
         _notify("assigned", op, targets, teams=[team] if team else [],
                 serial=f"{verb}-{op.pk}-{timezone.now().timestamp():.0f}",
                 detail=f"{actor.get_username()} {verb} it to {assignee_words(op)}.")
@@ -424,6 +429,10 @@ def _escalate(op: GateOpening) -> int:
     op.escalated_at = op.escalated_at or timezone.now()
     team = Team.objects.filter(pk=op.policy.get("escalate_to")).first()
     with transaction.atomic():
+        if team is not None:  # its approvers see the run and decide it from now on
+            GateOpening.objects.filter(pk=op.pk).update(assignee_team=team)
+            op.assignee_team = team
+            inbox_live.changed(op.run_id)
         audit(op, "escalated", channel=Channel.TIMER,
               detail=f"To team {team.name}: its approvers may decide now." if team
               else "The team to escalate to is gone; nobody was added.")

@@ -19,15 +19,31 @@ def team_ids(user, *, deciding: bool = False) -> QuerySet:
     return rows.values("team_id")
 
 
-def visible_q(user, *, owner: str = "owner", team: str = "team") -> Q:
-    """The filter of what ``user`` may see: their personal items and their teams' items.
-    ``owner`` and ``team`` name the fields (``run__owner`` for a review, say)."""
+def assigned_runs(user) -> QuerySet:
+    """The ids of runs whose open gate is assigned (or escalated) to the user or to one of
+    their teams, as a subquery: those people see the run while the gate waits for them."""
+    from ..gates.models import GateOpening
+
+    return GateOpening.objects.filter(closed_at__isnull=True).filter(
+        Q(assignee_user_id=user.pk) | Q(assignee_team_id__in=team_ids(user))).values("run_id")
+
+
+def visible_q(user, *, owner: str = "owner", team: str = "team", run: str | None = None) -> Q:
+    """The filter of what ``user`` may see: their personal items and their teams' items, and
+    (``run``: the field holding a run's id) runs whose open gate is assigned to them or their
+    team. ``owner`` and ``team`` name the fields (``run__owner`` for a review, say)."""
     if not getattr(user, "is_authenticated", False):
         return Q(pk__in=[])
-    return Q(**{owner: user, f"{team}__isnull": True}) | Q(**{f"{team}__in": team_ids(user)})
+    q = Q(**{owner: user, f"{team}__isnull": True}) | Q(**{f"{team}__in": team_ids(user)})
+    if run is not None:
+        q |= Q(**{f"{run}__in": assigned_runs(user)})
+    return q
 
 
 def visible(queryset: QuerySet, user, **fields) -> QuerySet:
+    if "run" not in fields:  # a run, or a review (of a run): assigned gates count too
+        name = queryset.model._meta.label
+        fields["run"] = {"agents_app.Run": "pk", "reviews_app.Review": "run_id"}.get(name)
     return queryset.filter(visible_q(user, **fields))
 
 
@@ -42,9 +58,17 @@ def can_see(user, item) -> bool:
     """``item`` has ``owner_id`` and ``team_id`` (a run, an experiment, a connection)."""
     if not getattr(user, "is_authenticated", False):
         return False
-    if item.team_id is None:
-        return item.owner_id == user.pk
-    return role_in(user, item.team_id) is not None
+    if item.team_id is None and item.owner_id == user.pk:
+        return True
+    if item.team_id is not None and role_in(user, item.team_id) is not None:
+        return True
+    return _assigned(user, item)
+
+
+def _assigned(user, item) -> bool:
+    from ..models import Run
+
+    return isinstance(item, Run) and assigned_runs(user).filter(run_id=item.pk).exists()
 
 
 def can_decide(user, item) -> bool:
@@ -59,11 +83,14 @@ def can_decide(user, item) -> bool:
 
 
 def can_manage(user, item) -> bool:
-    """Cancel, retry, fork into the team, delete: the owner while they may still see it, or
-    a deciding member of its team."""
+    """Decide, cancel, retry, fork into the team: the owner while they may still see it, a
+    deciding member of its team, or those its open gate is assigned or escalated to."""
     if not can_see(user, item):
         return False
-    return item.owner_id == user.pk or can_decide(user, item)
+    if item.team_id is not None and item.owner_id == user.pk and role_in(
+            user, item.team_id) is None:
+        return _assigned(user, item)
+    return item.owner_id == user.pk or can_decide(user, item) or _assigned(user, item)
 
 
 def can_administer(user, item) -> bool:
