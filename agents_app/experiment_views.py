@@ -27,6 +27,7 @@ from .experiments.forms import DatasetUploadForm, ExperimentForm
 from .experiments.spec import SpecError, parse_spec
 from .models import Dataset, Experiment
 from .teams.access import can_manage, visible
+from .teams.fields import chosen_team
 
 ITEMS_SHOWN = 200
 
@@ -133,7 +134,8 @@ def experiment_new(request):
                                       status=409)
                     try:
                         experiment = done or service.launch(request.user, dataset, spec,
-                                                            nonce=nonce)
+                                                            nonce=nonce,
+                                                            team=chosen_team(form))
                     except SpecError as exc:
                         ctx["error"] = str(exc)
                         return render(request, "agents_app/experiments/new.html", ctx,

@@ -115,6 +115,18 @@ def render_panel(request, page: str, panel: str, ctx: dict, status: int = 200):
     return render(request, f"{page}#{panel}" if request.htmx else page, ctx, status=status)
 
 
+def decision_channel(request, run: Run) -> str:
+    """How the person came to this decision, for the gate's audit: "link" when they opened
+    the run through a notification's link to this gate (once), else "page"."""
+    from .notify.views import LINK_SESSION_KEY
+
+    came = request.session.get(LINK_SESSION_KEY) if hasattr(request, "session") else None
+    if isinstance(came, dict) and came.get("run") == run.pk:
+        request.session.pop(LINK_SESSION_KEY, None)
+        return "link"
+    return "page"
+
+
 def decide_and_show(request, run: Run, seq: int, decision: Decision, show, *,
                     unsent: Unsent = (), **invalid_extra):
     """Apply a person's decision and answer with ``show(run, status, **extra)``: 400 with the
@@ -123,7 +135,8 @@ def decide_and_show(request, run: Run, seq: int, decision: Decision, show, *,
     what the person typed, or a function that makes them — given back to copy, never applied
     (``unsent`` on the page)."""
     try:
-        run = engine.decide(run, request.user, seq, decision)
+        run = engine.decide(run, request.user, seq, decision,
+                            channel=decision_channel(request, run))
     except engine.StaleDecision:
         run.refresh_from_db()
         pairs = unsent() if callable(unsent) else unsent

@@ -288,6 +288,15 @@ def reopen(review: Review, user, note: str = "") -> Review:
                           "nothing changed.")
         if review.run.status != Status.COMPLETED:
             raise Refused("The review is still closing; reopen it in a moment.")
+        from agents_app.gates.core import rule_at
+
+        rule = rule_at(review.run, TRIAGE_GATE)
+        if rule is not None and rule.required_approvals > 1:
+            # A reopened verdict is decided by one person, off the gate: it could not gather
+            # the approvals the team's rule asks for (issue 35).
+            raise Refused(f"The team's rule “{rule.name}” asks for {rule.required_approvals} "
+                          "approvals of the verdict, which a reopened review cannot gather: "
+                          "start a new review round instead.", 400)
         note = note.strip()[:4000]
         _record(review, user, Kind.REOPEN, before=review.final_verdict, after="", note=note)
         Review.objects.filter(pk=review.pk).update(

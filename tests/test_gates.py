@@ -361,3 +361,38 @@ def test_the_gate_opening_tells_the_teams_approvers_by_the_outbox(people):
     told = set(Notification.objects.filter(kind="opened", opening__run=run)
                .values_list("recipient__username", flat=True))
     assert told == {"alice", "bob", "carol"}  # the approvers; not Dave (member), not Erin
+
+
+def test_an_escalated_teams_approver_sees_and_decides_the_run_from_its_page(client, people):
+    rule(people["platform"], deadline_minutes=60, escalate_minutes_before=30,
+         escalate_to=people["security"])
+    run = gated(people["alice"], people["platform"])
+    client.force_login(people["erin"])
+    assert client.get(reverse("run_detail", args=[run.pk])).status_code == 404
+    core.sweep_timers(timezone.now() + timedelta(minutes=31))
+    assert client.get(reverse("run_detail", args=[run.pk])).status_code == 200
+    inbox = client.get(reverse("inbox")).content.decode()
+    assert f'id="gate-{run.pk}"' in inbox
+    response = client.post(reverse("plan_decision", args=[run.pk]), {
+        "action": "approve", "seq": run.stage_seq, "steps": run.state["plan"]["steps"]})
+    assert response.status_code == 200
+    run.refresh_from_db()
+    assert not run.is_waiting
+    # Once decided, the run is Platform's again: Erin no longer sees it.
+    assert client.get(reverse("run_detail", args=[run.pk])).status_code == 404
+
+
+def test_a_decision_after_following_a_notifications_link_is_audited_as_through_it(
+        client, people):
+    from agents_app.notify import links
+
+    run = gated(people["alice"], people["platform"])
+    stop = GateOpening.objects.get(run=run)
+    url = links.link_for(people["bob"], stop)
+    client.force_login(people["bob"])
+    followed = client.get(url.removeprefix("http://127.0.0.1:8000"))
+    assert followed.status_code == 302 and followed["Location"].endswith(f"/runs/{run.pk}/#gate")
+    client.post(reverse("plan_decision", args=[run.pk]), {
+        "action": "approve", "seq": run.stage_seq, "steps": run.state["plan"]["steps"]})
+    last = GateAudit.objects.filter(run=run).last()
+    assert (last.what, last.actor_name, last.channel) == ("decided", "bob", "link")

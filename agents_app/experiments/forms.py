@@ -128,6 +128,9 @@ class ExperimentForm(forms.Form):
             import secrets
 
             self.initial.setdefault("nonce", secrets.token_hex(16))
+        from ..teams.fields import add_team_field
+
+        add_team_field(self, owner)  # a team's experiment: its members see it (issue 35)
         self.fields["dataset"].queryset = Dataset.objects.filter(owner=owner)
         self.fields["baseline"].queryset = Experiment.objects.filter(owner=owner)
         patterns = task_patterns()

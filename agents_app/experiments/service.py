@@ -168,7 +168,7 @@ def forecast(owner, cells: list[PlannedCell], runs_per_cell: int) -> tuple[Decim
 
 
 def launch(owner, dataset: Dataset, spec: GridSpec, *, enqueue: bool = True,
-           nonce: str = "") -> Experiment:
+           nonce: str = "", team=None) -> Experiment:
     items = list(dataset.items.all())
     skipped: list[str] = []
     cells = plan_cells(spec, skipped)
@@ -193,7 +193,7 @@ def launch(owner, dataset: Dataset, spec: GridSpec, *, enqueue: bool = True,
     try:
         with transaction.atomic():
             experiment = _create(owner, dataset, spec, nonce, skipped, total, baseline, cells,
-                                 runs_per_cell)
+                                 runs_per_cell, team)
     except IntegrityError:  # the same form, sent twice at once: the one the other made
         made = Experiment.objects.filter(owner=owner, nonce=nonce[:64]).first()
         if made is None or not nonce:
@@ -205,9 +205,9 @@ def launch(owner, dataset: Dataset, spec: GridSpec, *, enqueue: bool = True,
 
 def _create(owner, dataset: Dataset, spec: GridSpec, nonce: str, skipped: list[str],
             total: Decimal | None, baseline: Experiment | None, cells: list[PlannedCell],
-            runs_per_cell: int) -> Experiment:
+            runs_per_cell: int, team=None) -> Experiment:
     experiment = Experiment.objects.create(
-        owner=owner, name=spec.name, dataset=dataset, nonce=nonce[:64],
+        owner=owner, team=team, name=spec.name, dataset=dataset, nonce=nonce[:64],
         spec={**spec.model_dump(mode="json"), "skipped_cells": skipped},
         repetitions=spec.repetitions, budget_usd=spec.budget_usd, forecast_usd=total,
         baseline=baseline, planned_runs=len(cells) * runs_per_cell)

@@ -142,6 +142,15 @@ def opened(run_id: int) -> GateOpening | None:
     return opening
 
 
+def rule_at(run: Run, gate: str):
+    """The team's rule for ``gate`` of the run, as it would apply now (None: none)."""
+    if run.team_id is None:
+        return None
+    facts = matching.facts_for(run)
+    facts.gate = gate
+    return matching.rule_for(run.team_id, facts)
+
+
 def current(run: Run) -> GateOpening | None:
     """The open stop of a waiting run (recorded now if the worker that stopped it did not
     get to it: a crash between its commit and this)."""

@@ -163,6 +163,9 @@ def endpoint_delete(request, pk):
     return _go(request, reverse("notification_settings") + "#endpoints")
 
 
+LINK_SESSION_KEY = "quorum.decision_link"
+
+
 @login_required
 @require_GET
 def decision_link(request, token):
@@ -170,6 +173,10 @@ def decision_link(request, token):
     forged link, and another person's, is a 404; an expired or used one a 410."""
     followed = links.follow(token, request.user)
     if followed.status == 302:
+        # The decision this person then makes at that gate is audited as made through the
+        # link (agents_app/views.py ``decision_channel``); the link itself decides nothing.
+        request.session[LINK_SESSION_KEY] = {"run": followed.link.opening.run_id,
+                                             "stop": followed.link.opening_id}
         return redirect(followed.url)
     return render(request, "agents_app/notify/link.html",
                   {"reason": followed.reason, "link": followed.link},

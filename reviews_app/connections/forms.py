@@ -145,6 +145,19 @@ class ConnectionForm(SecretSources, forms.ModelForm):
         self.user = user
         self.generated_secret = ""
         self.creating = self.instance.pk is None
+        if self.creating:  # a team's connection, for one of the teams this person runs
+            from agents_app.teams.fields import FIELD, add_team_field
+            from agents_app.teams.models import Role, Team
+
+            add_team_field(self, user)
+            if FIELD in self.fields:
+                self.fields[FIELD].queryset = Team.objects.filter(
+                    memberships__user=user, memberships__role=Role.ADMIN).order_by("name")
+                self.fields[FIELD].help_text = ("Its reviews are the team's: its members see "
+                                                "them, its approvers decide them. Teams you "
+                                                "are an admin of.")
+                if not self.fields[FIELD].queryset.exists():
+                    del self.fields[FIELD]
         # The stored source is shown on the page, never put back in a field: an empty pair
         # keeps it.
         self.initial["token_env"] = ""
@@ -219,6 +232,7 @@ class ConnectionForm(SecretSources, forms.ModelForm):
         conn = super().save(commit=False)
         if self.creating:
             conn.owner = self.user
+            conn.team = self.cleaned_data.get("sharing")
         data = self.cleaned_data
         if data.get("token") or data.get("token_env") or conn.api_url != data["api_url"] \
                 or conn.provider != self.initial.get("provider", conn.provider):
