@@ -237,7 +237,7 @@ def finish_run(run: Run, status: str, reason: str, elapsed: float = 0.0) -> None
     after_terminal(run.pk, run.pattern, run.experiment_id)
     from ..gates.core import closed  # a run ended at its gate (cancelled, say): its stop too
 
-    closed(run.pk, outcome=status, how="policy", detail=reason)
+    closed(run.pk, outcome=status, how="ended", detail=reason)
     kinds: dict[str, str] = {Status.CANCELLED: "run_cancelled",
                              Status.BUDGET_EXCEEDED: "budget_exceeded"}
     kind = kinds.get(status, "run_finished")

@@ -356,7 +356,8 @@ def closed(run_id: int, *, outcome: str, actor=None, channel: str = "", how: str
         return
     inbox_live.changed(run_id)  # the card leaves every open inbox
     t = tally(op) if op.required > 1 else None
-    what = {"person": "decided", "timer": "defaulted", "deadline": "defaulted"}.get(how, "policy")
+    what = {"person": "decided", "timer": "defaulted", "deadline": "defaulted",
+            "ended": "ended"}.get(how, "policy")
     audit(op, what, actor=actor, channel=channel, approvals=t.approved if t else 0,
           detail=(detail or outcome)[:500])
 

@@ -35,7 +35,7 @@ def _context(request, run, **extra) -> dict:
     if open_stop is not None:
         ctx["tally"] = core.tally(open_stop)
         if core.may_decide(request.user, open_stop) or _admin(request.user, run):
-            ctx["choices"] = _choices(run)
+            ctx["choices"] = _choices(run, request.user)
     return ctx
 
 
@@ -44,14 +44,15 @@ def _admin(user, run) -> bool:
         user_id=user.pk, team_id=run.team_id, role=Role.ADMIN).exists()
 
 
-def _choices(run) -> list[tuple[str, str]]:
-    """Whom a gate may be handed to: a member of the run's team, or a team."""
+def _choices(run, user) -> list[tuple[str, str]]:
+    """Whom a gate may be handed to: a member of the run's team, or one of the teams the
+    person handing it on belongs to (no other team's name is shown to them)."""
     if run.team_id is None:
         return []
     people = [(f"u:{m.user_id}", f"{m.user.get_username()} ({m.get_role_display().split(':')[0]})")
               for m in Membership.objects.filter(team_id=run.team_id).select_related("user")
               .order_by("user__username")]
-    teams = [(f"t:{t.pk}", f"Team {t.name}") for t in Team.objects.order_by("name")[:200]]
+    teams = [(f"t:{t.pk}", f"Team {t.name}") for t in user_teams(user)[:200]]
     return people + teams
 
 
@@ -78,7 +79,7 @@ def gate_assign(request, pk: int):
         raise PermissionDenied("Only the people who may decide this gate, or the team's "
                                "admins, may hand it on.")
     target = (request.POST.get("to") or "").strip()[:40]
-    if target not in {value for value, _ in _choices(run)}:
+    if target not in {value for value, _ in _choices(run, request.user)}:
         return _answer(request, run, 400, "Choose a member of the run's team, or a team.")
     kind, _, ident = target.partition(":")
     user = team = None
@@ -126,4 +127,3 @@ def gate_audit_export(request, pk: int, fmt: str):
     return response
 
 
-__all__ = ["gate_assign", "gate_audit_export", "gate_panel", "user_teams"]
