@@ -23,6 +23,9 @@ class AgentsAppConfig(AppConfig):
         # command that runs one pattern loads only that one).
         when_loaded(_set_up_django_side)
         from .forking import code_compare  # noqa: F401 - the compare page's code section
+        from .gates import hooks as gate_hooks
+
+        gate_hooks.install()  # teams' gates: rules, k of n, deadlines, the audit (issue 35)
 
 
 def _set_up_django_side(pattern) -> None:

@@ -77,7 +77,12 @@ def message_for(run_id: int) -> tuple[list[str], dict] | None:
 
 def push(run_id: int) -> None:
     """Best effort: with the channel layer away, open inboxes catch up on their next reload
-    (every 20 s)."""
+    (every 20 s); so do they for a command that defers its announcements (a review from the
+    command line, over in a moment: it loads no channel layer at all)."""
+    from .events import _announcer
+
+    if _announcer.deferring():
+        return
     try:
         found = message_for(run_id)
         layer = get_channel_layer()

@@ -30,7 +30,6 @@ from .actions import StaleDecision, cancel, decide
 from .commit import (
     EXPERIMENT_END_HOOKS,
     FORK_GATE_HOOKS,
-    GATE_OPEN_HOOKS,
     register_terminal_hook,
 )
 from .creation import create_run
@@ -55,15 +54,6 @@ if apply_experiment_gate not in FORK_GATE_HOOKS:
 if announce_end not in EXPERIMENT_END_HOOKS:
     EXPERIMENT_END_HOOKS.append(announce_end)
 
-
-def _gate_opened(run_id: int) -> None:
-    from ..gates.core import opened
-
-    opened(run_id)
-
-
-if not GATE_OPEN_HOOKS:
-    GATE_OPEN_HOOKS.append(_gate_opened)
 
 __all__ = [
     "DB_UNAVAILABLE",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from django.db import transaction
@@ -14,7 +15,7 @@ from ..models import TERMINAL, Run, Status
 from ..notices import DECIDED_BY
 from ..patterns import get_pattern
 from ..patterns.base import Decision, Event
-from .commit import finish_run
+from .commit import GATE_CLOSE_HOOKS, finish_run
 from .scheduling import schedule_on_commit
 
 if TYPE_CHECKING:
@@ -25,6 +26,11 @@ class StaleDecision(Exception):
     """The run is no longer at the gate the person saw."""
 
 
+# How a person's decision is taken (``agents_app/gates/core.person_decides``, installed when
+# Django is ready): through the gate's rules. Without it, applied as it is.
+PERSON_DECIDES: list[Callable[..., Run]] = []
+
+
 def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
            enqueue: bool = True, how: str = "person", channel: str = "page") -> Run:
     """A decision at the run's gate. Raises StaleDecision or InvalidDecision (NotAllowed, a
@@ -33,11 +39,9 @@ def decide(run: Run, user: User, expected_seq: int, decision: Decision, *,
     this one and waits: the run comes back with ``vote_note``) — or the policy that decided
     (a fork's "reused" or "approved", an experiment's), applied as it is. ``channel``: where
     the person decided (the run page, the inbox, a batch, the command line)."""
-    if how == "person":
-        from ..gates.core import person_decides
-
-        return person_decides(run, user, expected_seq, decision, enqueue=enqueue,
-                              channel=channel)
+    if how == "person" and PERSON_DECIDES:
+        return PERSON_DECIDES[0](run, user, expected_seq, decision, enqueue=enqueue,
+                                 channel=channel)
     return apply_decision(run, user, expected_seq, decision, enqueue=enqueue, how=how,
                           channel="policy")
 
@@ -46,8 +50,6 @@ def apply_decision(run: Run, user: User, expected_seq: int, decision: Decision, 
                    enqueue: bool = True, how: str = "person", channel: str = "page",
                    closing_detail: str = "") -> Run:
     """Apply a decision at the run's gate and close the gate's stop in its audit."""
-    from ..gates.core import closed
-
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if not locked.is_waiting or locked.stage_seq != expected_seq:
@@ -80,11 +82,12 @@ def apply_decision(run: Run, user: User, expected_seq: int, decision: Decision, 
                               "feedback": decision.feedback, "edits": decision.edits,
                               "author": decision.author or user.get_username(), "how": how,
                               "on": None if on is None else checkpoints.digest(on)})
-        closed(locked.pk, outcome=decision.action, actor=user if how == "person" else None,
-               channel=channel, how=how, detail=closing_detail or (
-                   f"{decision.action} by {decision.author or user.get_username()}"
-                   + (f" ({how})" if how != "person" else "")
-                   + (f": {decision.feedback[:300]}" if decision.feedback else "")))
+        for closed in GATE_CLOSE_HOOKS:
+            closed(locked.pk, outcome=decision.action, actor=user if how == "person" else None,
+                   channel=channel, how=how, detail=closing_detail or (
+                       f"{decision.action} by {decision.author or user.get_username()}"
+                       + (f" ({how})" if how != "person" else "")
+                       + (f": {decision.feedback[:300]}" if decision.feedback else "")))
         schedule_on_commit(locked.pk, enqueue)
     return locked
 

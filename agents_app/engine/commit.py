@@ -43,9 +43,13 @@ FORK_GATE_HOOKS: list[Callable[..., Any]] = []
 DECIDED_BY_POLICY = ("approved", "reused", "rejected")  # what a hook returns when it decided the gate
 
 
-# What runs after a run stops at a gate (and no policy decided it): the gate's stop, with
-# its team's rules, assignee and deadline (``gates.core.opened``; registered like the above).
+# Shared gates (issue 35; ``agents_app/gates``, which installs these when Django is ready, so
+# that the engine never imports it): what runs after a run stops at a gate and no policy
+# decided it (``opened(run_id)``: the stop, its team's rules, assignee and deadline), and
+# when a run leaves its gate (``closed(run_id, outcome=, actor=, channel=, how=, detail=)``,
+# in the transaction that moved it on).
 GATE_OPEN_HOOKS: list[Callable[[int], Any]] = []
+GATE_CLOSE_HOOKS: list[Callable[..., Any]] = []
 
 
 # What runs after any run of an experiment ends (``experiments.tasks``: its scoring and the
@@ -235,9 +239,8 @@ def finish_run(run: Run, status: str, reason: str, elapsed: float = 0.0) -> None
     run.save(update_fields=["status", "error", "stage", "gate", "stage_seq", "lease_owner",
                             "lease_expires_at", "active_seconds", "finished_at", "updated_at"])
     after_terminal(run.pk, run.pattern, run.experiment_id)
-    from ..gates.core import closed  # a run ended at its gate (cancelled, say): its stop too
-
-    closed(run.pk, outcome=status, how="ended", detail=reason)
+    for closed in GATE_CLOSE_HOOKS:  # a run ended at its gate (cancelled, say): its stop too
+        closed(run.pk, outcome=status, how="ended", detail=reason)
     kinds: dict[str, str] = {Status.CANCELLED: "run_cancelled",
                              Status.BUDGET_EXCEEDED: "budget_exceeded"}
     kind = kinds.get(status, "run_finished")

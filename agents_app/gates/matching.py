@@ -41,12 +41,30 @@ class Facts:
 
 
 def facts_for(run) -> Facts:
+    """What the gate is about, from the run's records (no pattern is named here): a review's
+    files and repository, or a change's local repository, base branch and files."""
+    from django.core.exceptions import ObjectDoesNotExist
+
     state = run.state or {}
     opts = state.get("options") or run.options or {}
     facts = Facts(run.pattern, run.gate)
-    if run.pattern == "plan_execute_review":  # a change of a local repository
-        facts.repo_path = facts.repository = str(opts.get("repo") or "")
-        facts.base = str(opts.get("base") or "")
+    try:
+        review = run.review  # a code review (reviews_app), if this run is one
+    except (AttributeError, ObjectDoesNotExist):
+        review = None
+    if review is not None:
+        facts.paths = [str(f.get("path", "")) for f in review.files or [] if isinstance(f, dict)]
+        meta = review.source_meta or {}
+        pr = review.pull_request
+        if pr is not None:
+            facts.repository = pr.connection.repository
+        elif review.source_kind == "git" and meta.get("repo"):
+            # A range of a local repository: its base commit's CODEOWNERS.
+            facts.repo_path = facts.repository = str(meta["repo"])
+            facts.base = str(meta.get("merge_base") or meta.get("base") or "")
+    elif opts.get("repo") and opts.get("base"):  # a change of a local repository
+        facts.repo_path = facts.repository = str(opts["repo"])
+        facts.base = str(opts["base"])
         from ..models import AgentReport
 
         report = AgentReport.objects.filter(run=run).exclude(files=[]).order_by("-id").first()
@@ -54,19 +72,6 @@ def facts_for(run) -> Facts:
             facts.paths = [str(f.get("path", "")) for f in report.files if isinstance(f, dict)]
         elif isinstance(state.get("plan"), dict):
             facts.paths = [str(p) for p in state["plan"].get("files") or []]
-    elif run.pattern == "code_review":
-        review = getattr(run, "review", None)
-        if review is not None:
-            facts.paths = [str(f.get("path", "")) for f in review.files or []
-                           if isinstance(f, dict)]
-            meta = review.source_meta or {}
-            pr = getattr(review, "pull_request", None)
-            if pr is not None and getattr(pr, "connection", None) is not None:
-                facts.repository = pr.connection.repository
-            elif review.source_kind == "git" and meta.get("repo"):
-                # A range of a local repository: its base commit's CODEOWNERS.
-                facts.repo_path = facts.repository = str(meta["repo"])
-                facts.base = str(meta.get("merge_base") or meta.get("base") or "")
     facts.paths = [p for p in facts.paths if p][:MAX_PATHS]
     return facts
 
