@@ -96,13 +96,16 @@ def push(run_id: int) -> None:
 
 
 def removal(run_id: int) -> str:
-    return f'<li id="gate-{run_id}" hx-swap-oob="delete"></li>'
+    """The card leaves the page if the page shows it (static/quorum/app.js moves what arrives
+    in ``#inbox-gone`` and ``#inbox-arrivals``: a card decided before the page loaded is not
+    there, and that is no error)."""
+    return f'<div id="inbox-gone" hx-swap-oob="beforeend"><span data-gone="gate-{run_id}"></span></div>'
 
 
 def arrival(run_id: int, card: str) -> str:
-    """Replace the card if the page has it, else add it at the end (oldest first)."""
-    return (removal(run_id) + '<p id="inbox-empty" hx-swap-oob="delete"></p>'
-            + f'<ul hx-swap-oob="beforeend:#inbox-cards">{card}</ul>')
+    """The card replaces the page's card of the run, or is added at the end (oldest first)."""
+    return f'<div id="inbox-arrivals" hx-swap-oob="beforeend">{card}</div>'
+
 
 
 class InboxConsumer(AsyncWebsocketConsumer):

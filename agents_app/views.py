@@ -142,8 +142,15 @@ def decide_and_show(request, run: Run, seq: int, decision: Decision, show, *,
         pairs = unsent() if callable(unsent) else unsent
         kept = [(label, text) for label, text in pairs if text.strip()]
         notice = notice_for(run)
-        message = ("This page was out of date: the run is no longer waiting for that "
-                   f"decision, so nothing you sent was applied. {notice}")
+        if run.is_waiting and run.stage_seq > seq and run.openings.filter(
+                closed_at__isnull=True, opened_seq__lte=seq).exists():
+            # Still at the same stop: what it shows was edited since the page was loaded.
+            message = ("This page was out of date: what is to be decided was edited since it "
+                       "was loaded, so nothing you sent was applied. Read the new version "
+                       f"above. {notice}")
+        else:
+            message = ("This page was out of date: the run is no longer waiting for that "
+                       f"decision, so nothing you sent was applied. {notice}")
         if kept:
             message += " What you typed is kept under “Not sent” above."
         return show(run, 409, error=message, unsent=kept, unsent_because=notice.decided)

@@ -396,3 +396,17 @@ def test_a_decision_after_following_a_notifications_link_is_audited_as_through_i
         "action": "approve", "seq": run.stage_seq, "steps": run.state["plan"]["steps"]})
     last = GateAudit.objects.filter(run=run).last()
     assert (last.what, last.actor_name, last.channel) == ("decided", "bob", "link")
+
+
+def test_a_page_from_before_an_edit_is_told_the_gate_was_edited(client, people):
+    rule(people["platform"], required_approvals=2)
+    run = gated(people["alice"], people["platform"])
+    old_seq, old_steps = run.stage_seq, list(run.state["plan"]["steps"])
+    approve(run, people["carol"], steps=old_steps + ["Say what was found."])
+    client.force_login(people["bob"])
+    response = client.post(reverse("plan_decision", args=[run.pk]), {
+        "action": "approve", "seq": old_seq, "steps": old_steps})
+    assert response.status_code == 409
+    assert "was edited since it was loaded" in response.content.decode()
+    assert PlanVersion.objects.filter(run=run).latest("version").reason.startswith(
+        "Edited at the gate")

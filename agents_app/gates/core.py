@@ -38,6 +38,7 @@ from ..forking import checkpoints
 from ..models import Run
 from ..patterns import get_pattern
 from ..patterns.base import Decision, Event, InvalidDecision, validation_text
+from ..patterns.records import PlanProposed
 from ..teams.models import DECIDING_ROLES, Membership, Team
 from . import matching
 from .models import Channel, DefaultAction, GateAudit, GateOpening, GateVote
@@ -318,6 +319,8 @@ def _edit_in_place(locked: Run, op: GateOpening, user, decision: Decision,
     state, records = fe.apply(locked.state, model, author)
     if state is locked.state or state == locked.state:
         return replace(decision, edits=None)
+    records = [replace(r, reason="Edited at the gate; the approvals before it are void")
+               if isinstance(r, PlanProposed) else r for r in records]
     persist(locked, records, user=user)
     locked.state = state
     locked.stage_seq += 1

@@ -335,6 +335,29 @@
     if (tl) tl.dataset.lastSeq = String(lastSeq());
   });
 
+  // --- the inbox: cards arriving and leaving over its WebSocket ---------------------------
+  // A gate's card lands in #inbox-arrivals (agents_app/inbox_live.py) and replaces the list's
+  // card of that run, or joins the end of the list; a removal names a card in #inbox-gone,
+  // taken out if the list shows it. Cards keep what htmx bound to them when they landed.
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var list = document.getElementById("inbox-cards");
+    var arrivals = document.getElementById("inbox-arrivals");
+    var gone = document.getElementById("inbox-gone");
+    if (!list || !arrivals || !gone) return;
+    Array.prototype.slice.call(arrivals.children).forEach(function (card) {
+      var shown = card.id ? list.querySelector("#" + CSS.escape(card.id)) : null;
+      if (shown) shown.replaceWith(card); else list.appendChild(card);
+      var empty = document.getElementById("inbox-empty");
+      if (empty) empty.remove();
+    });
+    Array.prototype.slice.call(gone.children).forEach(function (mark) {
+      var name = mark.getAttribute("data-gone") || "";
+      var shown = name ? list.querySelector("#" + CSS.escape(name)) : null;
+      if (shown) shown.remove();
+      mark.remove();
+    });
+  });
+
   // --- the timeline follows new events -----------------------------------------------------
   // Its list scrolls inside its card, newest last: it opens at the newest event and stays
   // there as events arrive, unless the person scrolled up to read an older one.
