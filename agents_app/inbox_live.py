@@ -10,7 +10,9 @@ watcher, is what lets a gate reach 200 members' open inboxes within two seconds
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from dataclasses import replace
 
 from asgiref.sync import async_to_sync
@@ -89,10 +91,33 @@ def push(run_id: int) -> None:
         if found is None or layer is None:
             return
         groups, message = found
-        for group in groups:
-            async_to_sync(layer.group_send)(group, message)
+        if _loop_running():  # async_to_sync refuses this thread: send from one of its own
+            sender = threading.Thread(target=_send, args=(layer, groups, message),
+                                      name="quorum-inbox-push", daemon=True)
+            sender.start()
+            sender.join(5)
+        else:
+            _send(layer, groups, message)
     except Exception as exc:  # noqa: BLE001 - the gate is saved; pages reload their list
         log.warning("could not push run %s to the inboxes: %s", run_id, exc)
+
+
+def _loop_running() -> bool:
+    """Whether this thread runs an event loop (a caller such as Playwright's sync API, or
+    an async test, deciding a gate in it)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _send(layer, groups: list[str], message: dict) -> None:
+    try:
+        for group in groups:
+            async_to_sync(layer.group_send)(group, message)
+    except Exception as exc:  # noqa: BLE001 - as in push: best effort
+        log.warning("could not push %s to the inboxes: %s", message.get("run"), exc)
 
 
 def removal(run_id: int) -> str:

@@ -110,7 +110,10 @@ def _session_stack(django_db_setup, redis_server, stack_dir):
            "QUORUM_WORKTREE_ROOT": str(stack_dir / "worktrees"),
            "QUORUM_TEST_COMMANDS": STACK_TEST_COMMAND,
            "QUORUM_CONN_E2E_TOKEN": STACK_CONN_TOKEN,
-           "QUORUM_CONN_E2E_SECRET": STACK_CONN_SECRET}
+           "QUORUM_CONN_E2E_SECRET": STACK_CONN_SECRET,
+           # Notification emails as files (``stack_mail``); four slashes: django-environ
+           # drops the first one of the path.
+           "EMAIL_URL": f"filemail:///{stack_dir / 'mail'}"}
     (stack_dir / "repos").mkdir(exist_ok=True)
     port = free_port()
     worker = start_worker(stack_dir, node="browser", **env)
@@ -137,6 +140,12 @@ def live_stack(_session_stack):
                    what="the worker to finish the test's tasks")
     except TimeoutError:
         pass  # a task still running is harmless: its run's rows are gone, it ends quietly
+
+
+@pytest.fixture(scope="session")
+def stack_mail(stack_dir):
+    """The folder the shared stack writes its emails to (Django's file backend)."""
+    return stack_dir / "mail"
 
 
 @pytest.fixture

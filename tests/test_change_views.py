@@ -171,6 +171,29 @@ def test_edited_plan_reaches_the_executor(alice_client, repo, started):
     assert "Hello world" in AgentReport.objects.get(run=run, kind="execute").diff
 
 
+def test_one_approval_of_two_is_acknowledged_in_the_gate_panel(client, alice, bob, repo,
+                                                                started):
+    """QA (issue 35, the team browser test): at a gate needing two approvals the change page
+    answered the first one with its plan form as before and no word of the vote; the run page
+    says "alice approved (1 of 2 approvals)", the change page now does too."""
+    from agents_app.gates.models import GateRule
+    from agents_app.teams.models import Membership, Team
+
+    team = Team.objects.create(name="Platform")
+    for user, role in ((alice, "admin"), (bob, "approver")):
+        Membership.objects.create(team=team, user=user, role=role)
+    GateRule.objects.create(team=team, name="Two", pattern="plan_execute_review",
+                            required_approvals=2)
+    run = started(team=team)
+    client.force_login(alice)
+    answer = decide(client, run, "approve", **shown_plan(run))
+    assert answer.status_code == 200
+    html = answer.content.decode()
+    assert 'class="notice vote-note"' in html and "alice approved (1 of 2 approvals)" in html
+    run.refresh_from_db()
+    assert run.status == "awaiting_plan_approval"
+
+
 def test_bad_decisions_are_refused_clearly_and_change_nothing(alice_client, repo, started):
     run = started()
     seq = Run.objects.get(pk=run.pk).stage_seq

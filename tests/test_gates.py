@@ -131,6 +131,21 @@ def test_two_approvals_from_two_people_are_needed_and_a_second_click_counts_once
     assert audit_of(run)[-2] == ("approved", "bob", 2)
 
 
+
+def test_a_person_deciding_a_team_gate_tells_the_other_deciders(people):
+    """QA (issue 35, the team browser test): "A gate I was asked about is decided" was sent
+    only when a deadline decided; the people asked are told when a person decides it too (the
+    one who decided is not)."""
+    rule(people["platform"], required_approvals=2)
+    run = gated(people["alice"], people["platform"])
+    approve(run, people["alice"])
+    assert not Notification.objects.filter(kind="decided").exists()
+    approve(run, people["bob"])
+    told = Notification.objects.filter(kind="decided", opening__run=run)
+    assert {n.recipient.username for n in told} == {"alice", "carol"}
+    assert all("bob decided it: approve." in n.body for n in told)
+
+
 def test_the_initiator_is_excluded_when_the_rule_says_so(people):
     rule(people["platform"], required_approvals=2, exclude_initiator=True)
     run = gated(people["alice"], people["platform"])

@@ -132,3 +132,29 @@ def test_a_batch_rejection_sends_the_feedback_and_needs_it(alice_client, alice):
     assert f"Run {run.pk}: rejected with your feedback." in answer.content.decode()
     run.refresh_from_db()
     assert run.status != "awaiting_plan_approval" or run.stage_seq > int(pick.split(":")[1])
+
+
+def test_a_push_from_a_thread_running_an_event_loop_arrives(alice, settings, monkeypatch):
+    """QA (issue 35, the inbox browser test): a gate decided in a thread that runs an event
+    loop (Playwright's sync API there; any async caller) was never pushed: async_to_sync
+    refuses such a thread, and the card stayed in every open inbox until its list reloaded."""
+    import asyncio
+
+    from channels.layers import get_channel_layer
+
+    from agents_app import inbox_live
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the ORM, as that test does
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    run = waiting(alice)
+    groups, _message = inbox_live.message_for(run.pk)
+    layer = get_channel_layer()
+
+    async def main():
+        channel = await layer.new_channel()
+        await layer.group_add(groups[0], channel)
+        inbox_live.push(run.pk)  # synchronous, in this thread's running loop
+        return await asyncio.wait_for(layer.receive(channel), 5)
+
+    got = asyncio.run(main())
+    assert got["type"] == "inbox.gate" and got["run"] == run.pk and got["open"] is True

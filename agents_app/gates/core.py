@@ -363,6 +363,10 @@ def closed(run_id: int, *, outcome: str, actor=None, channel: str = "", how: str
             "ended": "ended"}.get(how, "policy")
     audit(op, what, actor=actor, channel=channel, approvals=t.approved if t else 0,
           detail=(detail or outcome)[:500])
+    if how == "person" and op.team_id:  # a deadline's default tells them itself (_default)
+        who = actor.get_username() if actor is not None else "Someone"
+        _notify("decided", op, [u for u in deciders(op) if actor is None or u.pk != actor.pk],
+                teams=_teams_of(op), detail=f"{who} decided it: {outcome}.")
 
 
 # --- assignment ----------------------------------------------------------------------------

@@ -724,3 +724,17 @@
     }
   });
 })();
+
+// The inbox: when a pushed removal takes its last card, say it is empty again (the server
+// does not know which cards a page holds; the list's own reload would say so 20 s later).
+(function () {
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var list = document.getElementById("inbox-cards");
+    if (!list || list.querySelector(".inbox-card") || document.getElementById("inbox-empty")) return;
+    var empty = document.createElement("p");
+    empty.className = "empty";
+    empty.id = "inbox-empty";
+    empty.textContent = "Nothing is waiting for you.";
+    list.insertAdjacentElement("afterend", empty);
+  });
+})();
