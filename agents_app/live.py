@@ -30,7 +30,7 @@ def panels_for(run: Run, kinds) -> set[str]:
             panels.add("calls-panel")
         elif kind == "run_finished":
             panels |= own | {"answer-panel"}
-        elif kind in ("gate_opened", "run_cancelled", "budget_exceeded"):
+        elif kind in ("gate_opened", "gate_edited", "run_cancelled", "budget_exceeded"):
             panels |= own
         panels |= set(table.get(kind, ()))
     return panels

@@ -66,3 +66,14 @@ def test_a_connection_is_put_in_a_team_only_by_its_admin(alice, bob, client, tea
         "token": "ghp_" + "a" * 36, "publish_policy": "after_triage",
         "auto_min_severity": "high", "auto_min_confidence": "0.7", "sharing": mine.pk})
     assert response.status_code == 400 and not Connection.objects.exists()
+
+
+def test_a_rule_form_names_no_team_its_editor_is_not_in(alice_client, alice, teams):
+    mine, theirs = teams
+    Membership.objects.filter(team=mine, user=alice).update(role="admin")
+    page = alice_client.get(reverse("team_rule_new", args=[mine.pk])).content.decode()
+    assert "Theirs" not in page
+    response = alice_client.post(reverse("team_rule_new", args=[mine.pk]), {
+        "name": "Escalate", "required_approvals": 1, "rejections_to_reject": 1,
+        "deadline_minutes": 10, "escalate_minutes_before": 5, "escalate_to": theirs.pk})
+    assert response.status_code == 400 and not mine.gate_rules.exists()

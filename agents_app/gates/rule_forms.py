@@ -116,7 +116,7 @@ class GateRuleForm(forms.ModelForm):
                   "use_codeowners": "Also assign to the code owners of the changed files",
                   "escalate_to": "Escalate to the team"}
 
-    def __init__(self, *args, team: Team, **kwargs):
+    def __init__(self, *args, team: Team, editor=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.team = team
         self.fields["pattern"].choices = [("", "Any pattern"), *pattern_names().items()]
@@ -130,6 +130,15 @@ class GateRuleForm(forms.ModelForm):
         self.fields["assign_team"].error_messages["invalid_choice"] = "No such team."
         escalate = self.fields["escalate_to"]
         escalate.queryset = Team.objects.exclude(pk=team.pk)
+        if editor is not None:
+            # Only the teams the rule's editor belongs to (and those the rule names already):
+            # no other team's name is shown to them.
+            theirs = Team.objects.filter(memberships__user=editor)
+            kept = [pk for pk in (self.instance.escalate_to_id, self.instance.assign_team_id) if pk]
+            known = Team.objects.filter(pk__in=theirs.values("pk")) | Team.objects.filter(
+                pk__in=kept)
+            escalate.queryset = known.exclude(pk=team.pk).distinct().order_by("name")
+            self.fields["assign_team"].queryset = known.distinct().order_by("name")
         escalate.error_messages["invalid_choice"] = (
             f"Escalate to another existing team (not {team.name} itself).")
         for name in ("pattern", "gate"):

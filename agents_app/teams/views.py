@@ -194,7 +194,7 @@ def team_leave(request, pk):
 def _rule_form(request, membership: Membership, rule: GateRule | None):
     team = membership.team
     data = request.POST if request.method == "POST" else None
-    form = GateRuleForm(data, instance=rule, team=team)
+    form = GateRuleForm(data, instance=rule, team=team, editor=request.user)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             services.lock(team)  # one position each, even for two rules added at once

@@ -144,6 +144,9 @@ def change_file(request, pk: int, index: int):
 _PANELS = {
     "plan_proposed": {"gate-panel", "plan-panel", "rounds-panel", "live-panel"},
     "plan_edited": {"plan-panel"},
+    # An edit at a gate that needs several approvals (issue 35): the gate's form moves to the
+    # new step, so an open page gives what its person typed back under "Not sent".
+    "gate_edited": {"gate-panel", "plan-panel"},
     "plan_decided": {"gate-panel", "plan-panel"},
     "gate_opened": {"gate-panel", "mr-panel"},
     "execution_reported": {"rounds-panel", "mr-panel", "live-panel"},
