@@ -27,6 +27,9 @@ def run_context(run: Run, **extra) -> dict:
         # page, in the answer to a decision and in every live update (notices.py).
         "run_notice": run_notice(run, pattern, events),
     }
+    if run.is_waiting and events and events[-1].kind == "gate_vote":
+        # One approval of several (issue 35): said to every watcher, so a live update keeps it.
+        ctx["vote_note"] = events[-1].message
     if run.forked_from_id:  # a fork: its first stages are its parent's (issue 33)
         from .forking import lineage
 

@@ -138,6 +138,11 @@ def opened(run_id: int) -> GateOpening | None:
                 audit(opening, "assigned", detail=f"To {assignee_words(opening)}, by the rule.")
             _notify("opened", opening, deciders(opening), teams=_teams_of(opening))
             inbox_live.changed(run.pk)
+            if run.team_id is not None:
+                # On the timeline, and a live update of the page's header (its gate box):
+                # this stop is recorded just after the commit that made the run wait.
+                append_events(run.pk, [Event("gate_ready", _ready_words(opening, run), {
+                    "gate": run.gate, "required": opening.required})])
     except IntegrityError:  # another process recorded this stop meanwhile
         return GateOpening.objects.filter(run=run, opened_seq=run.stage_seq).first()
     return opening
@@ -150,6 +155,17 @@ def rule_at(run: Run, gate: str):
     facts = matching.facts_for(run)
     facts.gate = gate
     return matching.rule_for(run.team_id, facts)
+
+
+def _ready_words(opening: GateOpening, run: Run) -> str:
+    words = (f"For the approvers of team {run.team.name}" if run.team_id else "For its owner")
+    if opening.required > 1:
+        words += f": {opening.required} approvals needed"
+    if opening.assignee_user_id or opening.assignee_team_id:
+        words += f"; assigned to {assignee_words(opening)}"
+    if opening.deadline_at:
+        words += f"; deadline {opening.deadline_at:%Y-%m-%d %H:%M} UTC"
+    return words + "."
 
 
 def current(run: Run) -> GateOpening | None:

@@ -232,6 +232,15 @@ def live_calls(run: Run, reports: list[AgentReport]) -> list[dict]:
     return turns
 
 
+def vote_note(run: Run) -> str:
+    """At a gate that needs several approvals, the last vote in words ("alice approved (1 of
+    2 approvals): 1 more needed."), the same for every watcher, so a live update keeps it."""
+    if not run.is_waiting:
+        return ""
+    last = run.events.order_by("-seq").only("kind", "message").first()
+    return last.message if last is not None and last.kind == "gate_vote" else ""
+
+
 def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
                    **extra) -> dict:
     """The change page's context. Live updates and gate answers leave out the highlighted diff
@@ -273,5 +282,6 @@ def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
         "max_rounds": (run.options or {}).get("max_rounds"),
         "family_warning": family_warning(run.models_used),
         "all_offline": all(m.startswith("offline/") for m in (run.models_used or {}).values()),
+        "vote_note": vote_note(run),
         **extra,
     }
