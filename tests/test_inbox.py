@@ -132,3 +132,12 @@ def test_a_batch_rejection_sends_the_feedback_and_needs_it(alice_client, alice):
     assert f"Run {run.pk}: rejected with your feedback." in answer.content.decode()
     run.refresh_from_db()
     assert run.status != "awaiting_plan_approval" or run.stage_seq > int(pick.split(":")[1])
+
+
+def test_the_waiting_index_covers_every_waiting_status_in_the_inbox_s_order():
+    """The partial index ``run_waiting`` (migration 0011) is used only for the very list the
+    inbox asks for (SQLite compares the IN list as written)."""
+    from agents_app import inbox
+    from agents_app.models import WAITING_STATUSES
+
+    assert inbox.waiting_statuses() == WAITING_STATUSES
