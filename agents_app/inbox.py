@@ -178,9 +178,12 @@ def build(user, runs: list[Run]) -> list[Card]:
     for pv in PlanVersion.objects.filter(run__in=[r for r in runs if r.gate.endswith(
             "plan_approval")]).order_by("run_id", "-version"):
         plans.setdefault(pv.run_id, []).append(pv)
+    by_id = {r.pk: r for r in runs}
     stops = {s.run_id: s for s in GateOpening.objects.filter(
         run__in=runs, closed_at__isnull=True).select_related(
-        "assignee_user", "assignee_team", "run").order_by("opened_seq")}
+        "assignee_user", "assignee_team").order_by("opened_seq")}
+    for stop in stops.values():  # the run already read, not again with its state
+        stop.run = by_id[stop.run_id]
     stats = _diff_stats([r for r in runs if r.gate == "merge_request"])
     tallies = core.tallies(stops.values())
     deciding = set(team_ids(user, deciding=True).values_list("team_id", flat=True)) \
