@@ -192,6 +192,10 @@ class Run(models.Model):
             # what decides who sees them, so its count and its team filter read the index alone.
             models.Index(fields=["team", "owner", "updated_at", "id"],
                          condition=models.Q(status__in=WAITING_STATUSES), name="run_waiting"),
+            # A team's runs in a status: SQLite does not use the partial index for a list
+            # given as parameters, and otherwise reads every run of the team to find its few
+            # waiting ones (the team's index); PostgreSQL uses it for a team filter.
+            models.Index(fields=["team", "status"], name="run_team_status"),
         ]
 
     def __str__(self) -> str:

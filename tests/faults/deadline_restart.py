@@ -14,9 +14,10 @@ seconds after the stops opened, well before the deadline; ``--down`` seconds lat
 start again. Measured: when run A's default decision landed (its ``defaulted`` audit row, and
 the run moved on) relative to its ``deadline_at``. PASS when under 60 s.
 
-Run B tests the claim: from half a second before its deadline until it is decided, this
-process sweeps the timers by hand (``gates.core.sweep_timers``) from ``--sweepers`` threads at
-once, racing the restarted beat's sweeps in the worker. PASS when each run has exactly one
+Run B tests the claim: from half a second before its deadline until it is decided and the
+restarted beat has swept at least once more, this process sweeps the timers by hand
+(``gates.core.sweep_timers``) from ``--sweepers`` threads every 50 ms, racing each other and
+the beat's sweep in the worker. PASS when each run has exactly one
 ``defaulted`` audit row, one closing of its stop and one decision.
 
     .venv/bin/python tests/faults/deadline_restart.py [--kill-after 10] [--down 15]
@@ -27,6 +28,7 @@ Exit status 0 when all of it holds, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import threading
 import time
@@ -164,18 +166,26 @@ def run(args, procs: Procs) -> int:
         finally:
             connection.close()
 
+    def beat_sweeps() -> int:  # the beat's sweeps the worker finished so far
+        return len(re.findall(r"gate_timers\[[0-9a-f-]+\] succeeded", procs.logs()["worker"]))
+
     deadline = time.monotonic() + args.timeout
     threads: list[threading.Thread] = []
+    sweeps_before = 0
     while time.monotonic() < deadline:
         now = timezone.now()
         if not threads and now >= b.deadline_at - timedelta(seconds=0.5):
+            sweeps_before = beat_sweeps()
             threads = [threading.Thread(target=sweeper) for _ in range(args.sweepers)]
             for t in threads:
                 t.start()
-        if all(GateAudit.objects.filter(opening=op, what="defaulted").exists()
-               for op in (a, b)):
+        # Until both fired and, while the threads kept sweeping, the beat swept too.
+        if threads and beat_sweeps() > sweeps_before and all(
+                GateAudit.objects.filter(opening=op, what="defaulted").exists()
+                for op in (a, b)):
             break
         time.sleep(0.1)
+    overlapped = beat_sweeps() - sweeps_before
     time.sleep(3.0)  # let any second firing land, if there were one
     done.set()
     for t in threads:
@@ -201,8 +211,9 @@ def run(args, procs: Procs) -> int:
         print(f"run {name}: defaulted {when} its deadline · 'defaulted' audit rows {len(defaulted)} · decisions "
               f"{len(decisions)} · stop outcome {op.outcome or '-'} · run now {run.status} · "
               f"{'PASS' if fine else 'FAIL'}")
-    print(f"hand sweeps from {len(threads)} threads that claimed B's default: {len(hand)} "
-          f"({'this process' if hand else 'the beat in the worker'} fired it)")
+    print(f"hand sweeps from {len(threads)} threads, every 50 ms from 0.5 s before B's "
+          f"deadline: {len(hand)} claimed B's default ({'this process' if hand else 'the beat'}"
+          f" fired it); the beat's sweeps in the worker meanwhile: {overlapped}")
     worker_log = procs.logs().get("worker", "")
     print(f"worker after the restart: gate_timers received "
           f"{worker_log.count('agents_app.tasks.gate_timers[')} times")
