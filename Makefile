@@ -64,13 +64,13 @@ BENCHMARKS := bench_review bench_concurrency bench_gate_resume bench_streaming \
               bench_engine_overhead bench_history bench_watchers bench_change \
               bench_parallel_patterns bench_webhook bench_review_quality bench_worker_models \
               bench_litellm_call bench_vs_langgraph bench_memory_design bench_forks \
-              bench_charts bench_calibration bench_experiments
+              bench_charts bench_calibration bench_experiments bench_inbox bench_inbox_fanout
 
 bench: install $(BENCH_STAMP)
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) tests/benchmarks/$$b.py || exit 1; done
 
 # Fault injection, each script with a pass/fail summary; docs/RELIABILITY.md has the results.
-FAULTS := sigkill redis_restart model_faults db_locked pg_restart
+FAULTS := sigkill redis_restart model_faults db_locked pg_restart deadline_restart
 
 faults: install
 	@for f in $(FAULTS); do echo "== $$f"; $(PY) tests/faults/$$f.py || exit 1; done

@@ -38,6 +38,14 @@ def gate_status_labels() -> dict[str, str]:
             for gate, label in p.gate_labels.items()}
 
 
+# Every status of a run waiting at a gate, in the order of ``status_groups()``' waiting group
+# (the inbox's ``waiting_statuses()``; a test keeps them equal): the condition of the partial
+# index the inbox reads (``run_waiting``). SQLite uses a partial index only for a query whose
+# IN list is this very list, in this order.
+WAITING_STATUSES = ["awaiting_plan_approval", "awaiting_triage", "awaiting_merge_request",
+                    "awaiting_escalation", "awaiting_tool_approval", "awaiting_ask_person",
+                    "awaiting_vote_pick"]
+
 RUNNABLE = (Status.QUEUED, Status.PLANNING, Status.EXECUTING, Status.SYNTHESIZING,
             Status.ANALYZING, Status.REVIEWING, Status.REFLECTING, Status.MERGING)
 TERMINAL = (Status.COMPLETED, Status.FAILED, Status.CANCELLED, Status.BUDGET_EXCEEDED)
@@ -180,6 +188,14 @@ class Run(models.Model):
             # The date range, and the usage page's sums read from the index alone (usage.py).
             models.Index(fields=["owner", "created_at", "pattern", "cost_usd", "prompt_tokens",
                                  "completion_tokens"], name="run_owner_usage"),
+            # The inbox (issue 35): the runs waiting at a gate — about 1 % of a history — with
+            # what decides who sees them, so its count and its team filter read the index alone.
+            models.Index(fields=["team", "owner", "updated_at", "id"],
+                         condition=models.Q(status__in=WAITING_STATUSES), name="run_waiting"),
+            # A team's runs in a status: SQLite does not use the partial index for a list
+            # given as parameters, and otherwise reads every run of the team to find its few
+            # waiting ones (the team's index); PostgreSQL uses it for a team filter.
+            models.Index(fields=["team", "status"], name="run_team_status"),
         ]
 
     def __str__(self) -> str:

@@ -159,6 +159,22 @@ def test_the_initiator_is_excluded_when_the_rule_says_so(people):
     assert not run.is_waiting
 
 
+def test_the_inbox_s_tallies_in_one_go_are_each_stop_s_tally(people):
+    rule(people["platform"], required_approvals=2, exclude_initiator=True,
+         assign_user=people["dave"], assign_team=people["security"])
+    shared = gated(people["alice"], people["platform"])
+    approve(shared, people["bob"])
+    rule(people["security"], rejections_to_reject=2)
+    reject(gated(people["erin"], people["security"]), people["erin"])
+    gated(people["carol"], people["platform"])
+    gated(people["dave"])
+    stops = list(GateOpening.objects.filter(closed_at__isnull=True).select_related("run"))
+    assert len(stops) == 4 and any(core.tally(op).rejections for op in stops)
+    assert core.tallies(stops) == {op.pk: core.tally(op) for op in stops}
+    assert core.tallies(stops)[GateOpening.objects.get(run=shared).pk].left == [
+        "carol", "dave", "erin"]
+
+
 def test_an_edit_after_the_first_approval_resets_it_and_tells_the_approver(people):
     rule(people["platform"], required_approvals=2)
     run = gated(people["alice"], people["platform"])

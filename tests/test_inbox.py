@@ -158,3 +158,12 @@ def test_a_push_from_a_thread_running_an_event_loop_arrives(alice, settings, mon
 
     got = asyncio.run(main())
     assert got["type"] == "inbox.gate" and got["run"] == run.pk and got["open"] is True
+
+
+def test_the_waiting_index_covers_every_waiting_status_in_the_inbox_s_order():
+    """The partial index ``run_waiting`` (migration 0011) is used only for the very list the
+    inbox asks for (SQLite compares the IN list as written)."""
+    from agents_app import inbox
+    from agents_app.models import WAITING_STATUSES
+
+    assert inbox.waiting_statuses() == WAITING_STATUSES

@@ -242,6 +242,56 @@ def tally(opening: GateOpening) -> Tally:
     return Tally(opening.required, approvals, rejections, left, opening.content_hash)
 
 
+def tallies(openings) -> dict[int, Tally]:
+    """``tally`` of each stop (by its id), in a few statements whatever their number: the
+    inbox's cards. Each is what ``tally`` returns for it."""
+    openings = list(openings)
+    if not openings:
+        return {}
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects
+    live: dict[int, list[GateVote]] = {}
+    for vote in GateVote.objects.filter(opening__in=openings, voided_at__isnull=True
+                                        ).select_related("user"):
+        live.setdefault(vote.opening_id, []).append(vote)
+    teams = {t for op in openings if op.run.team_id for t in _deciding_teams(op)}
+    by_team: dict[int, dict[int, Any]] = {}
+    for m in Membership.objects.filter(team_id__in=teams, role__in=DECIDING_ROLES
+                                       ).select_related("user"):
+        by_team.setdefault(m.team_id, {})[m.user_id] = m.user
+    assigned = {(m.user_id, m.team_id): m.user for m in Membership.objects.filter(
+        user_id__in={op.assignee_user_id for op in openings
+                     if op.run.team_id and op.assignee_user_id},
+        team_id__in={op.run.team_id for op in openings if op.run.team_id}
+    ).select_related("user")}
+    owners = users.in_bulk({op.run.owner_id for op in openings if not op.run.team_id})
+    out = {}
+    for op in openings:
+        run = op.run
+        if run.team_id is None:
+            people = [owners[run.owner_id]] if run.owner_id in owners else []
+        else:
+            found: dict[int, Any] = {}
+            for team in _deciding_teams(op):
+                found.update(by_team.get(team, {}))
+            person = assigned.get((op.assignee_user_id, run.team_id))
+            if person is not None:
+                found[person.pk] = person
+            people = sorted(found.values(), key=lambda u: u.get_username())
+        votes = live.get(op.pk, [])
+        voted = {v.user_id for v in votes}
+        out[op.pk] = Tally(
+            op.required,
+            [v.user.get_username() for v in votes
+             if v.action in APPROVING and v.content_hash == op.content_hash],
+            [v.user.get_username() for v in votes if v.action not in APPROVING],
+            [u.get_username() for u in people if u.pk not in voted and not (
+                op.policy.get("exclude_initiator") and u.pk == run.owner_id)],
+            op.content_hash)
+    return out
+
+
 # --- deciding ------------------------------------------------------------------------------
 def person_decides(run: Run, user, expected_seq: int, decision: Decision, *, enqueue: bool,
                    channel: str) -> Run:
