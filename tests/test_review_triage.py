@@ -633,3 +633,67 @@ def test_a_bad_confirmation_is_refused_in_words(alice_client, triage_run, value)
               "seq": triage_run.stage_seq, "confirm_critical": value})
     assert r.status_code == 400 and b'class="error" role="alert"' in r.content
     assert fingerprint(review) == before
+
+
+# --- a clustered finding holds every place it folded (issue 36) ------------------------------------
+def _cluster(review) -> tuple[Finding, list[Finding]]:
+    """Give the first kept finding two places folded into it (one in another file)."""
+    leader = kept(review)[0]
+    places = []
+    for n, (path, line) in enumerate([(leader.file, 40), ("lib/other.py", 7)], 1):
+        places.append(Finding.objects.create(
+            review=review, key=f"{leader.key}-P{n}", position=900 + n, kept=False,
+            drop_reason=f"Clustered into {leader.key}", duplicate_of=leader.key,
+            category=leader.category, severity=leader.severity, file=path, line=line,
+            title=leader.title, reviewer=leader.reviewer, rules=leader.rules,
+            fingerprint=f"{n:040d}"))
+    leader.locations = [{"file": leader.file, "line": leader.line, "end_line": None,
+                         "key": leader.key}] + [
+        {"file": p.file, "line": p.line, "end_line": None, "key": p.key} for p in places]
+    leader.save(update_fields=["locations"])
+    return leader, places
+
+
+def test_rejecting_a_clustered_finding_rejects_every_place_it_holds(
+        alice_client, alice, triage_run):  # noqa: F811
+    from reviews_app.models import Memory
+
+    review = review_of(triage_run)
+    leader, places = _cluster(review)
+    post(alice_client, "finding_decision", triage_run,
+         {"decision": "rejected", "comment": "generated code", "reason": "intended"},
+         leader.key)
+    for p in places:
+        p.refresh_from_db()
+        assert (p.decision, p.comment, p.reject_reason, p.decided_by) == (
+            "rejected", "generated code", "intended", alice)
+    [d] = TriageDecision.objects.filter(review=review)
+    assert d.changes == [{"finding": leader.key, "before": "pending", "after": "rejected",
+                          "reason": "intended", "places": [p.key for p in places]}]
+    assert f"{leader.key} and the 2 places it held (not triaged → rejected)" in \
+        triage.describe(d)
+    # one suggested memory per file the cluster holds a place in
+    globs = set(Memory.objects.filter(owner=alice).values_list("path_glob", flat=True))
+    assert len(globs) == 2 and "lib/**" in globs, globs
+    # each place's fingerprint is now among the rejected ones a pull request's next round
+    # suppresses (prflow.inputs.suppressed reads exactly these rows)
+    rejected = set(review.findings.filter(decision="rejected").exclude(fingerprint="")
+                   .values_list("fingerprint", flat=True))
+    assert {p.fingerprint for p in places} <= rejected
+    # undoing the rejection undoes it everywhere and withdraws the suggestions
+    post(alice_client, "finding_decision", triage_run, {"decision": "pending"}, leader.key)
+    assert {p.decision for p in Finding.objects.filter(pk__in=[p.pk for p in places])} == {
+        "pending"}
+    assert not Memory.objects.filter(owner=alice, status="pending").exists()
+
+
+def test_rejecting_the_rest_rejects_the_places_the_rest_hold(alice_client, triage_run):  # noqa: F811
+    review = review_of(triage_run)
+    leader, places = _cluster(review)
+    post(alice_client, "settle_rest", triage_run, {"decision": "rejected"})
+    assert {p.decision for p in Finding.objects.filter(pk__in=[p.pk for p in places])} == {
+        "rejected"}
+    [d] = TriageDecision.objects.filter(review=review)
+    held = [c for c in d.changes if c.get("places")]
+    assert held == [{"finding": leader.key, "before": "pending", "after": "rejected",
+                     "places": [p.key for p in places]}]
