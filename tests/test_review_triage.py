@@ -260,7 +260,10 @@ def test_reopening_is_recorded_unlocks_triage_and_the_next_verdict_is_version_2(
     r = post(alice_client, "verdict_decision", final_run, {"action": "accept", "seq": 0})
     assert r.status_code == 409 and b"cannot be finalised yet" in r.content
     post(alice_client, "finding_decision", final_run, {"decision": "rejected"}, first.key)
-    other = "approve" if review.proposed_verdict != "approve" else "needs_discussion"
+    # Not "approve": since issue 36's one rubric GOOD's eval is critical like its shell
+    # command, and approving over it would ask for the critical confirmation first.
+    other = ("needs_discussion" if review.proposed_verdict != "needs_discussion"
+             else "request_changes")
     r = post(alice_client, "verdict_decision", final_run,
              {"action": "override", "verdict": other, "reason": "", "seq": 0})
     assert r.status_code == 400 and b"Say why" in r.content  # the pattern's rules still hold
@@ -586,7 +589,9 @@ def test_approving_over_accepted_critical_findings_needs_a_confirmation_naming_t
     change is refused until the person confirms, naming the finding (key and title); a
     confirmation for other findings (a stale page) is refused the same way."""
     review = review_of(triage_run)
-    [critical] = [f for f in kept(review) if f.severity == "critical"]
+    # GOOD's eval is critical too since issue 36 (one rubric: both run input as code); the
+    # test accepts the first critical finding and rejects the rest.
+    critical = [f for f in kept(review) if f.severity == "critical"][0]
     post(alice_client, "finding_decision", triage_run, {"decision": "accepted"}, critical.key)
     post(alice_client, "settle_rest", triage_run, {"decision": "rejected"})
     page = alice_client.get(reverse("review_detail", args=[triage_run.pk])).content.decode()
