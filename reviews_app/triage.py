@@ -139,6 +139,27 @@ def _record(review: Review, user, kind: str, *, changes=(), before: str = "", af
     return decision
 
 
+def _places(review: Review, keys: list[str]):
+    """The dropped findings that ``keys`` hold: each place a cluster folded ("Clustered into
+    KEY") and each duplicate merged into it, whose decision follows the finding's own."""
+    return review.findings.select_for_update(of=("self",)).filter(
+        kept=False, duplicate_of__in=keys).order_by("position")
+
+
+def _follow(review: Review, finding: Finding) -> list[str]:
+    """Give ``finding``'s decision to every place it holds (a rejected cluster is rejected
+    everywhere: each place's fingerprint is then suppressed in the pull request's next round,
+    as the finding's own is). Returns their keys."""
+    places = list(_places(review, [finding.key]))
+    for p in places:
+        p.decision, p.comment, p.reject_reason = (finding.decision, finding.comment,
+                                                  finding.reject_reason)
+        p.decided_by, p.decided_at = finding.decided_by, finding.decided_at
+        p.save(update_fields=["decision", "comment", "reject_reason", "decided_by",
+                              "decided_at"])
+    return [p.key for p in places]
+
+
 def decide_finding(review: Review, key: str, user, decision: str, comment: str = "",
                    seen: str = "", reason: str = "") -> tuple[Finding, str]:
     """Accept, reject or undo (``pending``) one kept finding. ``seen`` is the state the page
@@ -174,15 +195,24 @@ def decide_finding(review: Review, key: str, user, decision: str, comment: str =
         finding.decided_at = None if decision == PENDING else timezone.now()
         finding.save(update_fields=["decision", "comment", "reject_reason", "decided_by",
                                     "decided_at"])
+        places = _follow(review, finding)
         kind = {PENDING: Kind.UNDO, ACCEPTED: Kind.ACCEPT, REJECTED: Kind.REJECT}[decision]
         change = {"finding": key, "before": before, "after": decision}
         if finding.reject_reason:
             change["reason"] = finding.reject_reason
+        if places:
+            change["places"] = places
         _record(review, user, kind, changes=[change], note=finding.comment)
-        if decision == REJECTED:
-            memories.suggest(review, finding, user)
-        elif before == REJECTED:
-            memories.withdraw(review, finding, user)
+        # A memory for each file the finding holds a place in (one per file: the glob is the
+        # file's), so a rejected cluster across files is not raised again in any of them.
+        files = {finding.file: finding}
+        for p in _places(review, [key]):
+            files.setdefault(p.file, p)
+        for f in files.values():
+            if decision == REJECTED:
+                memories.suggest(review, f, user)
+            elif before == REJECTED:
+                memories.withdraw(review, f, user)
     return finding, ""
 
 
@@ -190,10 +220,21 @@ def _settle(review: Review, user, findings, decision: str, kind: str, note: str 
     keys = list(findings.values_list("key", flat=True))
     if not keys:
         return 0
+    now = timezone.now()
     Finding.objects.filter(review=review, key__in=keys, decision=PENDING).update(
-        decision=decision, decided_by=user, decided_at=timezone.now())
-    _record(review, user, kind, note=note,
-            changes=[{"finding": k, "before": PENDING, "after": decision} for k in keys])
+        decision=decision, decided_by=user, decided_at=now)
+    held: dict[str, list[str]] = {}
+    for p in _places(review, keys):
+        held.setdefault(p.duplicate_of, []).append(p.key)
+    Finding.objects.filter(review=review, kept=False, duplicate_of__in=keys).update(
+        decision=decision, decided_by=user, decided_at=now, comment="", reject_reason="")
+    changes = []
+    for k in keys:
+        change = {"finding": k, "before": PENDING, "after": decision}
+        if held.get(k):
+            change["places"] = held[k]
+        changes.append(change)
+    _record(review, user, kind, note=note, changes=changes)
     return len(keys)
 
 
@@ -340,6 +381,9 @@ def describe(d: TriageDecision) -> str:
     what = {Kind.ACCEPT_SEVERITY: f"accepted all {d.note} findings",
             Kind.ACCEPT_REST: "accepted all remaining findings",
             Kind.REJECT_REST: "rejected all remaining findings"}.get(d.kind)
+    held = sum(len(c.get("places") or ()) for c in changes)
+    if held:  # the places a cluster held follow its decision
+        keys += f" and the {held} place{'s' if held != 1 else ''} {'they' if len(changes) > 1 else 'it'} held"
     if what:
         return f"{what} ({len(changes)}): {keys} ({move})"
     why = REASON_WORDS.get(changes[0].get("reason", "")) if len(changes) == 1 else None

@@ -180,6 +180,25 @@ def test_summary_says_verdict_counts_findings_range_and_links():
     assert "[Open this review in Quorum](https://quorum.example/reviews/7/)" in body
 
 
+CLUSTER = [{"file": "app.py", "line": 2, "end_line": 3, "key": "SEC-1"},
+           {"file": "app.py", "line": 9, "end_line": None, "key": "SEC-2"},
+           {"file": "lib/util.py", "line": 4, "end_line": None, "key": "SEC-3"}]
+
+
+def test_every_place_a_cluster_holds_is_named_inline_and_in_the_summary():
+    """Issue 36: the places a cluster folded had no comment on the pull request."""
+    c = render.inline_comment(finding(locations=CLUSTER), render.diff_lines(FILES))
+    assert "**The same problem also at:** `app.py:9`, `lib/util.py:4`." in c.comment.body
+    body = render.summary_body(summary(published=[finding(locations=CLUSTER)]))
+    url = f"https://host.example/o/r/blob/{'c' * 40}"
+    assert (f"— [`app.py:2`]({url}/app.py#L2); also at [`app.py:9`]({url}/app.py#L9), "
+            f"[`lib/util.py:4`]({url}/lib/util.py#L4)") in body
+    alone = render.inline_comment(finding(locations=CLUSTER[:1]), render.diff_lines(FILES))
+    assert "also at" not in alone.comment.body
+    many = [{"file": "app.py", "line": n, "end_line": None} for n in range(2, 40)]
+    assert "and 17 more (see Quorum)" in render.places_text(finding(locations=many))
+
+
 def test_summary_never_claims_an_unreviewed_file_was_reviewed():
     body = render.summary_body(summary())
     assert "### Left out on purpose (1)" in body and "`img.png` — binary" in body

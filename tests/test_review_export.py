@@ -27,7 +27,7 @@ SARIF_SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-2.1.0-rtm.5.json"
 FINDING_KEYS = {
     "key", "category", "severity", "file", "line", "end_line", "title", "description",
     "suggestion", "confidence", "reviewers", "evidence", "decision", "decided_by", "decided_at",
-    "comment", "history", "duplicate_of",
+    "comment", "history", "duplicate_of", "locations",
 }
 REVIEW_KEYS = {
     "id", "title", "tool_version", "source", "created_at", "status", "offline", "verdict",
@@ -484,6 +484,9 @@ def test_json_round_trip():
     for finding in review["findings"]:
         expected = {k: finding.get(k) for k in FINDING_KEYS}
         expected.update(history=[], duplicate_of="")  # absent list / text fields export empty
+        # one place: its own (a cluster lists each of its places, see below)
+        expected["locations"] = [{"file": finding["file"], "line": finding["line"],
+                                  "end_line": finding["end_line"], "key": ""}]
         if expected["decision"] is None:  # unknown text fields export as ""
             expected["decision"] = ""
         assert by_key[finding["key"]] == expected
@@ -843,6 +846,28 @@ def test_a_clustered_findings_other_places_reach_markdown_and_sarif(sarif_valida
         {"startLine": 11, "endLine": 12}, {"startLine": 3}]
     assert related[1]["physicalLocation"]["artifactLocation"]["uri"] == "etc/passwd%60%7C"
     assert [r["id"] for r in related] == [1, 2]
+    # Issue 36: each place is one of the result's locations too (the problem is at every one).
+    assert [(loc["physicalLocation"]["artifactLocation"]["uri"],
+             loc["physicalLocation"]["region"]) for loc in result["locations"]] == [
+        ("app/users.py", {"startLine": 5}), ("app/users.py", {"startLine": 11, "endLine": 12}),
+        ("etc/passwd%60%7C", {"startLine": 3})]
+
+
+def test_the_json_export_lists_every_place_a_cluster_holds():
+    """Issue 36: a JSON consumer saw one line; the other places only under "dropped"."""
+    clustered = make_finding("SEC-1", file="app/users.py", line=5, locations=[
+        {"file": "app/users.py", "line": 5, "end_line": None, "key": "SEC-1"},
+        {"file": "app/users.py", "line": 11, "end_line": 12, "key": "SEC-2"},
+        {"file": "app/admin.py", "line": 3, "end_line": None, "key": "SEC-3"}, "not a place"])
+    alone = make_finding("F1", file="app/views.py", line=10)
+    data = json.loads(to_json(make_review([clustered, alone])))
+    by_key = {f["key"]: f for f in data["findings"]}
+    assert by_key["SEC-1"]["locations"] == [
+        {"file": "app/users.py", "line": 5, "end_line": None, "key": ""},
+        {"file": "app/users.py", "line": 11, "end_line": 12, "key": "SEC-2"},
+        {"file": "app/admin.py", "line": 3, "end_line": None, "key": "SEC-3"}]
+    assert by_key["F1"]["locations"] == [
+        {"file": "app/views.py", "line": 10, "end_line": by_key["F1"]["end_line"], "key": ""}]
 
 
 def test_a_finding_without_other_places_has_no_also_at():

@@ -260,7 +260,10 @@ def test_reopening_is_recorded_unlocks_triage_and_the_next_verdict_is_version_2(
     r = post(alice_client, "verdict_decision", final_run, {"action": "accept", "seq": 0})
     assert r.status_code == 409 and b"cannot be finalised yet" in r.content
     post(alice_client, "finding_decision", final_run, {"decision": "rejected"}, first.key)
-    other = "approve" if review.proposed_verdict != "approve" else "needs_discussion"
+    # Not "approve": since issue 36's one rubric GOOD's eval is critical like its shell
+    # command, and approving over it would ask for the critical confirmation first.
+    other = ("needs_discussion" if review.proposed_verdict != "needs_discussion"
+             else "request_changes")
     r = post(alice_client, "verdict_decision", final_run,
              {"action": "override", "verdict": other, "reason": "", "seq": 0})
     assert r.status_code == 400 and b"Say why" in r.content  # the pattern's rules still hold
@@ -586,7 +589,9 @@ def test_approving_over_accepted_critical_findings_needs_a_confirmation_naming_t
     change is refused until the person confirms, naming the finding (key and title); a
     confirmation for other findings (a stale page) is refused the same way."""
     review = review_of(triage_run)
-    [critical] = [f for f in kept(review) if f.severity == "critical"]
+    # GOOD's eval is critical too since issue 36 (one rubric: both run input as code); the
+    # test accepts the first critical finding and rejects the rest.
+    critical = [f for f in kept(review) if f.severity == "critical"][0]
     post(alice_client, "finding_decision", triage_run, {"decision": "accepted"}, critical.key)
     post(alice_client, "settle_rest", triage_run, {"decision": "rejected"})
     page = alice_client.get(reverse("review_detail", args=[triage_run.pk])).content.decode()
@@ -633,3 +638,67 @@ def test_a_bad_confirmation_is_refused_in_words(alice_client, triage_run, value)
               "seq": triage_run.stage_seq, "confirm_critical": value})
     assert r.status_code == 400 and b'class="error" role="alert"' in r.content
     assert fingerprint(review) == before
+
+
+# --- a clustered finding holds every place it folded (issue 36) ------------------------------------
+def _cluster(review) -> tuple[Finding, list[Finding]]:
+    """Give the first kept finding two places folded into it (one in another file)."""
+    leader = kept(review)[0]
+    places = []
+    for n, (path, line) in enumerate([(leader.file, 40), ("lib/other.py", 7)], 1):
+        places.append(Finding.objects.create(
+            review=review, key=f"{leader.key}-P{n}", position=900 + n, kept=False,
+            drop_reason=f"Clustered into {leader.key}", duplicate_of=leader.key,
+            category=leader.category, severity=leader.severity, file=path, line=line,
+            title=leader.title, reviewer=leader.reviewer, rules=leader.rules,
+            fingerprint=f"{n:040d}"))
+    leader.locations = [{"file": leader.file, "line": leader.line, "end_line": None,
+                         "key": leader.key}] + [
+        {"file": p.file, "line": p.line, "end_line": None, "key": p.key} for p in places]
+    leader.save(update_fields=["locations"])
+    return leader, places
+
+
+def test_rejecting_a_clustered_finding_rejects_every_place_it_holds(
+        alice_client, alice, triage_run):  # noqa: F811
+    from reviews_app.models import Memory
+
+    review = review_of(triage_run)
+    leader, places = _cluster(review)
+    post(alice_client, "finding_decision", triage_run,
+         {"decision": "rejected", "comment": "generated code", "reason": "intended"},
+         leader.key)
+    for p in places:
+        p.refresh_from_db()
+        assert (p.decision, p.comment, p.reject_reason, p.decided_by) == (
+            "rejected", "generated code", "intended", alice)
+    [d] = TriageDecision.objects.filter(review=review)
+    assert d.changes == [{"finding": leader.key, "before": "pending", "after": "rejected",
+                          "reason": "intended", "places": [p.key for p in places]}]
+    assert f"{leader.key} and the 2 places it held (not triaged → rejected)" in \
+        triage.describe(d)
+    # one suggested memory per file the cluster holds a place in
+    globs = set(Memory.objects.filter(owner=alice).values_list("path_glob", flat=True))
+    assert len(globs) == 2 and "lib/**" in globs, globs
+    # each place's fingerprint is now among the rejected ones a pull request's next round
+    # suppresses (prflow.inputs.suppressed reads exactly these rows)
+    rejected = set(review.findings.filter(decision="rejected").exclude(fingerprint="")
+                   .values_list("fingerprint", flat=True))
+    assert {p.fingerprint for p in places} <= rejected
+    # undoing the rejection undoes it everywhere and withdraws the suggestions
+    post(alice_client, "finding_decision", triage_run, {"decision": "pending"}, leader.key)
+    assert {p.decision for p in Finding.objects.filter(pk__in=[p.pk for p in places])} == {
+        "pending"}
+    assert not Memory.objects.filter(owner=alice, status="pending").exists()
+
+
+def test_rejecting_the_rest_rejects_the_places_the_rest_hold(alice_client, triage_run):  # noqa: F811
+    review = review_of(triage_run)
+    leader, places = _cluster(review)
+    post(alice_client, "settle_rest", triage_run, {"decision": "rejected"})
+    assert {p.decision for p in Finding.objects.filter(pk__in=[p.pk for p in places])} == {
+        "rejected"}
+    [d] = TriageDecision.objects.filter(review=review)
+    held = [c for c in d.changes if c.get("places")]
+    assert held == [{"finding": leader.key, "before": "pending", "after": "rejected",
+                     "places": [p.key for p in places]}]

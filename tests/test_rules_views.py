@@ -111,7 +111,8 @@ def test_writing_a_rule_makes_it_active_at_once(alice_client, alice):
     ({"path_glob": "/etc/**"}, "relative to the repository root"),
     ({"path_glob": ""}, "path glob"),
     ({"pattern": "eval("}, "not a valid regular expression"),
-    ({"pattern": "(a+)+$"}, "forever"),
+    ({"pattern": r"(a)\1"}, "refers back to a group"),
+    ({"pattern": "foo(?=bar)"}, "lookahead"),
     ({"pattern": "a" * 301}, "under 300 characters"),
     ({"severity": "info"}, "critical, high, medium or low"),
     ({"severity": "x" * 5000}, "critical, high, medium or low"),
@@ -200,7 +201,7 @@ def test_edit_saves_every_field(alice_client, alice):
     assert rule.matcher == {"other": 1} and rule.status == PENDING  # editing approves nothing
 
 
-@pytest.mark.parametrize("change", [{"title": ""}, {"pattern": "(a*)*"}, {"text": "\x00"},
+@pytest.mark.parametrize("change", [{"title": ""}, {"pattern": "(?<=a)b"}, {"text": "\x00"},
                                     {"path_glob": "a/../b"}, {"severity": "urgent"}])
 def test_a_bad_edit_changes_nothing(alice_client, alice, change):
     rule = make_rule(alice)
@@ -279,3 +280,48 @@ def test_writing_a_rule_with_htmx_sends_the_browser_to_it(alice_client):
     assert r.status_code == 200 and r["HX-Redirect"].endswith(f"/rules/#rule-{rule.pk}")
     r = alice_client.post(reverse("rule_new"), GOOD_RULE | {"pattern": "("}, **HTMX)
     assert r.status_code == 400 and "The rule was not saved" in r.content.decode()
+
+
+# --- patterns are matched with RE2 (issue 36) ---------------------------------------------------
+BACKTRACKING = "(a?){40}a{40}"  # hours with Python's re on a line of 40 a's
+
+
+def test_a_pattern_of_the_backtracking_shape_is_saved_and_matches_at_once(alice_client, alice):
+    r = alice_client.post(reverse("rule_new"), GOOD_RULE | {"pattern": BACKTRACKING})
+    assert r.status_code == 302
+    rule = ReviewRule.objects.get(owner=alice)
+    assert rule.matcher == {"pattern": BACKTRACKING} and rule.pattern_problem == ""
+    from reviews_app.pipeline import rulecheck
+
+    compiled, why = rulecheck.compile_pattern(rule.matcher["pattern"])
+    assert why == "" and compiled.search("a" * 40) and not compiled.search("a" * 39)
+
+
+def test_a_stored_pattern_re2_cannot_run_is_shown_as_not_used(alice_client, alice):
+    rule = make_rule(alice, "Old rule", status=ACTIVE, matcher={"pattern": r"(x)\1"})
+    html = alice_client.get(reverse("review_rules")).content.decode()
+    assert "This pattern is not used by reviews" in html and "refers back to a group" in html
+    assert rule.pattern_problem.startswith("The pattern refers back to a group")
+
+
+def test_the_command_line_checks_stored_patterns_and_refuses_bad_ones(alice):
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    out = StringIO()
+    call_command("review_rules", "add", "--owner", alice.username, "--title", "Fast",
+                 "--text", "No long runs of a.", "--pattern", BACKTRACKING, stdout=out)
+    assert "Saved rule #" in out.getvalue()
+    with pytest.raises(CommandError, match="lookbehind"):
+        call_command("review_rules", "add", "--owner", alice.username, "--title", "Slow",
+                     "--text", "Nothing.", "--pattern", "(?<=a)b")
+    assert ReviewRule.objects.filter(owner=alice).count() == 1
+    call_command("review_rules", "check", stdout=(out := StringIO()))
+    assert "0 rule(s)" in out.getvalue()
+    bad = make_rule(alice, "Old rule", status=ACTIVE, matcher={"pattern": r"(x)\1"})
+    with pytest.raises(SystemExit) as exit_:
+        call_command("review_rules", "check", stdout=(out := StringIO()))
+    assert exit_.value.code == 1
+    assert f"rule #{bad.pk}" in out.getvalue() and "refers back to a group" in out.getvalue()

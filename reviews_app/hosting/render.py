@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..pipeline.coverage import INCOMPLETE_REASONS, by_path, unexamined, unfinished
-from ..pipeline.export.common import is_hidden
+from ..pipeline.export.common import also_at, is_hidden
 from ..pipeline.export.markdown_text import md_block, md_code, md_inline
 from ..pipeline.schema import SEVERITIES, SEVERITY_RANK
 from .base import FINGERPRINT_MARKER, InlineComment
@@ -25,6 +25,7 @@ MAX_TITLE = 200
 MAX_TEXT = 3000
 MAX_CODE = 4000
 MAX_LISTED = 25
+MAX_PLACES = 20  # other places of a cluster named in a comment
 
 EVENTS = {"approve": "approve", "request_changes": "request_changes",
           "needs_discussion": "comment"}
@@ -180,6 +181,8 @@ def inline_body(f: dict, *, fenced: str | None = None, prose: str | None = None)
         parts.append("Suggested change:\n\n" + fenced)
     elif f.get("suggestion"):
         parts.append("**Suggestion:** " + block(f["suggestion"]))
+    if others := places_text(f):
+        parts.append(f"**The same problem also at:** {others}.")
     conf = f.get("confidence")
     if isinstance(conf, (int, float)) and not isinstance(conf, bool):
         parts.append(f"<sub>Quorum · confidence {conf:.2f}</sub>")
@@ -257,13 +260,27 @@ def _where(f: dict, line_url) -> str:
     return text
 
 
+def places_text(f: dict, line_url=None) -> str:
+    """The other places a clustered finding holds (``locations``), each as code (a link to
+    the line when ``line_url`` gives one), or "" when it holds one place."""
+    others = also_at(f)
+    shown = [_where(o, line_url) for o in others[:MAX_PLACES]]
+    if len(others) > MAX_PLACES:
+        shown.append(f"and {len(others) - MAX_PLACES} more (see Quorum)")
+    return ", ".join(shown)
+
+
 def _short(sha: str) -> str:
     return sha[:10] if re.fullmatch(r"[0-9a-fA-F]{4,64}", sha or "") else "?"
 
 
 def _finding_line(f: dict, s: Summary, extra: str = "") -> str:
+    """One finding of the summary, with every other place it holds (a cluster's places have
+    no inline comment of their own: the summary names each)."""
     sev = f.get("severity") if f.get("severity") in SEVERITIES else "info"
-    return f"- **{sev}** {inline(f.get('title') or 'Finding')} — {_where(f, s.line_url)}{extra}"
+    others = places_text(f, s.line_url)
+    return (f"- **{sev}** {inline(f.get('title') or 'Finding')} — {_where(f, s.line_url)}{extra}"
+            + (f"; also at {others}" if others else ""))
 
 
 def summary_body(s: Summary) -> str:

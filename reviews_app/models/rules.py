@@ -58,3 +58,14 @@ class ReviewRule(MaskedOnRead, models.Model):
 
     def __str__(self) -> str:
         return f"Rule {self.pk} ({self.status}, {self.path_glob}): {self.title[:60]}"
+
+    @property
+    def pattern_problem(self) -> str:
+        """Why this rule's stored pattern is not used by reviews (RE2 refuses it: a rule saved
+        before patterns were matched with RE2 may use a backreference or lookaround), or ""."""
+        pattern = (self.matcher or {}).get("pattern") if isinstance(self.matcher, dict) else ""
+        if not pattern:
+            return ""
+        from ..pipeline.rulegen import pattern_error
+
+        return pattern_error(pattern) or ""

@@ -9,10 +9,10 @@ Rules come from two places (both in the review's options):
   expression that an added line breaking the rule matches.
 
 A rule applies to a change when its path glob matches one of the change's files (the glob
-matching of ``.quorum.toml``). A rule's pattern is untrusted: it is compiled only when short,
-valid and free of the shapes that make a backtracking regex slow (a repetition inside a
-repetition, alternatives inside an unbounded repetition, more than two unbounded
-repetitions), and it reads added lines capped in length, within an overall time budget.
+matching of ``.quorum.toml``). A rule's pattern is untrusted: it is compiled by RE2 (never by
+Python's backtracking ``re``), so matching takes time linear in the line whatever its shape;
+patterns RE2 cannot run (backreferences, lookaround) are refused with the reason. It reads
+added lines capped in length, within an overall time budget.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ MAX_TEXT = 2000
 MAX_TITLE = 120
 MAX_PATTERN = 300
 MAX_LINE = 300  # characters of a line a pattern reads
-MAX_UNBOUNDED = 2  # unbounded repetitions in one pattern
 MAX_HITS = 30  # per rule
 TIME_BUDGET = 2.0  # seconds for every pattern of a review
 TOML = ".quorum.toml"
@@ -98,6 +97,21 @@ def label(rule: dict) -> str:
 
 
 # --- patterns ----------------------------------------------------------------------------------
+# A rule's pattern is written by any signed-in user (or suggested by a model), so it is matched
+# with RE2, whose time is linear in the line it reads: no pattern can backtrack. Python's ``re``
+# is never used on it (it would hold the interpreter lock for as long as it backtracks:
+# ``(a?){40}a{40}`` on a line of 40 a's takes hours). Patterns RE2 cannot run (backreferences,
+# lookaround, possessive quantifiers) are refused, with the reason in words.
+RE2_MAX_MEM = 8 << 20  # bytes for one compiled pattern
+_RE2_UNSUPPORTED = (
+    ("(?=", "lookahead (?=…)"), ("(?!", "negative lookahead (?!…)"),
+    ("(?<=", "lookbehind (?<=…)"), ("(?<!", "negative lookbehind (?<!…)"),
+    ("(?>", "atomic groups (?>…)"), ("(?P", "named backreferences (?P=name)"),
+    ("(?#", "comments (?#…)"), ("(?(", "conditionals (?(…)…|…)"),
+)
+_RE2_WHY = "the matcher runs in time linear in the line and has nothing that needs backtracking"
+
+
 def _parser():
     """The standard library's own regex parser (Python 3.11+), to read a pattern's shape."""
     from re import _constants as c
@@ -107,62 +121,88 @@ def _parser():
 
 
 def _shape_problem(pattern: str) -> str:
-    """Why ``pattern`` could backtrack for too long, or ""."""
+    """What in ``pattern``'s shape would make a backtracking matcher slow, or "". RE2 runs
+    every shape in linear time, so this refuses nothing: it only explains a pattern RE2 finds
+    too large to compile (a repetition inside a repetition usually is why)."""
     p, c = _parser()
     repeats = (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None))
-    unbounded = 0
 
     def walk(items, outer: int) -> str:
-        nonlocal unbounded
         for op, av in items:
             if op in repeats:
                 _, hi, sub = av
                 wide = hi == c.MAXREPEAT or hi > 20
-                unbounded += wide
                 if hi > 1 and outer > 1 and (wide or outer > 20):
-                    return "repeats a repetition, like (a+)+"
+                    return "it repeats a repetition, like (a+)+ or (x{1,30}){1,30}"
                 if why := walk(sub, max(outer, hi)):
                     return why
             elif op == c.BRANCH:
-                if outer > 20:
-                    return "has alternatives inside an unbounded repetition, like (a|ab)*"
                 for sub in av[1]:
                     if why := walk(sub, outer):
                         return why
             elif op == c.SUBPATTERN:
                 if why := walk(av[-1], outer):
                     return why
-            elif op in (c.ASSERT, c.ASSERT_NOT):
-                if why := walk(av[1], outer):
-                    return why
-            elif op in (c.GROUPREF, c.GROUPREF_EXISTS, getattr(c, "GROUPREF_IGNORE", None)):
-                return "refers back to a group"
         return ""
 
     try:
-        why = walk(p.parse(pattern), 1)
-    except Exception as exc:  # the stdlib parser is the judge of validity below
-        return f"could not be read ({type(exc).__name__})"
-    if not why and unbounded > MAX_UNBOUNDED:
-        why = f"has more than {MAX_UNBOUNDED} unbounded repetitions (*, + or {{n,}})"
-    return why
+        return walk(p.parse(pattern), 1)
+    except Exception:  # noqa: BLE001 - RE2 is the judge; this only adds words
+        return ""
 
 
-def compile_pattern(pattern: str) -> tuple[re.Pattern[str] | None, str]:
-    """The compiled pattern, or None and why it is not used."""
-    if not pattern.strip():
+def re2_refusal(pattern: str, exc: Exception) -> str:
+    """RE2's reason for refusing ``pattern``, in words for the person who wrote it (the
+    sentence continues "The pattern …")."""
+    raw = exc.args[0] if exc.args else str(exc)
+    reason = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    if reason.startswith("invalid perl operator: "):
+        op = reason.removeprefix("invalid perl operator: ")
+        for prefix, name in _RE2_UNSUPPORTED:
+            if op.startswith(prefix):
+                return f"uses {name}, which review rules do not support ({_RE2_WHY})"
+    if m := re.match(r"invalid escape sequence: \\([1-9]|k|g)", reason):
+        return (f"refers back to a group (\\{m.group(1)}…), which review rules do not support "
+                f"({_RE2_WHY})")
+    if reason.startswith("bad repetition operator: ") and reason.endswith("+"):
+        return (f"uses a possessive quantifier ({reason[25:]}), which review rules do not "
+                f"support ({_RE2_WHY})")
+    if reason.startswith("invalid repetition size") or "too large" in reason or \
+            "pattern too large" in reason:
+        shape = _shape_problem(pattern)
+        return ("is too large to compile" + (f": {shape}" if shape else "")
+                + "; repeat less")
+    return f"is not a valid regular expression ({_clean(reason, 120)})"
+
+
+def _re2_options():
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print each refusal on standard error
+    options.max_mem = RE2_MAX_MEM
+    return options
+
+
+def compile_pattern(pattern: str):
+    """The pattern compiled by RE2 (``search(text)`` like ``re``), or None and why it is not
+    used (the sentence continues "The pattern …")."""
+    import re2
+
+    if not isinstance(pattern, str) or not pattern.strip():
         return None, "is empty"
     if len(pattern) > MAX_PATTERN:
         return None, f"is longer than {MAX_PATTERN} characters"
     if "\x00" in pattern:
         return None, "contains a NUL character"
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in pattern):
+        return None, "contains characters that are not valid Unicode"
     try:
-        compiled = re.compile(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
+        return re2.compile(pattern, _re2_options()), ""
+    except re2.error as exc:
+        return None, re2_refusal(pattern, exc)
+    except (TypeError, ValueError, OverflowError) as exc:
         return None, f"is not a valid regular expression ({_clean(str(exc), 120)})"
-    if why := _shape_problem(pattern):
-        return None, f"{why}, which can make matching take far too long"
-    return compiled, ""
 
 
 class Budget:
@@ -175,7 +215,7 @@ class Budget:
         return time.monotonic() < self.deadline
 
 
-def pattern_hits(compiled: re.Pattern[str], files: list[dict], paths: list[str],
+def pattern_hits(compiled, files: list[dict], paths: list[str],
                  budget: Budget) -> tuple[dict[str, list[int]], bool]:
     """``{path: [line, …]}`` of the added lines of ``paths`` that ``compiled`` matches (at most
     ``MAX_HITS`` in all), and whether every line was read before the budget ran out."""

@@ -58,9 +58,6 @@ _STOP = frozenset("a an the and or of to in on for is are be it this that with a
 # An instruction: what the offline stand-in turns into a rule.
 _DIRECTIVE = re.compile(r"\b(always|never|must|should|avoid|prefer|don'?t|do not|use \S+ "
                         r"instead|instead of|make sure|ensure|required?)\b", re.IGNORECASE)
-# A group with an unbounded quantifier inside, itself repeated: (a+)+, (.*)*, (x|y+){2,}.
-_NESTED = re.compile(r"\((?:[^()\\]|\\.)*?(?:[*+]|\{\d*,\})(?:[^()\\]|\\.)*\)"
-                     r"(?:[*+]|\{\d*,\d*\})")
 
 
 # --- schemas -----------------------------------------------------------------------------------
@@ -82,8 +79,9 @@ class RuleSuggestions(BaseModel):
 
 # --- validation ----------------------------------------------------------------------------------
 def pattern_error(pattern: str) -> str | None:
-    """Why ``pattern`` is not a usable rule pattern (a Python regular expression checked
-    against added lines), or None when it is. Empty is fine (no pattern)."""
+    """Why ``pattern`` is not a usable rule pattern (a regular expression RE2 runs against
+    added lines, see ``rulecheck``), or None when it is. Empty is fine (no pattern). A pattern
+    saved here is one a review will run: the check is the guardian's own."""
     if not isinstance(pattern, str):
         return "The pattern could not be read."
     if not pattern:
@@ -92,18 +90,9 @@ def pattern_error(pattern: str) -> str | None:
         return f"The pattern is too long: keep it under {MAX_PATTERN} characters."
     if _CONTROL.search(pattern) or "\n" in pattern:
         return "The pattern contains a control character (a NUL byte or a line break)."
-    try:
-        re.compile(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        return f"The pattern is not a valid regular expression: {exc}."
-    if _NESTED.search(pattern):
-        return ("The pattern repeats a group that itself repeats, like (a+)+: that can take "
-                "forever on some lines. Write it without the nested repetition.")
-    # The same check the guardian applies before it uses a pattern: a pattern saved here must
-    # be one a review will run.
     compiled, why = rulecheck.compile_pattern(pattern)
     if compiled is None:
-        return f"The pattern {why}: write it more simply."
+        return f"The pattern {why}."
     return None
 
 

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from common.analyzers.classes import class_of
+
 from .schema import SEVERITY_RANK, VERDICT_RANK
 
 PREFIX = {"security": "SEC", "architecture": "ARC", "style": "STY"}
@@ -154,6 +156,12 @@ def same_problem(a: Finding, b: Finding) -> str:
     ra, rb = _rules(a), _rules(b)
     if ra & rb:
         return f"same rule {sorted(ra & rb)[0]}"
+    # Two analyzers' rules for one problem class (Semgrep's js-eval-injection and oxlint's
+    # no-eval): one finding, with both tools' rules as its evidence.
+    ca = {c: r for r in sorted(ra) if (c := class_of(r))}
+    cb = {c: r for r in sorted(rb) if (c := class_of(r))}
+    if shared := sorted(ca.keys() & cb.keys()):
+        return f"same problem class {shared[0]} ({ca[shared[0]]} and {cb[shared[0]]})"
     if ra and rb:
         return ""
     if a["category"] == b["category"] and _similar_text(a, b):

@@ -26,7 +26,8 @@ def as_dict(f: Finding) -> dict:
          "severity": f.severity, "category": f.category, "title": f.title,
          "description": f.description, "suggestion": f.suggestion,
          "confidence": f.confidence, "rules": f.rules, "fingerprint": f.fingerprint,
-         "carried_from": f.carried_from, "resolution": f.resolution}
+         "carried_from": f.carried_from, "resolution": f.resolution,
+         "locations": list(f.locations or [])}  # every place a cluster holds
     if not d["fingerprint"]:  # rows from before fingerprints: stable enough per title
         d["fingerprint"] = fingerprint(d, None)
     return d

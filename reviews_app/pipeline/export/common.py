@@ -51,6 +51,23 @@ def also_at(finding: dict) -> list[dict]:
     return out
 
 
+def places(finding: dict) -> list[dict]:
+    """Every place a finding holds, its own first: ``{"file", "line", "end_line", "key"}``
+    (``key``: the finding that was found there and clustered into this one; "" for its own
+    place or when unknown). A finding that clustered nothing has one place."""
+    own = {"file": str(finding.get("file") or ""), "line": as_line(finding.get("line")),
+           "end_line": as_line(finding.get("end_line")), "key": ""}
+    keys = {}
+    for loc in finding.get("locations") or ():
+        if isinstance(loc, dict) and isinstance(loc.get("file"), str):
+            keys.setdefault((loc["file"], as_line(loc.get("line"))), str(loc.get("key") or ""))
+    out = [own]
+    for other in also_at(finding):
+        key = keys.get((other["file"], other["line"]), "")
+        out.append({**other, "key": key if key != finding.get("key") else ""})
+    return out
+
+
 def _sort_key(finding: dict):
     severity = finding.get("severity")
     rank = SEVERITY_RANK.get(severity, len(SEVERITIES)) if isinstance(severity, str) else 99

@@ -19,9 +19,13 @@ JSON export structure (``schema_version`` 1)::
       "totals": {"tokens", "cost_usd"}
     }
 
-    FINDING = {"key", "category", "severity", "file", "line", "end_line", "title",
-               "description", "suggestion", "confidence", "reviewers", "evidence",
+    FINDING = {"key", "category", "severity", "file", "line", "end_line", "locations",
+               "title", "description", "suggestion", "confidence", "reviewers", "evidence",
                "decision", "decided_by", "decided_at", "comment", "history", "duplicate_of"}
+    locations: every place the finding holds, its own (file, line) first:
+               [{"file", "line", "end_line", "key"}, ...]; a cluster lists each place it
+               folded (``key``: the finding found there, whose dropped record says
+               "Clustered into …"; "" for the finding's own place)
     evidence item = {"tool", "rule", "url"}  # tool "ruff"/"bandit"/"bandit+ruff"; "model"
                                              # when no analyzer reported the rule in this run
     history: how reflection changed the finding; duplicate_of: the key a dropped duplicate
@@ -40,6 +44,7 @@ import json
 from .common import (
     notes_for,
     ordered,
+    places,
     select_findings,
     severity_counts,
     source_fields,
@@ -56,6 +61,7 @@ FINDING_FIELDS = (
     "file",
     "line",
     "end_line",
+    "locations",
     "title",
     "description",
     "suggestion",
@@ -76,6 +82,9 @@ _NULL_FIELDS = frozenset({"line", "end_line", "confidence", "decided_by", "decid
 def _finding_record(finding: dict, *, dropped: bool = False) -> dict:
     record = {}
     for field in FINDING_FIELDS:
+        if field == "locations":
+            record[field] = places(finding)
+            continue
         value = finding.get(field)
         if value is None and field not in _NULL_FIELDS:
             value = [] if field in _LIST_FIELDS else ""

@@ -116,6 +116,16 @@ def to_sarif(review: dict, *, only_accepted: bool = False) -> dict:
             if region:
                 physical["region"] = region
             result["locations"] = [{"physicalLocation": physical}]
+        # Every place a cluster holds is one of the result's locations (the problem is at
+        # each; viewers that show one show the first, the finding's own) and, for viewers
+        # that read only the first, a related location too.
+        for other in also_at(finding):
+            other_uri = _artifact_uri(other.get("file"))
+            if uri and other_uri:
+                place = {"artifactLocation": {"uri": other_uri}}
+                if other_region := _region(other):
+                    place["region"] = other_region
+                result["locations"].append({"physicalLocation": place})
         related = []
         for n, other in enumerate(also_at(finding), 1):
             other_uri = _artifact_uri(other.get("file"))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from agents_app.patterns.base import Event, StageResult
 from common import analyzers, secret_keys
-from common.analyzers import runner
+from common.analyzers import classes, runner
 from common.analyzers.tools import BY_NAME
 
 from .. import imported
@@ -51,6 +51,8 @@ def analyze(state: dict) -> StageResult:
     report.evidence = runner.with_key_formats(found, report.evidence)
     for e in report.evidence:
         e["fix"] = e.get("fix") or analyzers.suggestion_for(e)
+    for e in report.evidence + ours:  # one rubric: each problem class graded one way
+        classes.grade(e)
     examined_by = {p: list(t) for p, t in report.examined.items()}
     for inp in inputs:
         examined_by.setdefault(inp.path, []).append(KEY_FORMATS)
