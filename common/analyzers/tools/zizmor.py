@@ -3,10 +3,11 @@ that asks GitHub), with no configuration file of the change (``--no-config``; ou
 to the run's directory), ignore comments of the change not honoured (``--no-ignores``) and
 ``--no-exit-codes`` (a report with findings is a normal run).
 
-It runs as the ``auditor`` persona, for one audit only the regular persona hides: a token
+It runs as the ``auditor`` persona, for one result only the regular persona hides: a token
 given every write permission (``permissions: write-all``). Its other pedantic and auditor
-results (a job without a name, no concurrency limit, permissions without a comment) are
-dropped: they are opinions, not problems. Actions of GitHub's own organisations may be pinned
+results (a job without a name, no concurrency limit, permissions without a comment, a write
+permission at the workflow level, secrets outside an environment) are dropped: opinions, not
+problems. Actions of GitHub's own organisations may be pinned
 to a tag; any other action must be pinned to a commit.
 
 How its results are graded (category security; severity):
@@ -21,7 +22,9 @@ dangerous-triggers              medium          ``pull_request_target``/``workfl
                                                 with a checkout: risky, not always wrong
                                                 (our semgrep rule reports the checkout of
                                                 the pull request's head, high)
-excessive-permissions           medium          a token that can write everything
+excessive-permissions           medium / low    ``write-all``: a token that can write
+                                                everything / a job left with the default
+                                                token (read-only in newer repositories)
 unpinned-uses, impostor-commit  medium          a third-party action by a movable tag
 artipacked                      low             the checkout's credentials left on disk
 others                          zizmor's own    its severity: High/Medium/Low/Informational
@@ -50,8 +53,6 @@ _BY_SEVERITY = {"high": "high", "medium": "medium", "low": "low", "informational
 RULES = {"template-injection": "high", "dangerous-triggers": "medium",
          "excessive-permissions": "medium", "unpinned-uses": "medium",
          "impostor-commit": "medium", "artipacked": "low"}
-# Results of the pedantic/auditor personas kept (the rest are dropped, see above).
-KEPT_PEDANTIC = frozenset({"excessive-permissions"})
 _CONFIDENCE = {"high": 0.85, "medium": 0.7, "low": 0.5}
 
 
@@ -89,10 +90,12 @@ def parse(data, units, inputs, errors: list[str]) -> list[dict]:
             continue
         rule = str(f.get("ident") or "zizmor")
         det = f.get("determinations") if isinstance(f.get("determinations"), dict) else {}
-        if str(det.get("persona") or "Regular") != "Regular" and rule not in KEPT_PEDANTIC:
-            continue
         loc = _primary(f)
         if loc is None:
+            continue
+        note = str((loc.get("symbolic") or {}).get("annotation") or "")
+        write_all = rule == "excessive-permissions" and "write-all" in note
+        if str(det.get("persona") or "Regular") != "Regular" and not write_all:
             continue
         unit = unit_for(units, _path(loc))
         if unit is None:
@@ -100,7 +103,8 @@ def parse(data, units, inputs, errors: list[str]) -> list[dict]:
         where = (loc.get("concrete") or {}).get("location") or {}
         severity = RULES.get(rule) or _BY_SEVERITY.get(str(det.get("severity") or "").lower(),
                                                        "low")
-        note = str((loc.get("symbolic") or {}).get("annotation") or "")
+        if rule == "excessive-permissions" and not write_all:
+            severity = "low"  # the default token (read-only in repositories made since 2023)
         message = str(f.get("desc") or rule) + (f" ({note})" if note else "")
         ev = item(unit, inputs, tool=NAME, rule=rule, category="security", severity=severity,
                   confidence=_CONFIDENCE.get(str(det.get("confidence") or "").lower(), 0.6),
