@@ -139,7 +139,8 @@ WORKFLOW_INJECTION = InfraCase(
      (".github/workflows/greet.yml", 12, "gha-pr-target-head-checkout", "untrusted_checkout",
       "high"),
      (".github/workflows/greet.yml", 14, "unpinned-uses", "unpinned_dependency", "medium"),
-     (".github/workflows/greet.yml", 5, "excessive-permissions", "broad_token", "medium")])
+     (".github/workflows/greet.yml", 5, "excessive-permissions", "broad_token", "medium"),
+     (".github/workflows/greet.yml", 3, "dangerous-triggers", "dangerous_trigger", "medium")])
 
 WORKFLOW_CLEAN = InfraCase(
     "workflow_clean", "workflow",
@@ -192,6 +193,7 @@ KUBERNETES = InfraCase(
         "            privileged: true"]),
     [("deploy/web.yaml", 15, "k8s-host-namespace", "host_namespace", "high"),
      ("deploy/web.yaml", 18, "k8s-latest-image", "unpinned_dependency", "low"),
+     ("deploy/web.yaml", 18, "k8s-no-resource-limits", "no_limits", "low"),
      ("deploy/web.yaml", 20, "k8s-privileged-container", "privileged", "high")])
 
 KUBERNETES_CLEAN = InfraCase(
