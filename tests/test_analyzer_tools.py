@@ -55,6 +55,10 @@ def test_every_rule_has_its_fields_and_an_example_of_each_kind():
 
 def test_the_rules_cover_each_language_and_risk():
     ids = {p.stem for p in RULE_FILES}
+    for rule in ("tf-public-bucket", "tf-open-admin-port", "tf-unencrypted-storage",
+                 "tf-iam-wildcard", "k8s-privileged-container", "k8s-host-namespace",
+                 "k8s-no-resource-limits", "k8s-latest-image", "gha-pr-target-head-checkout"):
+        assert rule in ids
     for lang in ("js", "go", "java", "bash"):
         assert f"{lang}-sql-injection" in ids
         assert any(i.startswith(lang) and "tls" in i for i in ids)
@@ -98,7 +102,9 @@ def test_every_rule_reports_its_positive_lines_and_none_of_its_negative_ones(tmp
         rule = r["check_id"].rsplit(".", 1)[-1]
         reported.setdefault((rule, Path(r["path"]).name), set()).add(r["start"]["line"])
     for path in RULE_FILES:
-        [example] = [p for p in examples if p.stem == path.stem]
+        # ``<id>.<ext>``, or ``<id>.test.yml`` for YAML (semgrep loads the rules folder's
+        # other YAML files as rules)
+        [example] = [p for p in examples if p.name.split(".")[0] == path.stem]
         expected, ok = _annotations(example.read_text(), path.stem)
         got = reported.get((path.stem, example.name), set())
         assert expected and ok, path
@@ -114,8 +120,12 @@ def test_every_rule_reports_its_positive_lines_and_none_of_its_negative_ones(tmp
     ("deploy.sh", None, "shell"), ("bin/deploy", "#!/usr/bin/env bash", "shell"),
     ("bin/run", "#!/bin/sh -e", "shell"), ("bin/tool", "#!/usr/bin/python3", "other"),
     ("Dockerfile", None, "dockerfile"), ("docker/Dockerfile.prod", None, "dockerfile"),
-    ("api.dockerfile", None, "dockerfile"), ("config.yaml", None, "other"),
-    (".env", None, "other"), ("README.md", None, "other"),
+    ("api.dockerfile", None, "dockerfile"), ("config.yaml", None, "yaml"),
+    (".env", None, "other"), ("README.md", None, "markdown"), ("docs/a.rst", None, "text"),
+    ("infra/main.tf", None, "terraform"), ("k8s/deploy.yml", None, "yaml"),
+    (".github/workflows/ci.yml", None, "workflow"), ("a/.github/workflows/x.YAML", None,
+                                                     "workflow"),
+    (".github/dependabot.yml", None, "yaml"), ("db/001_init.sql", None, "sql"),
 ])
 def test_kind_of_a_file(path, first, kind):
     assert kind_of(path, first) == kind
@@ -128,6 +138,10 @@ def test_generated_names_keep_only_a_safe_extension():
     assert suffix_for("typescript", "x.tsx") == "tsx"
     assert suffix_for("shell", "bin/deploy") == "sh"
     assert suffix_for("dockerfile", "Dockerfile.prod") == "Dockerfile"
+    assert suffix_for("workflow", ".github/workflows/ci.yaml") == "yml"
+    assert suffix_for("yaml", "k8s/app.YAML") == "yaml"
+    assert suffix_for("terraform", "prod.tfvars") == "tf"
+    assert suffix_for("markdown", "README.markdown") == "md"
 
 
 def test_code_readers_by_kind():
@@ -135,6 +149,12 @@ def test_code_readers_by_kind():
     assert [t.name for t in code_readers("shell")] == ["semgrep", "shellcheck"]
     assert [t.name for t in code_readers("dockerfile")] == ["hadolint"]
     assert [t.name for t in code_readers("go")] == ["semgrep"]
+    assert [t.name for t in code_readers("terraform")] == ["semgrep"]
+    assert [t.name for t in code_readers("workflow")] == ["semgrep", "zizmor", "yamllint"]
+    assert [t.name for t in code_readers("yaml")] == ["semgrep", "yamllint"]
+    assert [t.name for t in code_readers("markdown")] == ["codespell", "pymarkdown"]
+    assert [t.name for t in code_readers("text")] == ["codespell"]
+    assert [t.name for t in code_readers("sql")] == ["semgrep"]
     assert code_readers("other") == []
     assert not BY_NAME["detect-secrets"].reads_code
     assert all(t.package for t in TOOLS)

@@ -161,7 +161,10 @@ def test_full_file_keeps_undefined_names():
 def test_input_from_file_variants():
     readme = input_from_file({"path": "README.md", "is_python": False, "content": "x",
                               "hunks": []})
-    assert (readme.kind, readme.text) == ("other", "x")  # read by the secrets scanners
+    assert (readme.kind, readme.text) == ("markdown", "x")  # codespell, pymarkdown
+    notes = input_from_file({"path": "app.toml", "is_python": False, "content": "x",
+                             "hunks": []})
+    assert (notes.kind, notes.text) == ("other", "x")  # read by the secrets scanners
     assert input_from_file({"path": "README.md", "is_python": False, "content": " \n",
                             "hunks": []}) is None
     deleted = {"path": "gone.py", "is_python": True, "content": None,

@@ -171,12 +171,12 @@ def test_a_missing_analyzer_leaves_its_files_unexamined_and_blocks_approve(tmp_p
 
 
 def test_a_file_only_the_secrets_scanners_read_is_not_examined(tmp_path):
-    code, _, err = review(tmp_path, new_file("config/app.yaml", ["debug: false"]))
+    code, _, err = review(tmp_path, new_file("config/app.toml", ["debug = false"]))
     assert code == 1
     [entry] = Review.objects.get().coverage
     assert (entry["reason"], entry["reviewed"]) == ("not_examined", False)
     assert entry["detail"].startswith("Not reviewed: checked for secrets only: no analyzer "
-                                      "reads YAML")
+                                      "reads TOML")
     assert entry["analyzers"] == ["detect-secrets", "secrets"]
 
 
@@ -197,7 +197,7 @@ def test_the_page_lists_the_analyzers_and_reviewers_of_each_file(alice, bob):
     alice_client.force_login(alice)
     bob_client.force_login(bob)
 
-    run = _start(alice, CLEAN["typescript"] + new_file("config/app.yaml", ["debug: false"]))
+    run = _start(alice, CLEAN["typescript"] + new_file("config/app.toml", ["debug = false"]))
     assert run.status == "awaiting_triage", run.error
     review = Review.objects.get(run=run)
     url = reverse("review_detail", args=[run.pk])
@@ -205,7 +205,7 @@ def test_the_page_lists_the_analyzers_and_reviewers_of_each_file(alice, bob):
     offline = "Read by a model: none (the offline model restates analyzer results; it reads no code)"
     assert f"Analyzers: semgrep, oxlint, detect-secrets, secrets · {offline}" in page
     assert f"Analyzers: detect-secrets, secrets · {offline}" in page
-    assert "checked for secrets only: no analyzer reads YAML" in page
+    assert "checked for secrets only: no analyzer reads TOML" in page
     assert "Static analysis:" in page and "on 2 files in" in page
     # a file a model that reads code answered for, with analyzers: listed as reviewed in full
     review.coverage = [{**c, "reason": "examined", "reviewers": ["security"],

@@ -38,11 +38,19 @@ _MAX_TRIES_CHARS = 400_000  # above this, a segment gets one parse attempt only
 # are told to ignore theirs (--disable-nosem, --disable-ignore-pragma).
 _DIRECTIVES = re.compile(
     r"\b(eslint|oxlint)-(disable|enable)|(#\s*)shellcheck(\s+(?:disable|enable|source))")
+# yamllint's ``# yamllint disable``, codespell's ``codespell:ignore`` and pymarkdown's
+# ``<!-- pyml disable -->`` have no switch either: their keyword is broken the same way.
+_OTHER_DIRECTIVES = re.compile(r"\b(yamllint)(\s+(?:disable|enable))|\b(codespell):(ignore)"
+                               r"|\b(pyml)(\s+(?:disable|enable))", re.IGNORECASE)
 
 
 def neutralize_directives(text: str) -> str:
-    return _DIRECTIVES.sub(lambda m: f"{m.group(1)}-ignored-{m.group(2)}" if m.group(1)
+    text = _DIRECTIVES.sub(lambda m: f"{m.group(1)}-ignored-{m.group(2)}" if m.group(1)
                            else f"{m.group(3)}(shellcheck){m.group(4)}", text)
+    return _OTHER_DIRECTIVES.sub(
+        lambda m: f"({m.group(1)}){m.group(2)}" if m.group(1)
+        else f"({m.group(3)})-{m.group(4)}" if m.group(3) else f"({m.group(5)}){m.group(6)}",
+        text)
 
 
 @dataclass

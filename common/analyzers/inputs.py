@@ -9,10 +9,13 @@ from dataclasses import dataclass
 
 # A file's kind decides which analyzers read it (``tools.TOOLS``); "other" is read by the
 # secrets scanners only.
-KINDS = ("python", "javascript", "typescript", "go", "java", "shell", "dockerfile", "other")
+KINDS = ("python", "javascript", "typescript", "go", "java", "shell", "dockerfile",
+         "terraform", "workflow", "yaml", "markdown", "text", "sql", "other")
 KIND_LABELS = {"python": "Python", "javascript": "JavaScript", "typescript": "TypeScript",
                "go": "Go", "java": "Java", "shell": "shell", "dockerfile": "Dockerfiles",
-               "other": "other files"}
+               "terraform": "Terraform", "workflow": "GitHub Actions workflows",
+               "yaml": "YAML", "markdown": "Markdown", "text": "plain-text documents",
+               "sql": "SQL", "other": "other files"}
 _BY_EXTENSION = {
     ".py": "python", ".pyi": "python",
     ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
@@ -20,7 +23,14 @@ _BY_EXTENSION = {
     ".go": "go", ".java": "java",
     ".sh": "shell", ".bash": "shell", ".ksh": "shell", ".bats": "shell",
     ".dockerfile": "dockerfile",
+    ".tf": "terraform", ".tfvars": "terraform",
+    ".yml": "yaml", ".yaml": "yaml",
+    ".md": "markdown", ".markdown": "markdown",
+    ".rst": "text", ".adoc": "text", ".txt": "text",
+    ".sql": "sql",
 }
+# A workflow of GitHub Actions: a YAML file directly in .github/workflows/.
+_WORKFLOW = re.compile(r"(?:^|/)\.github/workflows/[^/]+\.ya?ml$", re.IGNORECASE)
 _SHEBANG = re.compile(r"^#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+(?:-\S+\s+)*)?(?:ba|da|k)?sh\b")
 _SAFE_EXT = re.compile(r"^[A-Za-z0-9]{1,10}$")
 
@@ -34,6 +44,8 @@ def kind_of(path: str, first_line: str | None = None) -> str:
                                                                   "containerfile.")):
         return "dockerfile"
     kind = _BY_EXTENSION.get(posixpath.splitext(low)[1])
+    if kind == "yaml" and _WORKFLOW.search(str(path or "").replace("\\", "/")):
+        return "workflow"
     if kind:
         return kind
     if first_line is not None and _SHEBANG.match(first_line):
@@ -51,7 +63,17 @@ def suffix_for(kind: str, path: str) -> str:
         return "Dockerfile"
     if kind == "shell":
         return "sh"
-    if kind == "other":
+    if kind == "terraform":
+        return "tf"
+    if kind == "workflow":
+        return "yml"
+    if kind == "markdown":
+        return "md"
+    if kind == "sql":
+        return "sql"
+    if kind == "yaml":
+        return ext.lower() if ext.lower() in ("yml", "yaml") else "yaml"
+    if kind in ("other", "text"):
         return ext if _SAFE_EXT.match(ext) else "txt"
     return ext.lower() if _SAFE_EXT.match(ext) else {"javascript": "js", "typescript": "ts",
                                                       "go": "go", "java": "java"}[kind]

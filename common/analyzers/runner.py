@@ -173,7 +173,7 @@ def _finish(run: _Run, deadline: float, timeout: float) -> None:
         run.stdout = result.text()
         stderr = result.text("stderr").strip()
         code = result.returncode
-        if code not in run.tool.ok_codes or not run.stdout.strip():
+        if code not in run.tool.ok_codes or not (run.stdout.strip() or run.tool.quiet_ok):
             detail = stderr.splitlines()[-1] if stderr else "no output"
             run.error = f"{name} failed (exit code {code}): {detail[:300]}"
     if run.version is not None:
@@ -187,10 +187,10 @@ def _finish(run: _Run, deadline: float, timeout: float) -> None:
 def _load_json(run: _Run, errors: list[str]) -> None:
     if run.error:
         errors.append(run.error)
-    if not run.started or not run.stdout.strip():
+    if not run.started or (not run.stdout.strip() and (run.error or not run.tool.quiet_ok)):
         return
     try:
-        run.data = json.loads(run.stdout)
+        run.data = (run.tool.decode or json.loads)(run.stdout)
     except ValueError:
         run.data = None
         if not run.error:

@@ -10,14 +10,18 @@ line in ``TOOLS``.
 from __future__ import annotations
 
 from .base import Tool
+from .docs import CODESPELL, PYMARKDOWN
 from .hadolint import HADOLINT
 from .oxlint import OXLINT
 from .python import BANDIT, RUFF
 from .secrets import DETECT_SECRETS
 from .semgrep import SEMGREP
 from .shellcheck import SHELLCHECK
+from .yamllint import YAMLLINT
+from .zizmor import ZIZMOR
 
-TOOLS: tuple[Tool, ...] = (RUFF, BANDIT, SEMGREP, OXLINT, SHELLCHECK, HADOLINT, DETECT_SECRETS)
+TOOLS: tuple[Tool, ...] = (RUFF, BANDIT, SEMGREP, OXLINT, SHELLCHECK, HADOLINT, ZIZMOR,
+                           YAMLLINT, CODESPELL, PYMARKDOWN, DETECT_SECRETS)
 BY_NAME = {t.name: t for t in TOOLS}
 
 

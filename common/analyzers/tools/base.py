@@ -49,6 +49,10 @@ class Tool:
     # more, and reading every line of every file costs detect-secrets seconds.
     keep_line: Callable[[str], bool] | None = None
     warm: WarmStart | None = None   # startable ahead of its arguments (common/prewarm.py)
+    # How its report is read: None for JSON, else a function of the text (a tool that prints
+    # one line per result); with ``quiet_ok`` no output at all is a report of nothing found.
+    decode: Callable[[str], Any] | None = None
+    quiet_ok: bool = False
 
 
 def unit_for(units: dict[str, Unit], filename: object) -> Unit | None:

@@ -1,5 +1,6 @@
-"""Semgrep with our own rules only (``../semgrep_rules``): JavaScript, TypeScript, Go, Java and
-shell. It runs offline: a local rules folder (never the registry), metrics and version checks
+"""Semgrep with our own rules only (``../semgrep_rules``): JavaScript, TypeScript, Go, Java,
+shell, Terraform (HCL), YAML (Kubernetes manifests, GitHub Actions workflows) and SQL (generic
+rules limited to ``*.sql``). It runs offline: a local rules folder (never the registry), metrics and version checks
 off, a private HOME and XDG directories in the run's temporary directory.
 
 semgrep is started with ``--experimental`` (see ``_cmd``). Each rule says its severity (critical/high/medium/low/info, which semgrep accepts as is) and,
@@ -102,7 +103,9 @@ def scanned(data) -> set[str] | None:
 
 
 SEMGREP = Tool(name="semgrep", package="semgrep",
-               kinds=frozenset({"javascript", "typescript", "go", "java", "shell"}),
+               kinds=frozenset({"javascript", "typescript", "go", "java", "shell", "terraform",
+                                "workflow", "yaml", "sql"}),
                command=_cmd, parse=parse, private_home=True,
                env={"SEMGREP_ENABLE_VERSION_CHECK": "0", "SEMGREP_SEND_METRICS": "off"},
-               about="JavaScript, TypeScript, Go, Java, shell: our own security rules")
+               about="JavaScript, TypeScript, Go, Java, shell, Terraform, Kubernetes manifests "
+                     "and other YAML, workflows, SQL: our own security rules")
