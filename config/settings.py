@@ -224,6 +224,12 @@ QUORUM_API_BASE = env.str("QUORUM_API_BASE", default="")
 QUORUM_LLM_TIMEOUT = env.float("QUORUM_LLM_TIMEOUT", default=120.0)
 QUORUM_LLM_MAX_RETRIES = env.int("QUORUM_LLM_MAX_RETRIES", default=2)
 QUORUM_LLM_RETRY_BASE_DELAY = env.float("QUORUM_LLM_RETRY_BASE_DELAY", default=1.0)
+# A call that has received nothing for QUORUM_LLM_STALL_FACTOR × the model's p99 latency (its
+# successful first attempts in the journal), and at least QUORUM_LLM_STALL_FLOOR seconds, is
+# given up and retried (issue 37: one lost request stalled a run for the whole 120 s). Each
+# retry waits twice as long, the last one QUORUM_LLM_TIMEOUT. 0: always QUORUM_LLM_TIMEOUT.
+QUORUM_LLM_STALL_FACTOR = env.float("QUORUM_LLM_STALL_FACTOR", default=3.0, high=1000.0)
+QUORUM_LLM_STALL_FLOOR = env.float("QUORUM_LLM_STALL_FLOOR", default=15.0)
 # Tests set this to False: then only the offline model and loopback base URLs are called.
 QUORUM_ALLOW_MODEL_REQUESTS = env.bool("QUORUM_ALLOW_MODEL_REQUESTS", default=True)
 QUORUM_OFFLINE_LATENCY = env.float("QUORUM_OFFLINE_LATENCY", default=0.0, high=600.0)
