@@ -19,8 +19,8 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol, overload
 from urllib.parse import urlparse
 
