@@ -68,6 +68,10 @@ BENCHMARKS := bench_review bench_concurrency bench_gate_resume bench_streaming \
 
 bench: install $(BENCH_STAMP)
 	@for b in $(BENCHMARKS); do echo "== $$b"; $(PY) tests/benchmarks/$$b.py || exit 1; done
+	@echo "== PostgreSQL, max_connections = 100 (issue 37)"
+	$(PY) tests/benchmarks/bench_vs_langgraph.py --database postgres --no-others
+	$(PY) tests/benchmarks/bench_run_memory.py --database postgres
+	$(PY) tests/benchmarks/bench_pool_handoff.py
 
 # Fault injection, each script with a pass/fail summary; docs/RELIABILITY.md has the results.
 FAULTS := sigkill redis_restart model_faults db_locked pg_restart deadline_restart

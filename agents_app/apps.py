@@ -19,6 +19,11 @@ class AgentsAppConfig(AppConfig):
         # (common/netguard.py); in production the check costs nothing.
         netguard.install(netguard.django_check if settings.QUORUM_NET_GUARD else None)
         netguard.ALLOW_REMOTE_HOSTS = settings.QUORUM_ALLOW_PROVIDER_REQUESTS
+        # With a connection pool (PostgreSQL) a thread gives its connection back before each
+        # wait on a model, a child process or helper threads (issue 37, common/dbpool.py).
+        from common import dbpool, turns
+
+        turns.before_wait(dbpool.release if dbpool.pooled() else None)
         # Each pattern's Django side is set up when its package loads (on first use: a
         # command that runs one pattern loads only that one).
         when_loaded(_set_up_django_side)

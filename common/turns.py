@@ -19,13 +19,22 @@ docs/BENCHMARKS.md ("Fifth round: turns")."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 PATIENCE = 30.0  # s a thread queues for a turn before it goes on without one
 
 _slots: threading.Semaphore | None = None
 _held = threading.local()
+# Called in the waiting thread as each wait begins (in every thread, turns or not): the app
+# gives its pooled database connection back there (common/dbpool.py, issue 37).
+_before_wait: Callable[[], None] | None = None
+
+
+def before_wait(hook: Callable[[], None] | None) -> None:
+    """Set what each ``waiting`` calls first (None: nothing). Set once, at start-up."""
+    global _before_wait
+    _before_wait = hook
 
 
 def enable(n: int) -> None:
@@ -65,7 +74,11 @@ def give_back() -> None:
 @contextmanager
 def waiting() -> Iterator[None]:
     """Around a wait outside the process: the turn goes to another thread meanwhile, and this
-    one queues for it again afterwards. Only a thread that held a turn queues again."""
+    one queues for it again afterwards. Only a thread that held a turn queues again. The
+    ``before_wait`` hook runs first, in any thread."""
+    hook = _before_wait
+    if hook is not None:
+        hook()
     had = holds()
     give_back()
     try:

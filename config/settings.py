@@ -110,6 +110,28 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file (not :memory:) so the Celery worker and Daphne of integration tests share it.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-quorum.sqlite3")}
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=0)
+# PostgreSQL: each process keeps a pool of at most QUORUM_DB_POOL_SIZE connections (Django's
+# own pool, psycopg_pool), and a thread holds one only while it works with the database: a run
+# waiting on its model, a child process or a person holds none (common/dbpool.py gives it
+# back before every wait). Every process that uses the database has its own pool, so
+# processes × QUORUM_DB_POOL_SIZE must stay under the server's max_connections (README,
+# "Production"). 0: no pool, a connection per thread as before (CONN_MAX_AGE applies).
+QUORUM_DB_POOL_SIZE = env.int("QUORUM_DB_POOL_SIZE", default=10, high=1000)
+QUORUM_DB_POOL_TIMEOUT = env.float("QUORUM_DB_POOL_TIMEOUT", default=30.0, high=3600.0)
+# Behind PgBouncer in transaction mode (or another transaction pooler): no server-side
+# cursors (a named cursor outlives the transaction that opened it). See README, "Production".
+QUORUM_DB_TRANSACTION_POOLER = env.bool("QUORUM_DB_TRANSACTION_POOLER", default=False)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    if QUORUM_DB_POOL_SIZE:
+        if DATABASES["default"]["CONN_MAX_AGE"]:
+            raise environ.ImproperlyConfigured(
+                "CONN_MAX_AGE must be 0 with the connection pool (QUORUM_DB_POOL_SIZE > 0): "
+                "pooled connections are kept by the pool, not by the thread.")
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": min(2, QUORUM_DB_POOL_SIZE), "max_size": QUORUM_DB_POOL_SIZE,
+            "timeout": QUORUM_DB_POOL_TIMEOUT}
+    if QUORUM_DB_TRANSACTION_POOLER:
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis, Channels, Celery ----------------------------------------------------------
@@ -202,6 +224,12 @@ QUORUM_API_BASE = env.str("QUORUM_API_BASE", default="")
 QUORUM_LLM_TIMEOUT = env.float("QUORUM_LLM_TIMEOUT", default=120.0)
 QUORUM_LLM_MAX_RETRIES = env.int("QUORUM_LLM_MAX_RETRIES", default=2)
 QUORUM_LLM_RETRY_BASE_DELAY = env.float("QUORUM_LLM_RETRY_BASE_DELAY", default=1.0)
+# A call that has received nothing for QUORUM_LLM_STALL_FACTOR × the model's p99 latency (its
+# successful first attempts in the journal), and at least QUORUM_LLM_STALL_FLOOR seconds, is
+# given up and retried (issue 37: one lost request stalled a run for the whole 120 s). Each
+# retry waits twice as long, the last one QUORUM_LLM_TIMEOUT. 0: always QUORUM_LLM_TIMEOUT.
+QUORUM_LLM_STALL_FACTOR = env.float("QUORUM_LLM_STALL_FACTOR", default=3.0, high=1000.0)
+QUORUM_LLM_STALL_FLOOR = env.float("QUORUM_LLM_STALL_FLOOR", default=15.0)
 # Tests set this to False: then only the offline model and loopback base URLs are called.
 QUORUM_ALLOW_MODEL_REQUESTS = env.bool("QUORUM_ALLOW_MODEL_REQUESTS", default=True)
 QUORUM_OFFLINE_LATENCY = env.float("QUORUM_OFFLINE_LATENCY", default=0.0, high=600.0)

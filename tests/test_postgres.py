@@ -39,7 +39,7 @@ if __name__ != "__main__":
 
     pytestmark = pytest.mark.integration
     IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate", "triage_race", "prepared",
-                  "nul_review", "history")
+                  "nul_review", "history", "pool")
 
     @pytest.fixture(scope="module")
     def cluster():
@@ -124,6 +124,9 @@ if __name__ != "__main__":
     def test_the_history_searches_words_filters_and_sorts_on_postgres(engine_cases):
         outcome = check(engine_cases, "history")
         assert "run_owner_longest" in outcome and "run_owner_cost" in outcome
+
+    def test_runs_waiting_on_their_model_hold_no_pooled_connection(engine_cases):
+        assert "runs completed: 40 of 40" in check(engine_cases, "pool")
 
     def test_worker_killed_mid_stage_recovers_without_duplicates(cluster, tmp_path):
         require(cluster)
@@ -551,6 +554,65 @@ def case_history() -> str:
         cursor.execute("RESET enable_sort")
     assert "run_owner_cost" in plans[0] and "run_owner_longest" in plans[1], plans
     return "plans: " + " | ".join(p[:200] for p in plans)
+
+
+def case_pool() -> str:
+    """Issue 37: 40 runs in 40 threads at once, each model call 0.3 s, on a pool of 4
+    connections: a thread gives its connection back before each wait (common/dbpool.py), so
+    every run completes and the server never sees more than the pool's connections."""
+    import psycopg
+    from django.conf import settings
+    from django.db import connection
+
+    from agents_app import engine
+    from agents_app.llm.gateway import set_offline_latency
+    from common import dbpool, turns
+
+    assert dbpool.pooled() and turns._before_wait is dbpool.release
+    pool = settings.DATABASES["default"]["OPTIONS"]["pool"]
+    assert pool["max_size"] == int(os.environ.get("QUORUM_DB_POOL_SIZE", "10")), pool
+    connection.close()
+    dbpool.close_pools()
+    settings.DATABASES["default"]["OPTIONS"]["pool"] = {**pool, "min_size": 1, "max_size": 4}
+    alice = _setup()
+    ids = [_create(alice, auto_approve=True).pk for _ in range(40)]
+    connection.close()
+    peak, done = [0], threading.Event()
+    params = connection.get_connection_params()
+    dsn = {k: params[k] for k in ("dbname", "user", "host", "port") if k in params}
+
+    def sample():
+        with psycopg.connect(**dsn, autocommit=True) as c:
+            while not done.is_set():
+                n = c.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                              "current_database() AND pid <> pg_backend_pid()").fetchone()[0]
+                peak[0] = max(peak[0], n)
+                time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    set_offline_latency(0.3)
+    try:
+        started = time.monotonic()
+        assert engine.run_inline(_create(alice, auto_approve=True).pk).status == "completed"
+        one = time.monotonic() - started
+        started = time.monotonic()
+        runs = _in_threads(40, lambda i: engine.run_inline(ids[i]))
+        forty = time.monotonic() - started
+    finally:
+        set_offline_latency(0.0)
+        done.set()
+        sampler.join()
+        dbpool.close_pools()
+        settings.DATABASES["default"]["OPTIONS"]["pool"] = pool
+    failed = [r for r in runs if not hasattr(r, "status") or r.status != "completed"]
+    assert not failed, failed[:3]
+    assert peak[0] <= 4, f"{peak[0]} connections to the database with a pool of 4"
+    # Holding a connection through its waits, each run would keep one of the 4 for all its
+    # calls: ten runs one after another, ~10× one run.
+    assert forty < 3 * one, f"40 runs at once took {forty:.1f} s, one run {one:.1f} s"
+    return (f"runs completed: {len(runs) - len(failed)} of 40 in {forty:.1f} s (one run "
+            f"{one:.1f} s), server connections at most {peak[0]}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import DecimalField, F, IntegerField, QuerySet
 
+from common import dbpool
+
 from .. import prepared
 from ..events import next_seqs, write_events
 from ..llm.gateway import CallOutcome, GatewayConfig, redact, redact_messages
@@ -24,6 +26,7 @@ from ..models import ModelCall, Run
 from ..patterns.base import BudgetExceeded, Cancelled, Event, RunStopped, TimeLimitExceeded
 from ..prepared import Slot, slot
 from ..returning import update_returning
+from .latency import stall_timeout
 from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, lease_until
 
 
@@ -35,6 +38,7 @@ def gateway_config(routes: dict[str, str]) -> GatewayConfig:
         retry_base_delay=settings.QUORUM_LLM_RETRY_BASE_DELAY,
         allow_network=settings.QUORUM_ALLOW_MODEL_REQUESTS,
         api_base=settings.QUORUM_API_BASE,
+        stall_timeout=stall_timeout,
     )
 
 
@@ -203,11 +207,13 @@ class DbJournal:
         try:
             self._refresh()
         except DB_UNAVAILABLE as exc:
+            dbpool.release()
             if self.unreadable_since is None:  # said once, not every second of an outage
                 self.unreadable_since = time.monotonic()
                 log.warning("run %s: cannot check the run while a command runs (trying again "
                             "each second): %s", self.run_id, exc)
             return
+        dbpool.release()  # the command runs on: the connection goes back to the pool
         if self.unreadable_since is not None:
             log.warning("run %s: the run can be checked again, after %.0f s", self.run_id,
                         time.monotonic() - self.unreadable_since)

@@ -19,6 +19,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, overload
 from urllib.parse import urlparse
@@ -272,6 +273,16 @@ class GatewayConfig:
     allow_network: bool = True
     api_base: str = ""  # an OpenAI-compatible base URL for every non-offline call
     extra: dict[str, Any] = field(default_factory=dict)
+    # model → seconds its call may receive nothing before it is retried (the engine learns it
+    # from the journal: engine/latency.py); None: ``timeout`` for every attempt.
+    stall_timeout: Callable[[str], float] | None = None
+
+    def attempt_timeout(self, first: float, attempt: int) -> float:
+        """The timeout of ``attempt`` (1, 2, …): ``first`` doubled for each retry, the last
+        attempt ``timeout`` (a call slow for a reason still gets its answer)."""
+        if attempt > self.max_retries:
+            return self.timeout
+        return min(self.timeout, first * 2.0 ** (attempt - 1))
 
 
 class Gateway:
@@ -384,9 +395,12 @@ class Gateway:
             with turns.waiting():
                 return _offline(outcome, kwargs)
         completion, retryable = _litellm().completion, _retryable()
+        first = cfg.stall_timeout(model) if cfg.stall_timeout is not None else cfg.timeout
+        timeout_error = _litellm().Timeout
         started = time.monotonic()
         for attempt in range(1, cfg.max_retries + 2):
             outcome.attempts = attempt
+            kwargs["timeout"] = limit = cfg.attempt_timeout(first, attempt)
             try:
                 # The whole call is a wait, LiteLLM's own work included: measured faster than
                 # giving the turn up for the HTTP request alone (docs/BENCHMARKS.md, "Fifth
@@ -397,6 +411,12 @@ class Gateway:
                 outcome.error, outcome.retryable = redact(_describe(exc)), True
                 if attempt > cfg.max_retries:
                     break
+                if isinstance(exc, timeout_error) and limit < cfg.timeout:
+                    # Nothing received for far longer than this model takes: a lost request
+                    # rather than a busy provider, so the retry goes out at once.
+                    log.warning("model call role=%s model=%s: nothing received in %.0f s "
+                                "(attempt %d); retrying", role, model, limit, attempt)
+                    continue
                 with turns.waiting():
                     time.sleep(_backoff(exc, attempt, cfg.retry_base_delay))
                 continue

@@ -73,6 +73,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="Quorum's database: SQLite (make dev's default) or a throwaway "
                              "PostgreSQL cluster (tests/pg.py; production's); LangGraph keeps "
                              "its SQLite checkpointer")
+    parser.add_argument("--max-connections", type=positive(int, 20, 10000), default=100,
+                        help="with --database postgres: the cluster's max_connections (default "
+                             "100, PostgreSQL's own default and compose.yaml's); each process "
+                             "pools at most QUORUM_DB_POOL_SIZE connections (issue 37)")
     parser.add_argument("--process-model", choices=("forked", "separate"), default="forked",
                         help="forked: `manage.py worker`, the workers forked from one warm "
                              "process (make dev, compose); separate: a `celery worker` "
@@ -326,9 +330,9 @@ def main(argv: list[str] | None = None) -> None:
 
             if pg.missing():
                 sys.exit(f"bench_vs_langgraph: {pg.missing()}")
-            # Every worker thread may hold a connection: room for all of them and this process.
-            cluster = cleanup.enter_context(pg.PgCluster(
-                max_connections=args.workers * args.concurrency + 50))
+            # PostgreSQL's stock limit (issue 37): each process pools its connections and a
+            # run waiting on its model holds none (common/dbpool.py).
+            cluster = cleanup.enter_context(pg.PgCluster(max_connections=args.max_connections))
             env["DATABASE_URL"] = cluster.url
         try:
             setup_django(var, free_port(), **env)
@@ -413,6 +417,10 @@ def report(args, inline, statements, creating, conc, memory, others) -> None:
           f"rounds and {args.runs} concurrent rounds{' (--quick smoke test)' if args.quick else ''}")
     print(f"# load average (1 min) {args.load_before:.1f} before, {os.getloadavg()[0]:.1f} "
           f"after, on {os.cpu_count()} cores: other work on the machine shows as overhead")
+    if args.database == "postgres":
+        print(f"# PostgreSQL max_connections = {args.max_connections}; each process's pool at "
+              f"most QUORUM_DB_POOL_SIZE = {os.environ.get('QUORUM_DB_POOL_SIZE') or 10} "
+              "connections")
     print(f"# Quorum: {'PostgreSQL' if args.database == 'postgres' else 'SQLite'}, embedded "
           f"Redis, {mode}. LangGraph "
           f"{_version('langgraph')}, SqliteSaver in process, AsyncSqliteSaver + asyncio.gather "

@@ -23,6 +23,7 @@ from django.db import connections
 
 from agents_app.cli import CheckedCommand, form_type, option_or_env, require_migrated
 from agents_app.option_fields import check_pattern_settings
+from common import dbpool
 from common.forks import Forks
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -86,6 +87,7 @@ def warm_up() -> None:
         litellm_runtime()
         preload(PROVIDER_MODULES)
     connections.close_all()
+    dbpool.close_pools()  # a pool's connections and threads would be half-copied into a child
     extra = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
     if extra:  # a library started a thread at import: it would not exist in the children
         raise RuntimeError(f"threads running before the fork: {', '.join(extra)}")

@@ -1,0 +1,144 @@
+"""Memory a run in flight holds (issue 37): one process, N threads each advancing a
+Plan-and-Execute run in process (``engine.run_inline``) while the fake provider (a process of
+its own, over HTTP) holds every model call for L seconds. The process's PSS is sampled every
+0.05 s. The allocator keeps what a batch freed for the next one, so a batch's own peak over
+the PSS before it says little after the first: a run in flight holds the growth of the peak
+from a batch of N to a batch of 2N, ÷ N (its thread, its HTTP connection, its frames and, on
+SQLite, its connection included); the first batch's (peak − before) ÷ N is printed too. So
+each figure takes a fresh process: run the script again for another. On PostgreSQL the
+process pools its connections (``QUORUM_DB_POOL_SIZE``) and a waiting run holds none; the
+server's connections to the database are counted at the same moments.
+
+    .venv/bin/python tests/benchmarks/bench_run_memory.py [--database postgres] [--n 100]
+        [--latency 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.benchmarks.bench_vs_langgraph import ROLES, TASK, FakeProcess  # noqa: E402
+from tests.benchmarks.common import machine, make_user, positive, pss_mb, setup_django  # noqa: E402
+
+
+def server_connections(dsn: dict | None) -> int:
+    if dsn is None:
+        return 0
+    import psycopg
+
+    with psycopg.connect(**dsn, autocommit=True) as c:
+        return c.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                         "current_database() AND pid <> pg_backend_pid()").fetchone()[0]
+
+
+def one_round(owner, models, fake: FakeProcess, n: int, latency: float,
+              dsn: dict | None) -> tuple[float, int, float, float]:
+    """((peak − before) ÷ n in kB, peak server connections, seconds of the batch, peak MB)."""
+    from django.db import connection
+
+    from agents_app import engine
+
+    ids = [engine.create_run(owner, "plan_execute", TASK.format(i=i), enqueue=False,
+                             options={"auto_approve": True}, models=models).pk
+           for i in range(n)]
+    connection.close()
+    fake.latency(latency)
+    gc.collect()
+    time.sleep(0.5)
+    before = pss_mb(os.getpid())
+    peak, conns, done = [before], [0], threading.Event()
+
+    def sample():
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], pss_mb(os.getpid()))
+            if dsn is not None and int(time.monotonic() * 20) % 10 == 0:
+                conns[0] = max(conns[0], server_connections(dsn))
+
+    def advance(pk: int) -> None:
+        try:
+            run = engine.run_inline(pk)
+            if run.status != "completed":
+                raise RuntimeError(f"run {pk}: {run.status} {run.error}")
+        finally:
+            connection.close()
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    threads = [threading.Thread(target=advance, args=(pk,)) for pk in ids]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.monotonic() - started
+    done.set()
+    sampler.join()
+    return 1024 * (peak[0] - before) / n, conns[0], took, peak[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="postgres")
+    parser.add_argument("--n", type=positive(int, 1, 1000), default=100)
+    parser.add_argument("--latency", type=positive(float, 0.1, 30.0), default=3.0)
+    parser.add_argument("--max-connections", type=positive(int, 20, 10000), default=100)
+    args = parser.parse_args()
+    from tests.fakeprovider import fake_models
+    from tests.stack import free_port
+
+    with tempfile.TemporaryDirectory(prefix="quorum-run-memory-") as tmp, \
+            contextlib.ExitStack() as cleanup:
+        fake = FakeProcess(0.05)
+        cleanup.callback(fake.stop)
+        env = {"QUORUM_API_BASE": fake.url, "OPENAI_API_KEY": "sk-bench-fake",
+               "QUORUM_LOG_LEVEL": "ERROR", "SECRET_KEY": "bench-not-secret"}
+        dsn = None
+        if args.database == "postgres":
+            from tests import pg
+
+            if pg.missing():
+                sys.exit(f"bench_run_memory: {pg.missing()}")
+            cluster = cleanup.enter_context(pg.PgCluster(max_connections=args.max_connections))
+            env["DATABASE_URL"] = cluster.url
+            dsn = {"host": "127.0.0.1", "port": cluster.port, "user": cluster.user,
+                   "dbname": cluster.database}
+        setup_django(Path(tmp), free_port(), **env)
+        from django.conf import settings
+
+        settings.QUORUM_API_BASE = fake.url
+        owner = make_user()
+        models = fake_models(*ROLES)
+        for _ in range(2):  # warm-up: imports, the pool, LiteLLM's clients, caches
+            one_round(owner, models, fake, 5, 0.05, None)
+        gc.collect()
+        gc.freeze()
+        first = one_round(owner, models, fake, args.n, args.latency, dsn)
+        second = one_round(owner, models, fake, 2 * args.n, args.latency, dsn)
+        rows = [(first, second, 1024 * (second[3] - first[3]) / args.n)]
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    print(f"# bench_run_memory — {machine()}; load {os.getloadavg()[0]:.1f}; "
+          f"{args.database}{f', pool {pool}' if pool else ''}; batches of {args.n} then "
+          f"{2 * args.n} runs in flight, L = {args.latency:g} s")
+    print(f"| database | kB a run in flight holds: peak growth {args.n} → {2 * args.n}, ÷ "
+          f"{args.n} | first batch's (peak − before) ÷ {args.n} | server "
+          f"connections at most | batch of {2 * args.n}, s |")
+    print("|---|---:|---:|---:|---:|")
+    kb = [r[2] for r in rows]
+    print(f"| {args.database} | {statistics.median(kb):.0f}"
+          f" | {rows[0][0][0]:.0f} | {max(r[1][1] for r in rows) if dsn else '—'} | "
+          f"{statistics.median(r[1][2] for r in rows):.1f} |")
+
+
+if __name__ == "__main__":
+    main()
