@@ -322,7 +322,12 @@ class ModelCall(models.Model):
         # The usage page's sums by model, read from the index alone (usage.py): a call's row
         # holds its prompt and reply.
         indexes = [models.Index(fields=["run", "model", "prompt_tokens", "completion_tokens",
-                                        "cost_usd"], name="call_usage")]
+                                        "cost_usd"], name="call_usage"),
+                   # A model's latest successful first attempts, for its stall timeout
+                   # (llm/gateway.py, issue 37): read once per model per process every 5 min.
+                   models.Index(fields=["model", "-id"], condition=models.Q(
+                       error="", attempts=1, replayed_from__isnull=True),
+                       name="call_model_latency")]
 
     def __str__(self) -> str:
         return f"{self.role} {self.model} ({self.stage})"

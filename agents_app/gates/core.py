@@ -463,26 +463,36 @@ def assign(opening: GateOpening, actor, *, user=None, team: Team | None = None,
 # --- timers --------------------------------------------------------------------------------
 def sweep_timers(now=None) -> dict[str, int]:
     """Fire the reminders, escalations and deadlines that are due. Each is claimed by a
-    conditional UPDATE (the ``*_at`` column still empty), so it fires once."""
+    conditional UPDATE (the ``*_at`` column still empty) in the same transaction that carries
+    it out, so it fires once however many processes sweep, and a process killed in between
+    leaves it unclaimed for the next sweep. One that fails is kept claimed and its audit
+    says why, rather than failing again every sweep."""
     now = now or timezone.now()
-    fired = {"reminded": 0, "escalated": 0, "defaulted": 0, "opened": 0}
-    fired["opened"] = _open_missing()
-    for op in GateOpening.objects.filter(closed_at__isnull=True, reminded_at__isnull=True,
-                                         remind_at__lte=now)[:500]:
-        if GateOpening.objects.filter(pk=op.pk, reminded_at__isnull=True).update(
-                reminded_at=now):
-            fired["reminded"] += _remind(op)
-    for op in GateOpening.objects.filter(closed_at__isnull=True, escalated_at__isnull=True,
-                                         escalate_at__lte=now)[:500]:
-        if GateOpening.objects.filter(pk=op.pk, escalated_at__isnull=True).update(
-                escalated_at=now):
-            fired["escalated"] += _escalate(op)
-    for op in GateOpening.objects.filter(closed_at__isnull=True, defaulted_at__isnull=True,
-                                         deadline_at__lte=now)[:500]:
-        if GateOpening.objects.filter(pk=op.pk, defaulted_at__isnull=True).update(
-                defaulted_at=now):
-            fired["defaulted"] += _default(op)
+    fired = {"reminded": 0, "escalated": 0, "defaulted": 0, "opened": _open_missing()}
+    for key, column, due, fire in (("reminded", "reminded_at", "remind_at", _remind),
+                                   ("escalated", "escalated_at", "escalate_at", _escalate),
+                                   ("defaulted", "defaulted_at", "deadline_at", _default)):
+        for op in GateOpening.objects.filter(**{"closed_at__isnull": True,
+                                                f"{column}__isnull": True,
+                                                f"{due}__lte": now})[:500]:
+            fired[key] += _fire(op, column, now, fire)
     return fired
+
+
+def _fire(op: GateOpening, column: str, now, fire) -> int:
+    with transaction.atomic():
+        if not GateOpening.objects.filter(pk=op.pk, **{f"{column}__isnull": True}).update(
+                **{column: now}):
+            return 0  # another sweep has it
+        setattr(op, column, now)
+        try:
+            with transaction.atomic():
+                return fire(op)
+        except Exception as exc:  # noqa: BLE001 - kept claimed, said in the audit
+            log.exception("gate stop %s: its %s failed", op.pk, column)
+            audit(op, "timer_failed", channel=Channel.TIMER,
+                  detail=f"{column.removesuffix('_at')} failed: {type(exc).__name__}: {exc}"[:500])
+            return 0
 
 
 def _still_waiting(op: GateOpening) -> Run | None:
