@@ -16,6 +16,7 @@ import re
 import sys
 from pathlib import Path
 
+from ..inputs import KINDS
 from .base import Tool, WarmStart, item, unit_for
 
 NAME = "detect-secrets"
@@ -131,8 +132,7 @@ def dedupe(ours: list[dict], theirs: list[dict]) -> list[dict]:
 
 
 DETECT_SECRETS = Tool(name=NAME, package="detect-secrets",
-                      kinds=frozenset({"python", "javascript", "typescript", "go", "java",
-                                       "shell", "dockerfile", "other"}),
+                      kinds=frozenset(KINDS),
                       command=_cmd, parse=parse, ok_codes=(0,), reads_code=False,
                       private_home=True, keep_line=worth_scanning,
                       about="every file type: secrets",
