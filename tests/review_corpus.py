@@ -34,17 +34,17 @@ index 1111111..2222222 100644
  export { a, b };
 """
 
-# A language no analyzer of ours reads: offline, nothing examines it (the secrets scanners
-# look for keys only).
-RUBY = """diff --git a/app/users.rb b/app/users.rb
+# A language no analyzer of ours reads (Elixir; Ruby is read by semgrep since issue 36):
+# offline, nothing examines it (the secrets scanners look for keys only).
+ELIXIR = """diff --git a/lib/users.ex b/lib/users.ex
 index 1111111..2222222 100644
---- a/app/users.rb
-+++ b/app/users.rb
+--- a/lib/users.ex
++++ b/lib/users.ex
 @@ -1,3 +1,4 @@
- class Users
--  LIMIT = 2
-+  LIMIT = 3
-+  def find(id) = DB.query("select * from users where id = #{id}")
+ defmodule Users do
+-  @limit 2
++  @limit 3
++  def find(id), do: Repo.query("select * from users where id = #{id}")
  end
 """
 
@@ -128,7 +128,7 @@ CASES = [
     ("nul bytes", NUL.encode(), ("review", {"nul_bytes"})),
     ("../ and html file names", EVIL_NAMES.encode(), ("review", {"unreadable"})),
     ("thousands of files", many_files(5000).encode(), ("review", {"over_file_limit"})),
-    ("ruby only", RUBY.encode(), ("review", {"model_only"})),
+    ("elixir only", ELIXIR.encode(), ("review", {"model_only"})),
 ]
 
 

@@ -59,6 +59,18 @@ def test_the_rules_cover_each_language_and_risk():
                  "tf-iam-wildcard", "k8s-privileged-container", "k8s-host-namespace",
                  "k8s-no-resource-limits", "k8s-latest-image", "gha-pr-target-head-checkout"):
         assert rule in ids
+    # issue 36: PHP, Ruby, C# and Kotlin, each class of risk
+    for lang in ("php", "rb", "cs", "kt"):
+        for risk in ("sql-injection", "command-injection", "code-injection", "xss",
+                     "unsafe-deserialization", "weak-crypto", "weak-random", "tls-disabled",
+                     "path-traversal", "ssrf", "open-redirect"):
+            assert f"{lang}-{risk}" in ids, (lang, risk)
+    # taint rules for web code (Flask, Django, FastAPI; Express)
+    for lang in ("py", "js"):
+        for risk in ("path-traversal", "ssrf", "open-redirect", "xss", "xxe",
+                     "ldap-injection", "xpath-injection", "trust-boundary"):
+            assert f"{lang}-taint-{risk}" in ids, (lang, risk)
+        assert f"{lang}-insecure-cookie" in ids
     for lang in ("js", "go", "java", "bash"):
         assert f"{lang}-sql-injection" in ids
         assert any(i.startswith(lang) and "tls" in i for i in ids)
@@ -126,6 +138,10 @@ def test_every_rule_reports_its_positive_lines_and_none_of_its_negative_ones(tmp
     (".github/workflows/ci.yml", None, "workflow"), ("a/.github/workflows/x.YAML", None,
                                                      "workflow"),
     (".github/dependabot.yml", None, "yaml"), ("db/001_init.sql", None, "sql"),
+    ("web/index.php", None, "php"), ("views/page.phtml", None, "php"),
+    ("app/models/user.rb", None, "ruby"), ("lib/tasks/db.rake", None, "ruby"),
+    ("Gemfile", None, "ruby"), ("Controllers/Home.cs", None, "csharp"),
+    ("src/Main.kt", None, "kotlin"), ("build.gradle.kts", None, "kotlin"),
 ])
 def test_kind_of_a_file(path, first, kind):
     assert kind_of(path, first) == kind
@@ -142,6 +158,10 @@ def test_generated_names_keep_only_a_safe_extension():
     assert suffix_for("yaml", "k8s/app.YAML") == "yaml"
     assert suffix_for("terraform", "prod.tfvars") == "tf"
     assert suffix_for("markdown", "README.markdown") == "md"
+    assert suffix_for("php", "views/page.phtml") == "php"
+    assert suffix_for("ruby", "Gemfile") == "rb" and suffix_for("ruby", "x.rake") == "rb"
+    assert suffix_for("csharp", "A.CS") == "cs"
+    assert suffix_for("kotlin", "build.gradle.kts") == "kts"
 
 
 def test_code_readers_by_kind():
@@ -155,6 +175,9 @@ def test_code_readers_by_kind():
     assert [t.name for t in code_readers("markdown")] == ["codespell", "pymarkdown"]
     assert [t.name for t in code_readers("text")] == ["codespell"]
     assert [t.name for t in code_readers("sql")] == ["semgrep"]
+    for kind in ("php", "ruby", "csharp", "kotlin"):
+        assert [t.name for t in code_readers(kind)] == ["semgrep"], kind
+    assert [t.name for t in code_readers("python")] == ["ruff", "bandit", "semgrep"]
     assert code_readers("other") == []
     assert not BY_NAME["detect-secrets"].reads_code
     assert all(t.package for t in TOOLS)
@@ -447,7 +470,12 @@ def test_semgrep_runs_offline_with_a_private_home(monkeypatch):
     run_analyzers(MIXED[:1])
     [(argv, kwargs)] = [(a, k) for a, k in seen if Path(a[0]).name == "semgrep"]
     assert {"--metrics=off", "--disable-version-check", "--quiet", "--json"} <= set(argv)
-    assert argv[argv.index("--config") + 1] == str(RULES)  # our folder, never the registry
+    # our folders, never the registry: only those of the files present (MIXED[0] is TypeScript)
+    configs = [argv[i + 1] for i, a in enumerate(argv) if a == "--config"]
+    assert configs and all(Path(c).parent == RULES for c in configs)
+    assert {Path(c).name for c in configs} >= {"javascript", "javascript_taint"}
+    assert not {"go", "java", "bash", "php", "ruby", "csharp", "kotlin",
+                "python_taint"} & {Path(c).name for c in configs}
     assert kwargs["env"]["SEMGREP_ENABLE_VERSION_CHECK"] == "0"
     assert kwargs["env"]["SEMGREP_SEND_METRICS"] == "off"
     home = kwargs["home"]

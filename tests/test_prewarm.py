@@ -133,7 +133,7 @@ def test_the_report_is_the_same_with_tools_started_ahead(monkeypatch):
     assert prewarm._started == {}
     assert warm.evidence == cold.evidence and warm.examined == cold.examined
     assert warm.errors == cold.errors == []
-    assert warm.examined == {"app/a.py": ["ruff", "bandit", "detect-secrets"]}
+    assert warm.examined == {"app/a.py": ["ruff", "bandit", "semgrep", "detect-secrets"]}
     assert {e["rule"] for e in warm.evidence} >= {"B404", "B602"}
 
 

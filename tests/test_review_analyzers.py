@@ -65,7 +65,8 @@ def bad_report():
 # --- whole files ---------------------------------------------------------------------------------
 def test_full_file_reports_the_expected_rules(bad_report):
     assert bad_report.errors == []
-    assert set(bad_report.tools) == {"ruff", "bandit", "detect-secrets"}
+    # semgrep reads Python too since issue 36 (its taint rules for web code)
+    assert set(bad_report.tools) == {"ruff", "bandit", "semgrep", "detect-secrets"}
     assert all(re.match(r"\d+\.\d+", v) for v in bad_report.tools.values())
     ev = by_rule(bad_report.evidence)
     for e in bad_report.evidence:
@@ -258,7 +259,7 @@ def test_hostile_paths_never_reach_the_disk(monkeypatch):
     hostile = ["../../x.py", "<script>.py", "/etc/passwd", "a b;rm -rf ~.py"]
     inputs = [AnalyzerInput(path=p, text="y = eval(input())\n") for p in hostile]
     report = run_analyzers(inputs)
-    assert len(seen) == 3  # one ruff, one bandit and one detect-secrets process
+    assert len(seen) == 4  # one ruff, one bandit, one semgrep and one detect-secrets process
     for cmd, listing, env in seen:
         assert listing == ["f0.py", "f1.py", "f2.py", "f3.py"]
         assert not any(p in arg for arg in cmd for p in hostile)
@@ -266,7 +267,7 @@ def test_hostile_paths_never_reach_the_disk(monkeypatch):
         # common.proc's scrubbed environment (detect-secrets: with a private HOME and XDG
         # directories): no keys of ours
         private = {k: v for k, v in env.items() if k in ("HOME", "TMPDIR") or
-                   k.startswith("XDG_")}
+                   k.startswith(("XDG_", "SEMGREP_"))}  # semgrep's: metrics and checks off
         assert {k: v for k, v in env.items() if k not in private} == \
             {k: v for k, v in proc.child_env().items() if k not in ("HOME", "TMPDIR")}
         assert "OPENAI_API_KEY" not in env
@@ -279,12 +280,13 @@ def test_missing_analyzers_are_errors_not_exceptions(monkeypatch):
     monkeypatch.setattr(analyzers.runner, "find_tool", lambda name: f"/nonexistent/bin/{name}")
     report = run_analyzers([AnalyzerInput(path="a.py", text=BAD)])
     assert report.evidence == [] and report.tools == {}
-    assert len(report.errors) == 3
+    assert len(report.errors) == 4
     assert any("ruff could not be started" in e for e in report.errors)
+    assert any("semgrep could not be started" in e for e in report.errors)
     assert any("bandit could not be started" in e for e in report.errors)
     assert any("detect-secrets could not be started" in e for e in report.errors)
     assert report.examined == {}
-    assert len(report.not_run["a.py"]) == 3
+    assert len(report.not_run["a.py"]) == 4
 
 
 def test_one_missing_analyzer_leaves_the_other(monkeypatch):
@@ -292,10 +294,10 @@ def test_one_missing_analyzer_leaves_the_other(monkeypatch):
     monkeypatch.setattr(analyzers.runner, "find_tool",
                         lambda name: None if name == "bandit" else real(name))
     report = run_analyzers([AnalyzerInput(path="a.py", text=BAD)])
-    assert set(report.tools) == {"ruff", "detect-secrets"}
+    assert set(report.tools) == {"ruff", "semgrep", "detect-secrets"}
     assert report.errors and "bandit is not installed" in report.errors[0]
     assert {e["tool"] for e in report.evidence} == {"ruff", "detect-secrets"}
-    assert report.examined == {"a.py": ["ruff", "detect-secrets"]}
+    assert report.examined == {"a.py": ["ruff", "semgrep", "detect-secrets"]}
     assert report.not_run["a.py"][0].startswith("bandit is not installed")
     assert "S602" in {e["rule"] for e in report.evidence}
 
@@ -308,13 +310,14 @@ def test_timeout_stops_the_tool(monkeypatch, tmp_path):
     monkeypatch.setattr(analyzers.runner, "find_tool",
                         lambda name: str(slow) if name == "ruff" else real(name))
     report = run_analyzers([AnalyzerInput(path="a.py", text=BAD)], timeout=4,
-                           disabled={"detect-secrets"})
+                           disabled={"detect-secrets", "semgrep"})
     assert any("ruff timed out after 4 s" in e for e in report.errors)
     assert "ruff" not in report.tools
     assert {e["tool"] for e in report.evidence} == {"bandit"}
     assert sorted(report.not_run["a.py"]) == [
         "detect-secrets is turned off (QUORUM_DISABLE_ANALYZERS)",
-        "ruff timed out after 4 s and was stopped; its results are missing"]
+        "ruff timed out after 4 s and was stopped; its results are missing",
+        "semgrep is turned off (QUORUM_DISABLE_ANALYZERS)"]
     assert report.examined == {"a.py": ["bandit"]}
 
 

@@ -55,3 +55,15 @@ def test_the_set_covers_the_languages_teams_ship():
         assert per_language[lang] >= 4, lang
         assert clean[lang] >= 1, lang
     assert {"dockerfile", "java"} <= set(per_language)
+
+
+def test_issue_36_languages_and_taint_classes_are_in_the_set():
+    per_language = Counter(c.language for c in CASES)
+    clean = Counter(c.language for c in CASES if c.clean)
+    for lang in ("php", "ruby", "csharp", "kotlin"):
+        assert per_language[lang] >= 3 and clean[lang] >= 1, lang
+    kinds = {e["kind"] for c in CASES for e in c.expected}
+    negative_kinds = {n.get("kind") for c in CASES for n in c.negatives}
+    for kind in ("path_traversal", "ssrf", "open_redirect", "xss", "xxe", "ldap_injection",
+                 "xpath_injection", "insecure_cookie", "trust_boundary"):
+        assert kind in kinds and kind in negative_kinds, kind

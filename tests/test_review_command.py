@@ -188,35 +188,36 @@ def test_ci_reviews_are_not_refused_by_a_daily_count_unless_one_is_set(
     assert Review.objects.count() == 27
 
 
-RB_SQLI_KEY = """diff --git a/app/users.rb b/app/users.rb
+EX_SQLI_KEY = """diff --git a/lib/users.ex b/lib/users.ex
 new file mode 100644
 index 0000000..3b18e51
 --- /dev/null
-+++ b/app/users.rb
++++ b/lib/users.ex
 @@ -0,0 +1,5 @@
-+STRIPE_KEY = "sk_live_51HqLyjWDarjtT1zdp7dcXYZabcdEFGH"
++@stripe_key "sk_live_51HqLyjWDarjtT1zdp7dcXYZabcdEFGH"
 +
-+def find(db, id)
-+  db.query("select * from users where id = #{id}")
++def find(db, id) do
++  Repo.query("select * from users where id = #{id}")
 +end
 """
 
 
 def test_offline_review_of_a_file_nobody_can_read_is_not_approved_and_exits_1(tmp_path):
-    """No analyzer reads Ruby and the offline model reads no code, so nothing examined the
+    """No analyzer reads Elixir (Ruby has semgrep rules since issue 36) and the offline model
+    reads no code, so nothing examined the
     file (the secrets scanners found the key, but they look for keys only); the review says
     so and does not approve. (TypeScript, the issue's example, is read by semgrep and oxlint
     now: tests/test_review_languages.py.)"""
-    path = tmp_path / "rb.diff"
-    path.write_text(RB_SQLI_KEY)
+    path = tmp_path / "ex.diff"
+    path.write_text(EX_SQLI_KEY)
     code, out, err = review(str(path), "--format", "json")
     assert code == 1, err
     data = json.loads(out)
     assert data["review"]["verdict"]["final"] != "approve"
-    [entry] = [c for c in data["coverage"] if c["path"] == "app/users.rb"]
+    [entry] = [c for c in data["coverage"] if c["path"] == "lib/users.ex"]
     assert (entry["reason"], entry["reviewed"]) == ("not_examined", False)
     assert "Incomplete review" in data["review"]["summary"]
-    assert "Not reviewed: app/users.rb: checked for secrets only: no analyzer reads Ruby" in err
+    assert "Not reviewed: lib/users.ex: checked for secrets only: no analyzer reads Elixir" in err
     assert "Incomplete review: 1 part(s) of the change left unexamined." in err
     review_row = Review.objects.get()
     assert review_row.examined_files == 0 and review_row.total_files == 1
@@ -283,8 +284,8 @@ def test_an_incomplete_review_reads_as_written_in_the_markdown_export(tmp_path):
     escapes emphasis in untrusted text) showed it as literal asterisks."""
     from markdown_it import MarkdownIt
 
-    path = tmp_path / "rb.diff"
-    path.write_text(RB_SQLI_KEY)
+    path = tmp_path / "ex.diff"
+    path.write_text(EX_SQLI_KEY)
     code, out, err = review(str(path), "--format", "markdown")
     assert code == 1, err
     rendered = MarkdownIt("commonmark").render(out)

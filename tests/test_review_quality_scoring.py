@@ -370,3 +370,32 @@ def test_dropped_findings_kept_apart_by_a_stage_are_read_too():
     got = bench._all_findings(state)
     assert [(f["key"], f["status"]) for f in got] == [("SEC-1", "kept"), ("SEC-2", "dropped")]
     assert bench._all_findings({}) == []
+
+
+# --- per class, with the OWASP Benchmark score (issue 36) -----------------------------------
+def test_per_class_scores_and_tpr_minus_fpr():
+    neg = {"file": "a.py", "start": 30, "end": 30, "kind": "path_traversal", "why": "basename"}
+    neg2 = {"file": "a.py", "start": 40, "end": 40, "kind": "path_traversal", "why": "allow"}
+    c = case([exp(10, kind="path_traversal"), exp(20, kind="ssrf")], negatives=[neg, neg2])
+    found = [rep(10, rules=["py-taint-path-traversal"]),      # TP path_traversal
+             rep(30, rules=["py-taint-path-traversal"]),      # FP on a negative
+             rep(50, title="py-taint-xss: HTML"),             # FP of the kind its rule names
+             rep(60, rules=["B999"])]                         # FP of no known kind
+    s = rq.score_case(c, found, "request_changes")
+    assert s["negative_hits"] == [{"kind": "path_traversal", "flagged": True},
+                                  {"kind": "path_traversal", "flagged": False}]
+    assert sorted(s["fp_kinds"]) == ["other", "path_traversal", "xss"]
+    classes = rq.by_class([s])
+    pt = classes["path_traversal"]
+    assert (pt["tp"], pt["fp"], pt["fn"]) == (1, 1, 0)
+    assert (pt["precision"], pt["recall"], pt["tpr"], pt["fpr"]) == (0.5, 1.0, 1.0, 0.5)
+    assert pt["owasp"] == 0.5
+    assert classes["ssrf"]["recall"] == 0.0 and classes["ssrf"]["owasp"] is None  # no negatives
+    assert classes["xss"]["precision"] == 0.0 and classes["xss"]["recall"] is None
+    assert rq.kind_of_finding({"rules": ["rb-sql-injection"]}) == "sql_injection"
+    assert rq.kind_of_finding({"title": "js-taint-open-redirect: x"}) == "open_redirect"
+    assert rq.kind_of_finding({"rules": ["B602"]}) == "command_injection"
+    assert rq.kind_of_finding({"rules": ["py-insecure-cookie"]}) == "insecure_cookie"
+    res = bench.evaluate([c], [{"findings": found, "verdict": "request_changes", "error": "",
+                                "unexamined": 0, "seconds": 1.0, "cost_usd": 0.0}])
+    assert res["classes"]["path_traversal"]["owasp"] == 0.5

@@ -19,7 +19,7 @@ from agents_app import engine
 from agents_app.models import Run
 from reviews_app import services, triage
 from reviews_app.models import Finding, Review
-from tests.review_corpus import CASES, GOOD, JS, RUBY, git_repo
+from tests.review_corpus import CASES, ELIXIR, GOOD, JS, git_repo
 
 
 def start(user, text=GOOD, **kw) -> Run:
@@ -529,7 +529,7 @@ def test_commit_subjects_and_authors_are_escaped(alice_client, alice):
 
 def test_a_file_nobody_examined_is_shown_as_not_reviewed(transactional_db, alice,
                                                           alice_client):
-    run = engine.run_inline(start(alice, RUBY).pk)
+    run = engine.run_inline(start(alice, ELIXIR).pk)
     assert run.status == "awaiting_triage", run.error
     review = Review.objects.get(run=run)
     assert review.proposed_verdict != "approve"
@@ -548,7 +548,7 @@ def test_the_coverage_panel_updates_live_when_the_review_is_synthesized(transact
     from agents_app.patterns.base import Event
     from reviews_app.views import render_live_update
 
-    run = engine.run_inline(start(alice, RUBY).pk)
+    run = engine.run_inline(start(alice, ELIXIR).pk)
     html = render_live_update(run, [Event("review_synthesized", "ready")], set())
     assert 'id="coverage-panel" hx-swap-oob="true"' in html
     assert "not examined by any analyzer or model" in html

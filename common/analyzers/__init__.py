@@ -2,7 +2,8 @@
 scanners on every file, as reviewer evidence.
 
 The analyzers (``tools``, one module each): ruff and bandit (Python); semgrep with our own
-rules in ``semgrep_rules/`` (JavaScript, TypeScript, Go, Java, shell); oxlint (JavaScript,
+rules in ``semgrep_rules/`` (JavaScript, TypeScript, Go, Java, shell, PHP, Ruby, C#, Kotlin,
+and taint rules for Python and JavaScript web code); oxlint (JavaScript,
 TypeScript); shellcheck (shell); hadolint (Dockerfiles); detect-secrets (every file). Each is
 optional at run time: a missing, failing, slow or turned-off tool is an error in the report
 and a reason in each of its files' ``not_run``.

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 # A file's kind decides which analyzers read it (``tools.TOOLS``); "other" is read by the
 # secrets scanners only.
 KINDS = ("python", "javascript", "typescript", "go", "java", "shell", "dockerfile",
+         "php", "ruby", "csharp", "kotlin",
          "terraform", "workflow", "yaml", "markdown", "text", "sql", "other")
 KIND_LABELS = {"python": "Python", "javascript": "JavaScript", "typescript": "TypeScript",
                "go": "Go", "java": "Java", "shell": "shell", "dockerfile": "Dockerfiles",
+               "php": "PHP", "ruby": "Ruby", "csharp": "C#", "kotlin": "Kotlin",
                "terraform": "Terraform", "workflow": "GitHub Actions workflows",
                "yaml": "YAML", "markdown": "Markdown", "text": "plain-text documents",
                "sql": "SQL", "other": "other files"}
@@ -23,6 +25,10 @@ _BY_EXTENSION = {
     ".go": "go", ".java": "java",
     ".sh": "shell", ".bash": "shell", ".ksh": "shell", ".bats": "shell",
     ".dockerfile": "dockerfile",
+    ".php": "php", ".phtml": "php",
+    ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby", ".ru": "ruby",
+    ".cs": "csharp",
+    ".kt": "kotlin", ".kts": "kotlin",
     ".tf": "terraform", ".tfvars": "terraform",
     ".yml": "yaml", ".yaml": "yaml",
     ".md": "markdown", ".markdown": "markdown",
@@ -31,6 +37,11 @@ _BY_EXTENSION = {
 }
 # A workflow of GitHub Actions: a YAML file directly in .github/workflows/.
 _WORKFLOW = re.compile(r"(?:^|/)\.github/workflows/[^/]+\.ya?ml$", re.IGNORECASE)
+# Ruby files known by their name alone.
+_BY_NAME = {"gemfile": "ruby", "rakefile": "ruby", "guardfile": "ruby"}
+# The generated name's extension for kinds whose parser wants one spelling (semgrep reads
+# ``.phtml`` or ``.rake`` as nothing).
+_ONE_SUFFIX = {"php": "php", "ruby": "rb", "csharp": "cs"}
 _SHEBANG = re.compile(r"^#!\s*(?:/usr)?(?:/local)?/bin/(?:env\s+(?:-\S+\s+)*)?(?:ba|da|k)?sh\b")
 _SAFE_EXT = re.compile(r"^[A-Za-z0-9]{1,10}$")
 
@@ -43,7 +54,7 @@ def kind_of(path: str, first_line: str | None = None) -> str:
     if low in ("dockerfile", "containerfile") or low.startswith(("dockerfile.",
                                                                   "containerfile.")):
         return "dockerfile"
-    kind = _BY_EXTENSION.get(posixpath.splitext(low)[1])
+    kind = _BY_EXTENSION.get(posixpath.splitext(low)[1]) or _BY_NAME.get(low)
     if kind == "yaml" and _WORKFLOW.search(str(path or "").replace("\\", "/")):
         return "workflow"
     if kind:
@@ -75,8 +86,11 @@ def suffix_for(kind: str, path: str) -> str:
         return ext.lower() if ext.lower() in ("yml", "yaml") else "yaml"
     if kind in ("other", "text"):
         return ext if _SAFE_EXT.match(ext) else "txt"
+    if kind in _ONE_SUFFIX:
+        return _ONE_SUFFIX[kind]
     return ext.lower() if _SAFE_EXT.match(ext) else {"javascript": "js", "typescript": "ts",
-                                                      "go": "go", "java": "java"}[kind]
+                                                      "go": "go", "java": "java",
+                                                      "kotlin": "kt"}[kind]
 
 
 @dataclass

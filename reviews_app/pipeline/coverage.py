@@ -32,8 +32,9 @@ INCOMPLETE_REASONS = frozenset({NOT_EXAMINED, "over_file_limit", "over_byte_limi
 _PER_FILE = frozenset({"model_only", "analyzers_only", "imported", EXAMINED, NOT_EXAMINED})
 # Tools that look for secrets only: running them does not examine a file's code.
 _SECRETS_ONLY = frozenset({"secrets"} | {n for n, t in BY_NAME.items() if not t.reads_code})
-_ALL_KINDS = ("Python, JavaScript, TypeScript, Go, Java, shell, Dockerfiles, Terraform, "
-              "YAML, GitHub Actions workflows, Markdown, plain-text documents and SQL")
+_ALL_KINDS = ("Python, JavaScript, TypeScript, Go, Java, shell, Dockerfiles, PHP, Ruby, C#, "
+              "Kotlin, Terraform, YAML, GitHub Actions workflows, Markdown, plain-text "
+              "documents and SQL")
 
 
 def unexamined(coverage: list[dict]) -> list[dict]:

@@ -170,7 +170,7 @@ def evaluate(cases: list[rq.Case], outcomes: list[dict]) -> dict:
         s.update(error=o["error"], unexamined=o["unexamined"], seconds=round(o["seconds"], 2))
     return {"cases": scores, "languages": rq.by_language(scores),
             "overall": rq.summarise(scores), "stages": rq.sum_stages(effects, scores),
-            "kinds": rq.by_kind(scores),
+            "kinds": rq.by_kind(scores), "classes": rq.by_class(scores),
             "seconds": round(sum(o["seconds"] for o in outcomes), 2),
             "cost_usd": round(sum(o["cost_usd"] for o in outcomes), 4)}
 
@@ -185,6 +185,22 @@ def _row(name: str, m: dict) -> str:
             f"| {part(m['verdicts_right'], m['verdicts_judged'])} "
             f"| {part(m['flagged_not_approved'], m['flagged'])} "
             f"| {part(m['clean_approved'], m['clean'])} |")
+
+
+def print_classes(classes: dict[str, dict]) -> None:
+    """Issue 36: per class (the expected findings' kinds), with the OWASP Benchmark score."""
+    if not classes:
+        return
+    f = rq.fmt
+    print("\nPer class (kind of the expected finding; FP by the negative it sits on, else by "
+          "its rule; OWASP score = TPR − FPR over that kind's documented negatives):")
+    print("\n| class | TP | FP | FN | precision | recall | F1 | F0.5 | negatives flagged "
+          "| TPR − FPR |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for kind, m in classes.items():
+        negs = f"{m['negatives_flagged']}/{m['negatives']}" if m["negatives"] else "n/a"
+        print(f"| {kind} | {m['tp']} | {m['fp']} | {m['fn']} | {f(m['precision'])} "
+              f"| {f(m['recall'])} | {f(m['f1'])} | {f(m['f05'])} | {negs} | {f(m['owasp'])} |")
 
 
 def print_run(label: str, models: dict[str, str], res: dict, details: bool) -> None:
@@ -203,6 +219,7 @@ def print_run(label: str, models: dict[str, str], res: dict, details: bool) -> N
           f"parameterised queries, ...): {o['on_negatives']}.")
     print("Expected findings found, by kind: " + ", ".join(
         f"{kind} {found}/{total}" for kind, (found, total) in res["kinds"].items()) + ".")
+    print_classes(res.get("classes") or {})
     by_coverage = [s["case"] for s in res["cases"] if s["expects"] == "not_approve"
                    and s["verdict_ok"] and not s["blocking"] and s["unexamined"]]
     if by_coverage:

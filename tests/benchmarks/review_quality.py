@@ -22,6 +22,13 @@ A case is a folder of ``tests/data/review_cases/`` with ``change.diff`` and ``ex
   no expected and no reported findings (a clean case reviewed cleanly) both are n/a, not
   1.0, and F1 / F0.5 are n/a whenever precision or recall is. F scores are 0 when precision
   and recall are both 0.
+* **Per class** (issue 36, ``by_class``): each expected finding has a ``kind`` and so may a
+  documented negative. Per kind, TP and FN are the expected findings of that kind found and
+  missed; a reported item left unmatched counts as a false positive of the kind of the
+  negative it sits on, else of the kind its rule names (``kind_of_finding``); precision,
+  recall, F1 and F0.5 follow. The OWASP Benchmark score is TPR − FPR per kind: TPR is the
+  recall, FPR the share of that kind's negatives that were reported (FP on a negative
+  over the negatives of that kind), n/a without negatives of that kind.
 * **Verdict**: a case with ``verdict_not`` is right when the proposed verdict differs from it;
   a ``clean`` case is right when the verdict is approve; otherwise it has no expectation.
 * **Stages**: a dropped finding is attributed to the stage that discarded it: the last
@@ -227,7 +234,13 @@ def score_case(case: Case, findings: list[dict], verdict: str | None) -> dict:
                       <= SEVERITY_RANK[case.expected[ei]["severity_at_least"]])
     on_negatives = sum(1 for ii, it in enumerate(items) if ii not in matched_items
                        and any(distance(it, n, 0) is not None for n in case.negatives))
+    neg_hits = [{"kind": str(n.get("kind") or "unspecified"),
+                 "flagged": any(ii not in matched_items and distance(it, n, 0) is not None
+                                for ii, it in enumerate(items))} for n in case.negatives]
+    unmatched_kinds = [_kind_on_negative(it, case.negatives) or kind_of_finding(it["finding"])
+                       for ii, it in enumerate(items) if ii not in matched_items]
     return {"case": case.name, "language": case.language, "tp": len(pairs),
+            "negative_hits": neg_hits, "fp_kinds": unmatched_kinds,
             "fp": len(items) - len(pairs), "fn": len(case.expected) - len(pairs),
             "severity_ok": severity_ok, "on_negatives": on_negatives,
             "blocking": sum(1 for it in items if SEVERITY_RANK[it["severity"]] <= 2),
@@ -268,6 +281,81 @@ def by_kind(scores: list[dict]) -> dict[str, tuple[int, int]]:
 def by_language(scores: list[dict]) -> dict[str, dict]:
     langs = sorted({s["language"] for s in scores})
     return {lang: summarise([s for s in scores if s["language"] == lang]) for lang in langs}
+
+
+# --- per class (issue 36) -------------------------------------------------------------------
+# A reported finding's kind, from its analyzer rules (or its title, "<rule>: ..." offline):
+# the first pattern that matches names it. The kinds are the corpus's (tests/data/review_cases).
+_KIND_OF_RULE = (
+    (re.compile(r"(?i)xxe|\bB3(1[3-9]|20)\b|\bB4(0[5-9]|1[0-1])\b"), "xxe"),
+    (re.compile(r"(?i)ldap"), "ldap_injection"),
+    (re.compile(r"(?i)xpath"), "xpath_injection"),
+    (re.compile(r"(?i)path-traversal|\bB108\b"), "path_traversal"),
+    (re.compile(r"(?i)ssrf|\bB310\b"), "ssrf"),
+    (re.compile(r"(?i)redirect"), "open_redirect"),
+    (re.compile(r"(?i)trust-boundary"), "trust_boundary"),
+    (re.compile(r"(?i)cookie"), "insecure_cookie"),
+    (re.compile(r"(?i)sql|\bB608\b|\bS608\b"), "sql_injection"),
+    (re.compile(r"(?i)command-injection|shell-c|\bB60[2-7]\b|\bS60[2-7]\b|SC2086"),
+     "command_injection"),
+    (re.compile(r"(?i)code-injection"), "code_injection"),
+    (re.compile(r"(?i)eval|\bB307\b|\bS307\b"), "eval"),
+    (re.compile(r"(?i)xss|html-injection|\bB70[1-3]\b"), "xss"),
+    (re.compile(r"(?i)deserializ|pickle|yaml-load|\bB30[1-2]\b|\bB506\b"), "deserialization"),
+    (re.compile(r"(?i)weak-random|\bB311\b|\bS311\b"), "weak_random"),
+    (re.compile(r"(?i)weak-crypto|\bB30[3-5]\b|\bB324\b|\bS324\b"), "weak_crypto"),
+    (re.compile(r"(?i)tls|ssl|curl-k|\bB501\b|\bS501\b"), "tls_disabled"),
+    (re.compile(r"(?i)secret|key|token|password"), "hardcoded_secret"),
+)
+
+
+def kind_of_finding(finding: dict) -> str:
+    """The corpus kind a reported finding's rule names, or ``other``."""
+    rules = [str(r) for r in finding.get("rules") or [] if r]
+    title = str(finding.get("title") or "").split(":", 1)[0]
+    text = " ".join(rules + [title]).lower()
+    for pattern, kind in _KIND_OF_RULE:
+        if pattern.search(text):
+            return kind
+    return "other"
+
+
+def _kind_on_negative(item: dict, negatives: list[dict]) -> str | None:
+    for n in negatives:
+        if n.get("kind") and distance(item, n, 0) is not None:
+            return str(n["kind"])
+    return None
+
+
+def by_class(scores: list[dict]) -> dict[str, dict]:
+    """Per kind: TP/FP/FN, precision, recall, F1, F0.5, and the OWASP Benchmark score
+    (TPR − FPR over that kind's documented negatives; n/a without any)."""
+    rows: dict[str, dict] = {}
+
+    def row(kind: str) -> dict:
+        return rows.setdefault(kind, {"tp": 0, "fp": 0, "fn": 0, "neg": 0, "neg_flagged": 0})
+
+    for s in scores:
+        for kind in s["found_kinds"]:
+            row(kind)["tp"] += 1
+        for m in s["missed"]:
+            row(m["kind"])["fn"] += 1
+        for kind in s.get("fp_kinds", []):
+            row(kind)["fp"] += 1
+        for n in s.get("negative_hits", []):
+            r = row(n["kind"])
+            r["neg"] += 1
+            r["neg_flagged"] += int(n["flagged"])
+    out = {}
+    for kind in sorted(rows):
+        r = rows[kind]
+        m = metrics(r["tp"], r["fp"], r["fn"])
+        tpr = m["recall"]
+        fpr = ratio(r["neg_flagged"], r["neg"])
+        out[kind] = {**m, "negatives": r["neg"], "negatives_flagged": r["neg_flagged"],
+                     "tpr": tpr, "fpr": fpr,
+                     "owasp": None if tpr is None or fpr is None else tpr - fpr}
+    return out
 
 
 # --- stages -------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 """Semgrep with our own rules only (``../semgrep_rules``): JavaScript, TypeScript, Go, Java,
-shell, Terraform (HCL), YAML (Kubernetes manifests, GitHub Actions workflows) and SQL (generic
-rules limited to ``*.sql``). It runs offline: a local rules folder (never the registry), metrics and version checks
+shell, PHP, Ruby, C# and Kotlin, Terraform (HCL), YAML (Kubernetes manifests, GitHub Actions
+workflows) and SQL (generic rules limited to ``*.sql``), and taint rules for Python and
+JavaScript web code (request values of Flask, Django, FastAPI and Express reaching files,
+URLs, redirects, HTML, XML parsers, LDAP and XPath queries, cookies and sessions). It runs
+offline: a local rules folder (never the registry), metrics and version checks
 off, a private HOME and XDG directories in the run's temporary directory.
 
 semgrep is started with ``--experimental`` (see ``_cmd``). Each rule says its severity (critical/high/medium/low/info, which semgrep accepts as is) and,
@@ -31,10 +34,33 @@ def split_message(text: str) -> tuple[str, str]:
     return problem, (parts[1].strip() if len(parts) > 1 else "")
 
 
+# The rule folders each generated file's extension needs (``inputs.suffix_for``). A folder
+# no extension names here (another kind of file's rules) is always read, so that a new folder
+# works before it is listed.
+FOLDERS_BY_SUFFIX: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts"),
+                    ("javascript", "javascript_taint")),
+    "py": ("python_taint",), "go": ("go",), "java": ("java",), "sh": ("bash",),
+    "php": ("php",), "rb": ("ruby",), "cs": ("csharp",), "kt": ("kotlin",), "kts": ("kotlin",),
+    "tf": ("terraform",), "tfvars": ("terraform",), "sql": ("sql",),
+    **dict.fromkeys(("yml", "yaml"), ("kubernetes", "github_actions")),
+}
+
+
+def rule_folders(names: list[str]) -> list[Path]:
+    """The rule folders for these generated files: one semgrep process reads them all, and
+    only them (each folder more is parse time at start-up)."""
+    listed = {f for folders in FOLDERS_BY_SUFFIX.values() for f in folders}
+    wanted = {f for n in names for f in FOLDERS_BY_SUFFIX.get(Path(n).suffix[1:].lower(), ())}
+    return [p for p in sorted(RULES_DIR.iterdir())
+            if p.is_dir() and (p.name in wanted or p.name not in listed)]
+
+
 def _cmd(exe: str, names: list[str], work: Path) -> list[str]:
     # --experimental: semgrep's own OCaml command line (osemgrep). It gives the same results
     # on our rules' tests and starts in ~0.4 s instead of ~5 s for the Python wrapper.
-    return [exe, "scan", "--experimental", "--config", str(RULES_DIR), "--metrics=off",
+    configs = [arg for folder in rule_folders(names) for arg in ("--config", str(folder))]
+    return [exe, "scan", "--experimental", *configs, "--metrics=off",
             "--disable-version-check", "--disable-nosem", "--json", "--quiet", "--no-git-ignore",
             "--timeout", "20", "--max-target-bytes", "5000000", "--", *names]
 
@@ -103,9 +129,11 @@ def scanned(data) -> set[str] | None:
 
 
 SEMGREP = Tool(name="semgrep", package="semgrep",
-               kinds=frozenset({"javascript", "typescript", "go", "java", "shell", "terraform",
-                                "workflow", "yaml", "sql"}),
+               kinds=frozenset({"javascript", "typescript", "go", "java", "shell", "python",
+                                "php", "ruby", "csharp", "kotlin", "terraform", "workflow",
+                                "yaml", "sql"}),
                command=_cmd, parse=parse, private_home=True,
                env={"SEMGREP_ENABLE_VERSION_CHECK": "0", "SEMGREP_SEND_METRICS": "off"},
-               about="JavaScript, TypeScript, Go, Java, shell, Terraform, Kubernetes manifests "
-                     "and other YAML, workflows, SQL: our own security rules")
+               about="JavaScript, TypeScript, Go, Java, shell, PHP, Ruby, C#, Kotlin, "
+                     "Terraform, Kubernetes manifests and other YAML, workflows, SQL: our own "
+                     "security rules; Python and JavaScript web code: our taint rules")

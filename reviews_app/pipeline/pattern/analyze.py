@@ -1,7 +1,8 @@
 """The review's first stage: static analysis of every changed file, no model call.
 
 Every analyzer that reads a file's kind runs on it (``common.analyzers.tools``: ruff and bandit
-for Python, semgrep with our rules for JavaScript/TypeScript/Go/Java/shell, oxlint, shellcheck,
+for Python, semgrep with our rules for JavaScript/TypeScript/Go/Java/shell/PHP/Ruby/C#/Kotlin
+(and its taint rules for Python and JavaScript web code), oxlint, shellcheck,
 hadolint) and the secrets scanners read every file (detect-secrets and our provider key
 formats). All tools run at once, against one deadline; a tool that is missing, fails or times
 out is a warning here and a reason in the coverage of each file it should have read.
@@ -31,7 +32,8 @@ KEY_FORMATS = "secrets"  # the tool name of common.secret_keys' results
 
 def describe() -> str:
     return ("Running the analyzers on the changed files: ruff and bandit (Python), semgrep "
-            "with our rules (JavaScript, TypeScript, Go, Java, shell), oxlint, shellcheck, "
+            "with our rules (JavaScript, TypeScript, Go, Java, shell, PHP, Ruby, C#, Kotlin; "
+            "taint rules for Python and JavaScript web code), oxlint, shellcheck, "
             "hadolint, and the secrets scanners on every file.")
 
 

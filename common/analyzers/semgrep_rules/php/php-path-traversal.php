@@ -1,0 +1,16 @@
+<?php
+$name = $_GET["file"];
+// ruleid: php-path-traversal
+readfile("/var/app/reports/" . $name);
+$doc = $_POST["doc"];
+$path = __DIR__ . "/docs/" . $doc;
+// ruleid: php-path-traversal
+$text = file_get_contents($path);
+// ok: php-path-traversal
+readfile("/var/app/reports/" . basename($name));
+// ok: php-path-traversal
+$cfg = file_get_contents(__DIR__ . "/config.json");
+if (in_array($doc, $ALLOWED_DOCS, true)) {
+    // ok: php-path-traversal
+    readfile(__DIR__ . "/docs/" . $doc);
+}
