@@ -240,7 +240,8 @@ def test_a_lost_closed_delivery_still_stops_publishing(make_flow, alice):
 def test_an_incomplete_review_never_reports_success(make_flow, alice, provider):
     flow = make_flow(provider)
     # A file no analyzer reads and the offline model cannot read: nobody examined it.
-    flow.hosts.open_pull(1, repo=flow.repo, base=BASE, head={"notes/plan.rst": "Plan\n"})
+    flow.hosts.open_pull(1, repo=flow.repo, base=BASE,
+                         head={"notes/plan.ex": "defmodule Plan do\nend\n"})
     _, out = flow.deliver("opened")
     review = flow.round(out)
     review.refresh_from_db()
