@@ -89,7 +89,8 @@ def parse(data, units, inputs, errors: list[str]) -> list[dict]:
         if not isinstance(f, dict) or f.get("ignored"):
             continue
         rule = str(f.get("ident") or "zizmor")
-        det = f.get("determinations") if isinstance(f.get("determinations"), dict) else {}
+        found = f.get("determinations")
+        det: dict = found if isinstance(found, dict) else {}
         loc = _primary(f)
         if loc is None:
             continue
