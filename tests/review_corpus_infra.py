@@ -28,7 +28,8 @@ class InfraCase:
     # (file, line, rule, kind, severity at least)
     expected: list[tuple[str, int, str, str, str]] = field(default_factory=list)
     clean: bool = False
-    negatives: list[tuple[str, int, str]] = field(default_factory=list)
+    # (file, line, why, kind): a line that looks like a problem of that kind and is not
+    negatives: list[tuple[str, int, str, str]] = field(default_factory=list)
 
 
 TERRAFORM_BUCKET = InfraCase(
@@ -57,7 +58,8 @@ TERRAFORM_BUCKET = InfraCase(
         "}"]),
     [("infra/exports.tf", 3, "tf-public-bucket", "public_bucket", "high"),
      ("infra/exports.tf", 12, "tf-open-admin-port", "open_port", "high")],
-    negatives=[("infra/exports.tf", 18, "HTTPS open to the world is what a web server is for")])
+    negatives=[("infra/exports.tf", 18, "HTTPS open to the world is what a web server is for",
+                "open_port")])
 
 TERRAFORM_IAM = InfraCase(
     "terraform_iam_unencrypted", "terraform",
@@ -110,8 +112,8 @@ TERRAFORM_CLEAN = InfraCase(
         '    cidr_blocks = ["10.8.0.0/16"]',
         "  }",
         "}"]),
-    clean=True, negatives=[("infra/site.tf", 19, "HTTPS to the world"),
-                           ("infra/site.tf", 25, "SSH from the VPN range only")])
+    clean=True, negatives=[("infra/site.tf", 19, "HTTPS to the world", "open_port"),
+                           ("infra/site.tf", 25, "SSH from the VPN range only", "open_port")])
 
 WORKFLOW_INJECTION = InfraCase(
     "workflow_title_injection", "workflow",
@@ -165,7 +167,8 @@ WORKFLOW_CLEAN = InfraCase(
         "          TITLE: ${{ github.event.pull_request.title }}",
         '        run: echo "Testing $TITLE"',
         "      - run: make test"]),
-    clean=True, negatives=[(".github/workflows/ci.yml", 16, "the title goes through env")])
+    clean=True, negatives=[(".github/workflows/ci.yml", 16, "the title goes through env",
+                            "script_injection")])
 
 KUBERNETES = InfraCase(
     "kubernetes_privileged", "kubernetes",
@@ -319,8 +322,8 @@ def write_cases(root: Path) -> list[Path]:
                 "clean": case.clean,
                 "expected": [{"file": f, "line": n, "kind": kind, "severity_at_least": sev,
                               "rule": rule} for f, n, rule, kind, sev in case.expected],
-                "negatives": [{"file": f, "line": n, "why": why}
-                              for f, n, why in case.negatives]}
+                "negatives": [{"file": f, "line": n, "kind": kind, "why": why}
+                              for f, n, why, kind in case.negatives]}
         (folder / "expected.json").write_text(json.dumps(meta, indent=2) + "\n",
                                               encoding="utf-8")
         out.append(folder)

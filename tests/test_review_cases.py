@@ -36,14 +36,18 @@ def test_case_is_well_formed(case):
     if case.clean:
         assert case.expected == [] and case.verdict_not is None
     else:
-        assert case.expected and case.verdict_not == "approve"
+        # A change whose only findings are minor (a typo, a duplicate YAML key) may still be
+        # approved with a note: such a case sets no verdict expectation.
+        assert case.expected and case.verdict_not in ("approve", None)
         assert all(e["kind"] != "unspecified" for e in case.expected)
     assert case.description.strip()
 
 
 def test_expected_findings_are_distinct():
     for case in CASES:
-        places = Counter((e["file"], e["start"]) for e in case.expected)
+        # Two different problems may sit on one line (an image that is both unpinned and
+        # unlimited); the same kind twice on one line may not.
+        places = Counter((e["file"], e["start"], e["kind"]) for e in case.expected)
         assert max(places.values(), default=1) == 1, case.name
 
 

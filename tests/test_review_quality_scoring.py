@@ -396,6 +396,9 @@ def test_per_class_scores_and_tpr_minus_fpr():
     assert rq.kind_of_finding({"title": "js-taint-open-redirect: x"}) == "open_redirect"
     assert rq.kind_of_finding({"rules": ["B602"]}) == "command_injection"
     assert rq.kind_of_finding({"rules": ["py-insecure-cookie"]}) == "insecure_cookie"
+    assert rq.kind_of_finding({"rules": ["key-duplicates"]}) == "bug"
+    assert rq.kind_of_finding({"title": "template-injection: x"}) == "script_injection"
+    assert rq.kind_of_finding({"rules": ["tf-open-admin-port"]}) == "open_port"
     res = bench.evaluate([c], [{"findings": found, "verdict": "request_changes", "error": "",
                                 "unexamined": 0, "seconds": 1.0, "cost_usd": 0.0}])
     assert res["classes"]["path_traversal"]["owasp"] == 0.5

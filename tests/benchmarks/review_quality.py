@@ -287,6 +287,24 @@ def by_language(scores: list[dict]) -> dict[str, dict]:
 # A reported finding's kind, from its analyzer rules (or its title, "<rule>: ..." offline):
 # the first pattern that matches names it. The kinds are the corpus's (tests/data/review_cases).
 _KIND_OF_RULE = (
+    # Infrastructure, workflow and documentation rules (issue 36) first: "key-duplicates"
+    # is not a key, "template-injection" is not code injection in a program.
+    (re.compile(r"(?i)key-duplicates|sql-unbounded-write"), "bug"),
+    (re.compile(r"(?i)misspelling|codespell"), "spelling"),
+    (re.compile(r"(?i)tf-public-bucket"), "public_bucket"),
+    (re.compile(r"(?i)tf-open-admin-port"), "open_port"),
+    (re.compile(r"(?i)tf-unencrypted-storage"), "unencrypted_storage"),
+    (re.compile(r"(?i)tf-iam-wildcard"), "wildcard_iam"),
+    (re.compile(r"(?i)k8s-privileged"), "privileged"),
+    (re.compile(r"(?i)k8s-host-namespace"), "host_namespace"),
+    (re.compile(r"(?i)k8s-no-resource-limits"), "no_limits"),
+    (re.compile(r"(?i)k8s-latest-image|unpinned-uses|unpinned-images|DL3007"),
+     "unpinned_dependency"),
+    (re.compile(r"(?i)template-injection"), "script_injection"),
+    (re.compile(r"(?i)gha-pr-target-head-checkout"), "untrusted_checkout"),
+    (re.compile(r"(?i)dangerous-triggers"), "dangerous_trigger"),
+    (re.compile(r"(?i)excessive-permissions"), "broad_token"),
+    (re.compile(r"(?i)sql-grant-to-public"), "broad_grant"),
     (re.compile(r"(?i)xxe|\bB3(1[3-9]|20)\b|\bB4(0[5-9]|1[0-1])\b"), "xxe"),
     (re.compile(r"(?i)ldap"), "ldap_injection"),
     (re.compile(r"(?i)xpath"), "xpath_injection"),
