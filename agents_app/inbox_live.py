@@ -23,6 +23,9 @@ from django.db import transaction
 from django.http import QueryDict
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.html import escape
+
+from common import turns
 
 from .models import Run
 from .teams.services import user_group
@@ -86,9 +89,9 @@ def push(run_id: int) -> None:
     if _announcer.deferring():
         return
     try:
-        found = message_for(run_id)
         layer = get_channel_layer()
-        if found is None or layer is None:
+        found = message_for(run_id) if layer is not None else None
+        if found is None:
             return
         groups, message = found
         if _loop_running():  # async_to_sync refuses this thread: send from one of its own
@@ -113,9 +116,13 @@ def _loop_running() -> bool:
 
 
 def _send(layer, groups: list[str], message: dict) -> None:
-    try:
+    async def send_all() -> None:  # one event loop (and one Redis connection) for them all
         for group in groups:
-            async_to_sync(layer.group_send)(group, message)
+            await layer.group_send(group, message)
+
+    try:
+        with turns.waiting():  # a round trip to Redis: a wait outside the process
+            async_to_sync(send_all)()
     except Exception as exc:  # noqa: BLE001 - as in push: best effort
         log.warning("could not push %s to the inboxes: %s", message.get("run"), exc)
 
@@ -183,7 +190,7 @@ class InboxConsumer(AsyncWebsocketConsumer):
 
     def _reload(self) -> str:
         url = reverse("inbox") + "?" + (self.query + "&" if self.query else "") + "part=list"
-        return (f'<div id="inbox-list" hx-swap-oob="true" hx-get="{_attr(url)}" '
+        return (f'<div id="inbox-list" hx-swap-oob="true" hx-get="{escape(url)}" '
                 'hx-trigger="load" hx-swap="outerHTML"></div>')
 
     async def inbox_gate(self, message):
@@ -207,7 +214,3 @@ class InboxConsumer(AsyncWebsocketConsumer):
         else:
             card = message["decider"] if decider else message["viewer"]
         await self.send(text_data=arrival(run, card))
-
-
-def _attr(text: str) -> str:
-    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")

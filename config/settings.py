@@ -354,13 +354,19 @@ QUORUM_NOTIFY_TIMEOUT = env.float("QUORUM_NOTIFY_TIMEOUT", default=10.0, high=12
 QUORUM_NOTIFY_MAX_ATTEMPTS = env.int("QUORUM_NOTIFY_MAX_ATTEMPTS", default=8)
 QUORUM_NOTIFY_RETRY_SECONDS = env.float("QUORUM_NOTIFY_RETRY_SECONDS", default=30.0)
 QUORUM_NOTIFY_RETRY_CAP_SECONDS = env.float("QUORUM_NOTIFY_RETRY_CAP_SECONDS", default=6 * 3600.0)
+# An SMTP server that hangs must not hold a worker thread for ever (and the row's lease then
+# running out, sending the email twice): email has the webhooks' timeout.
+EMAIL_TIMEOUT = QUORUM_NOTIFY_TIMEOUT
+# A sweep not started within its period is dropped (the next one does its work), so slow
+# deliveries never pile sweeps up on the workers.
 CELERY_BEAT_SCHEDULE["notify-deliver-due"] = {"task": "agents_app.notify.tasks.deliver_due",
-                                              "schedule": 15.0}
+                                              "schedule": 15.0, "options": {"expires": 15.0}}
 # Gate deadlines (issue 35): reminders, escalations and default decisions fire within this
 # many seconds of their time (a deadline "within 60 s" with a margin for a busy worker).
 QUORUM_GATE_TIMER_SECONDS = env.float("QUORUM_GATE_TIMER_SECONDS", default=15.0)
 CELERY_BEAT_SCHEDULE["gate-timers"] = {"task": "agents_app.tasks.gate_timers",
-                                       "schedule": QUORUM_GATE_TIMER_SECONDS}
+                                       "schedule": QUORUM_GATE_TIMER_SECONDS,
+                                       "options": {"expires": QUORUM_GATE_TIMER_SECONDS}}
 
 # --- Auth, static, security -----------------------------------------------------------
 LOGIN_URL = "login"

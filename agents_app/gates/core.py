@@ -136,9 +136,11 @@ def opened(run_id: int) -> GateOpening | None:
             audit(opening, "opened", detail=detail.strip())
             if opening.assignee_user_id or opening.assignee_team_id:
                 audit(opening, "assigned", detail=f"To {assignee_words(opening)}, by the rule.")
-            _notify("opened", opening, deciders(opening), teams=_teams_of(opening))
             inbox_live.changed(run.pk)
             if run.team_id is not None:
+                # Told to the others who decide it; the owner of a personal run started it
+                # and is told by its page and inbox, not by a message per gate.
+                _notify("opened", opening, deciders(opening), teams=_teams_of(opening))
                 # On the timeline, and a live update of the page's header (its gate box):
                 # this stop is recorded just after the commit that made the run wait.
                 append_events(run.pk, [Event("gate_ready", _ready_words(opening, run), {
@@ -316,10 +318,8 @@ def person_decides(run: Run, user, expected_seq: int, decision: Decision, *, enq
     needs_votes = opening.required > 1 or int(policy.get("rejections", 1)) > 1
     author = decision.author or user.get_username()
     if not needs_votes:
-        with transaction.atomic():
-            done = apply_decision(run, user, expected_seq, decision, enqueue=enqueue,
-                                  channel=channel)
-        return done
+        return apply_decision(run, user, expected_seq, decision, enqueue=enqueue,
+                              channel=channel)
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if not locked.is_waiting or locked.stage_seq != expected_seq:

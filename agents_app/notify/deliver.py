@@ -23,7 +23,6 @@ import smtplib
 import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
 import httpx
@@ -34,6 +33,7 @@ from django.utils import timezone
 from django.utils.html import escape, linebreaks
 
 from common import netguard, sealed, turns
+from common.retry_after import retry_after_of
 from config import send_task
 
 from .models import Endpoint, Notification
@@ -77,21 +77,10 @@ def backoff(attempt: int, *, jitter: bool = True) -> float:
     return min(wait, cap)
 
 
-def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+def retry_after_seconds(value: str | None) -> float | None:
     """A Retry-After header in seconds (delay-seconds or an HTTP date); None when absent or
-    not understood."""
-    value = (value or "").strip()
-    if not value:
-        return None
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max((when - (now or timezone.now())).total_seconds(), 0.0)
+    not understood (``common.retry_after``, as the code-host clients read it)."""
+    return retry_after_of(httpx.Headers({"retry-after": value or ""}))
 
 
 # --- outcomes ---------------------------------------------------------------------------------
@@ -201,7 +190,13 @@ def _send_signed(n: Notification, ep: Endpoint) -> Outcome:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         return Outcome(False, "The endpoint's address is not http or https.", permanent=True)
-    refusal = _address_refusal(parts.hostname or "", parts.port)
+    try:
+        port = parts.port
+    except ValueError:
+        return Outcome(False, "The endpoint's address has a port that is not a number.",
+                       permanent=True)
+    with turns.waiting():  # a DNS lookup: a wait outside the process
+        refusal = _address_refusal(parts.hostname or "", port)
     if refusal:
         return Outcome(False, refusal, permanent=True)
     body, headers = signed_request(secret, n.payload, f"msg_quorum_{n.pk}")
@@ -237,7 +232,8 @@ def _send_chat(n: Notification, ep: Endpoint) -> Outcome:
             port = parts.port
         except ValueError:
             port = None
-        refusal = _address_refusal(parts.hostname or "", port)
+        with turns.waiting():  # a DNS lookup: a wait outside the process
+            refusal = _address_refusal(parts.hostname or "", port)
         if refusal:
             return Outcome(False, refusal, permanent=True)
     sender = apprise.Apprise()

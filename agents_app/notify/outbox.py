@@ -154,6 +154,10 @@ def announce(kind: str, opening, users: Iterable = (), *, teams: Iterable = (),
     users = _unique(users)
     teams = _unique(teams)
     prefs = {p.user_id: p for p in Preference.objects.filter(user__in=[u.pk for u in users])}
+    own: dict[int, list[Endpoint]] = {}  # each person's endpoints, read in one query
+    for ep in Endpoint.objects.filter(owner__in=[u.pk for u in users], team__isnull=True,
+                                      active=True).order_by("pk"):
+        own.setdefault(ep.owner_id, []).append(ep)
     planned: list[tuple[str, str, object, Endpoint | None]] = []  # key, channel, user, endpoint
     for user in users:
         pref = prefs.get(user.pk)
@@ -162,7 +166,7 @@ def announce(kind: str, opening, users: Iterable = (), *, teams: Iterable = (),
         if kind in (email_kinds or []) and getattr(user, "email", ""):
             planned.append((_key(kind, opening.pk, serial, f"u{user.pk}"), EMAIL, user, None))
         if kind in (webhook_kinds or []):
-            for ep in Endpoint.objects.filter(owner=user, team__isnull=True, active=True):
+            for ep in own.get(user.pk, []):
                 if kind in (ep.kinds or []):
                     planned.append((_key(kind, opening.pk, serial, f"e{ep.pk}"), WEBHOOK,
                                     user, ep))

@@ -13,6 +13,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from common import turns
+
 from .models import Membership, Role, Team
 
 log = logging.getLogger("quorum.teams")
@@ -39,8 +41,9 @@ def _send(user_id: int, team_id: int) -> None:
         layer = get_channel_layer()
         if layer is None:
             return
-        async_to_sync(layer.group_send)(user_group(user_id),
-                                        {"type": "access.changed", "team": team_id})
+        with turns.waiting():  # a round trip to Redis: a wait outside the process
+            async_to_sync(layer.group_send)(user_group(user_id),
+                                            {"type": "access.changed", "team": team_id})
     except Exception as exc:  # noqa: BLE001 - Redis away: the membership is saved anyway
         log.warning("could not tell user %s that their access to team %s changed: %s",
                     user_id, team_id, exc)

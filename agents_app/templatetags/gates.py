@@ -13,13 +13,16 @@ def gate_facts(run):
     from ..gates import core
     from ..gates.models import GateOpening
 
-    if run is None or not getattr(run, "pk", None):
+    # Only a team's waiting run has a box (rules, assignment and deadlines are a team's): the
+    # header of every other run, drawn on each live update, asks the database nothing here.
+    if run is None or not getattr(run, "pk", None) or run.team_id is None \
+            or not run.is_waiting:
         return None
     stop = GateOpening.objects.filter(run_id=run.pk).select_related(
         "team", "assignee_user", "assignee_team").order_by("-opened_seq").first()
     if stop is None:
         return None
-    facts = {"stop": stop, "has_audit": True, "open": stop.closed_at is None and run.is_waiting}
+    facts = {"stop": stop, "open": stop.closed_at is None}
     if facts["open"]:
         t = core.tally(stop)
         policy = stop.policy or {}

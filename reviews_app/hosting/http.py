@@ -10,16 +10,15 @@ the provider asked to wait (``retry_after``); the caller (publishing) owns the b
 from __future__ import annotations
 
 import datetime as dt
-import email.utils
 import json
 import re
-import time
 import urllib.parse
 from collections.abc import Iterator
 
 import httpx
 
 from common import netguard, turns
+from common.retry_after import retry_after_of  # noqa: F401 - its callers import it here
 
 from .base import HostError, RepoRef
 
@@ -55,31 +54,6 @@ def safe_repo_path(path: str) -> bool:
     if not isinstance(path, str) or not path or len(path) > 4096 or _CONTROL.search(path):
         return False
     return all(seg not in ("", ".", "..") for seg in path.split("/"))
-
-
-def retry_after_of(headers: httpx.Headers, now: float | None = None) -> float | None:
-    """Seconds to wait from ``Retry-After`` (seconds or an HTTP date), else from a rate-limit
-    reset time (``x-ratelimit-reset`` / ``ratelimit-reset``: epoch seconds)."""
-    now = time.time() if now is None else now
-    value = headers.get("retry-after", "").strip()
-    if value:
-        if value.isdigit():
-            return float(int(value))
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            when = None
-        if when is not None:
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=dt.UTC)
-            return max(0.0, when.timestamp() - now)
-    for name in ("x-ratelimit-reset", "ratelimit-reset"):
-        reset = headers.get(name, "").strip()
-        if reset.isdigit():
-            n = int(reset)
-            # GitLab's RateLimit-Reset is epoch seconds too; a small number is a delay
-            return float(max(0, n - int(now))) if n > 1_000_000_000 else float(n)
-    return None
 
 
 def _loopback(host: str) -> bool:
