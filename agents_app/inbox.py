@@ -101,6 +101,11 @@ class Filters:
         f.team = team if team == "personal" or team.isdigit() else ""
         assignee = params.get("assignee") or ""
         f.assignee = assignee if assignee in dict(ASSIGNEES) else ""
+        for name, given, kept in (("Show", scope, f.scope), ("Team", team, f.team),
+                                  ("Assignee", assignee, f.assignee)):
+            if given and given != kept:
+                f.problems.append(f"“{name}” had a value this page does not offer; it was "
+                                  "ignored.")
         f.older_than_hours = f._hours(params, "older_than", "“Waiting longer than”")
         f.due_within_hours = f._hours(params, "due_within", "“Deadline within”")
         cost = (params.get("min_cost") or "").strip()
@@ -266,6 +271,8 @@ def decide_many(user, picks: list[str], action: str, feedback: str) -> list[Outc
     for pick in picks[:MAX_BATCH]:
         pk_text, _, seq_text = pick.partition(":")
         if not (pk_text.isdigit() and seq_text.isdigit()) or len(pick) > 40:
+            out.append(Outcome(0, False, "A ticked gate could not be read (the page may be "
+                                         "out of date): it was skipped. Reload the inbox."))
             continue
         pk, seq = int(pk_text), int(seq_text)
         if pk in seen:

@@ -380,6 +380,8 @@ def test_a_gate_is_handed_on_by_an_approver_recorded_and_told(client, people):
     assert bad.status_code == 400 and "Choose a member" in bad.content.decode()
     stale = client.post(reverse("gate_assign", args=[run.pk]), {"stop": "0", "to": "x"})
     assert stale.status_code == 409
+    unread = client.post(reverse("gate_assign", args=[run.pk]), {"stop": "abc", "to": "x"})
+    assert unread.status_code == 400 and "could not be read" in unread.content.decode()
     client.force_login(people["dave"])
     assert client.post(reverse("gate_assign", args=[run.pk]),
                        {"stop": stop.pk, "to": f"u:{people['bob'].pk}"}).status_code == 403

@@ -167,3 +167,13 @@ def test_the_waiting_index_covers_every_waiting_status_in_the_inbox_s_order():
     from agents_app.models import WAITING_STATUSES
 
     assert inbox.waiting_statuses() == WAITING_STATUSES
+
+
+def test_unreadable_picks_and_filters_are_said_not_skipped_in_silence(alice_client):
+    answer = alice_client.post(reverse("inbox_decide"), {"action": "approve",
+                                                         "picks": ["x:y"]})
+    assert "A ticked gate could not be read" in answer.content.decode()
+    page = alice_client.get(reverse("inbox"), {"team": "x", "scope": "zzz",
+                                               "assignee": "nobody"}).content.decode()
+    for name in ("Show", "Team", "Assignee"):
+        assert f"“{name}” had a value this page does not offer" in page

@@ -297,3 +297,12 @@ def test_a_member_cannot_pick_a_team_he_does_not_administer(alice, bob, bob_clie
                                      "url": "https://hooks.example.org/p", "team": theirs.pk})
     assert response.status_code == 400 and "valid choice" in response.content.decode()
     assert not Endpoint.objects.exists()
+
+
+def test_a_literal_metadata_address_is_refused_when_saved(alice_client):
+    for url in ("http://169.254.169.254/latest", "https://[fe80::1]/hook", "http://224.0.0.1/"):
+        response = alice_client.post(reverse("notification_endpoint_new"), {
+            "name": "meta", "style": "signed", "url": url})
+        assert response.status_code == 400 and "no webhook is ever sent" in \
+            response.content.decode(), url
+    assert not Endpoint.objects.exists()

@@ -72,7 +72,10 @@ def gate_assign(request, pk: int):
     run = owned_run(request, pk)
     opening = core.current(run)
     stop = (request.POST.get("stop") or "")[:20]
-    if opening is None or not stop.isdigit() or int(stop) != opening.pk:
+    if not stop.isdigit():
+        return _answer(request, run, 400, "The gate this form was for could not be read; "
+                                          "reload the page. Nothing was changed.")
+    if opening is None or int(stop) != opening.pk:
         return _answer(request, run, 409, "This gate was decided or moved on before the "
                                           "change was sent; nothing was changed.")
     if not (core.may_decide(request.user, opening) or _admin(request.user, run)):

@@ -120,11 +120,18 @@ def _address_refusal(host: str, port: int | None) -> str:
     if not netguard.ALLOW_REMOTE_HOSTS and not all(a.is_loopback for a in addresses):
         return ("Requests to this host are blocked here (QUORUM_ALLOW_PROVIDER_REQUESTS is "
                 "false): only loopback hosts are called.")
-    for a in addresses:
-        if a.is_link_local or a.is_multicast or a.is_unspecified or a.is_reserved:
-            return ("The endpoint's host resolves to an address no webhook is sent to "
-                    "(link-local, multicast or reserved); it was not called.")
+    if any(never_called(a) for a in addresses):
+        return ("The endpoint's host resolves to an address no webhook is sent to "
+                "(link-local, multicast or reserved); it was not called.")
     return ""
+
+
+def never_called(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """An address no webhook lives at: link-local (a cloud's metadata service), multicast,
+    unspecified, reserved. The form refuses such a literal address; the sender, any host
+    that resolves to one."""
+    return (address.is_link_local or address.is_multicast or address.is_unspecified
+            or address.is_reserved)
 
 
 def _http_outcome(status: int, retry_after: str | None, what: str) -> Outcome:

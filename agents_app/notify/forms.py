@@ -94,6 +94,10 @@ class EndpointForm(forms.Form):
             elif parts.username or parts.password:
                 self.add_error("url", "Put no user name or password in the address: the "
                                       "signature proves the message comes from Quorum.")
+            elif _literal_never_called(parts.hostname):
+                self.add_error("url", "This address is link-local, multicast or reserved (a "
+                                      "cloud's metadata service, say): no webhook is ever sent "
+                                      "there.")
         else:
             import apprise
 
@@ -117,3 +121,16 @@ class EndpointForm(forms.Form):
 
 def admin_teams(user):
     return Team.objects.filter(memberships__user=user, memberships__role=Role.ADMIN)
+
+
+def _literal_never_called(host: str) -> bool:
+    """A host written as an address that the sender would refuse (no lookup here: a name is
+    checked when it is called, since what it resolves to may change)."""
+    import ipaddress
+
+    from .deliver import never_called
+
+    try:
+        return never_called(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return False
