@@ -121,6 +121,12 @@ QUORUM_DB_POOL_TIMEOUT = env.float("QUORUM_DB_POOL_TIMEOUT", default=30.0, high=
 # Behind PgBouncer in transaction mode (or another transaction pooler): no server-side
 # cursors (a named cursor outlives the transaction that opened it). See README, "Production".
 QUORUM_DB_TRANSACTION_POOLER = env.bool("QUORUM_DB_TRANSACTION_POOLER", default=False)
+# PostgreSQL: a model call's record (its journal row, the run's counters, its event) commits
+# without waiting for its WAL flush (``SET LOCAL synchronous_commit TO OFF``). Only a crash of
+# the database server can lose it (the last ~0.6 s of such commits): the stage it belonged to
+# has not committed either and runs again, calling that model again. Claims, stage commits,
+# decisions and everything else still wait for the flush. README, "Production".
+QUORUM_DB_ASYNC_CALL_RECORDS = env.bool("QUORUM_DB_ASYNC_CALL_RECORDS", default=True)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     if QUORUM_DB_POOL_SIZE:
         if DATABASES["default"]["CONN_MAX_AGE"]:

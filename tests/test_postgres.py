@@ -39,7 +39,7 @@ if __name__ != "__main__":
 
     pytestmark = pytest.mark.integration
     IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate", "triage_race", "prepared",
-                  "nul_review", "history", "pool")
+                  "nul_review", "history", "pool", "async_records")
 
     @pytest.fixture(scope="module")
     def cluster():
@@ -127,6 +127,9 @@ if __name__ != "__main__":
 
     def test_runs_waiting_on_their_model_hold_no_pooled_connection(engine_cases):
         assert "runs completed: 40 of 40" in check(engine_cases, "pool")
+
+    def test_a_model_calls_record_alone_skips_its_wal_flush(engine_cases):
+        assert "SET LOCAL in 5 of 5 call records" in check(engine_cases, "async_records")
 
     def test_worker_killed_mid_stage_recovers_without_duplicates(cluster, tmp_path):
         require(cluster)
@@ -613,6 +616,62 @@ def case_pool() -> str:
     assert forty < 3 * one, f"40 runs at once took {forty:.1f} s, one run {one:.1f} s"
     return (f"runs completed: {len(runs) - len(failed)} of 40 in {forty:.1f} s (one run "
             f"{one:.1f} s), server connections at most {peak[0]}")
+
+
+def case_async_records() -> str:
+    """Issue 37: each model call's record (the journal's transaction) and only it asks for
+    ``synchronous_commit = off``; claims and stage commits keep waiting for their WAL flush;
+    ``QUORUM_DB_ASYNC_CALL_RECORDS = False`` turns it off."""
+    from django.conf import settings
+    from django.db import connection
+
+    from agents_app import engine
+    from agents_app.models import ModelCall
+
+    alice = _setup()
+    seen: list[tuple[bool, str]] = []
+
+    def watch(execute, sql, params, many, context):
+        # IDLE before a statement: it begins a transaction (or is one, in autocommit mode).
+        import psycopg
+
+        idle = connection.connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        seen.append((idle, sql))
+        return execute(sql, params, many, context)
+
+    def transactions() -> list[list[str]]:
+        """The statements of each transaction, in order (an autocommit statement is one)."""
+        groups: list[list[str]] = []
+        for begins, sql in seen:
+            if begins or not groups:
+                groups.append([])
+            groups[-1].append(sql)
+        return groups
+
+    def one_run() -> int:
+        seen.clear()
+        pk = _create(alice, auto_approve=True).pk
+        with connection.execute_wrapper(watch):
+            assert engine.run_inline(pk).status == "completed"
+        return pk
+
+    pk = one_run()
+    calls = ModelCall.objects.filter(run_id=pk).count()
+    groups = transactions()
+    asked = [g for g in groups if any("synchronous_commit" in sql for sql in g)]
+    assert calls == 5 and len(asked) == calls, (calls, len(asked), groups)
+    for g in asked:  # the SET opens the record's transaction, which inserts the call
+        assert g[0] == "SET LOCAL synchronous_commit TO OFF", g
+        assert any("agents_app_modelcall" in sql and sql.startswith("INSERT") for sql in g), g
+    others = [g for g in groups if g not in asked]
+    assert any("lease_owner" in " ".join(g) for g in others), "no claim seen"
+    settings.QUORUM_DB_ASYNC_CALL_RECORDS = False
+    try:
+        one_run()
+        assert not any("synchronous_commit" in sql for _, sql in seen), seen
+    finally:
+        settings.QUORUM_DB_ASYNC_CALL_RECORDS = True
+    return f"SET LOCAL in {len(asked)} of {calls} call records, none elsewhere"
 
 
 if __name__ == "__main__":

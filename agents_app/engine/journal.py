@@ -264,6 +264,11 @@ class DbJournal:
         counted = (Decimal(0), 0, 0) if replayed_from else (cost, o.prompt_tokens,
                                                             o.completion_tokens)
         with transaction.atomic():
+            if settings.QUORUM_DB_ASYNC_CALL_RECORDS and connection.vendor == "postgresql":
+                # Not worth a WAL flush of its own (config/settings.py): the stage's commit,
+                # which waits for one, makes this record durable with it.
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
             # One UPDATE adds the call to the run's counters, numbers its event and checks the
             # lease: a call that returns after its attempt was abandoned and the run claimed
             # again matches no row (not this attempt's to record: the new attempt makes and
