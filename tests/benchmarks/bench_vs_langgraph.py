@@ -149,17 +149,21 @@ def _installed(module: str) -> bool:
 
 class SqlCounter:
     """Statements Django's cursor runs on this thread's connection while counting; ``BEGIN``
-    counted apart, as transactions (as tests/test_engine_statements.py counts them). An
+    counted apart, as transactions (as tests/test_engine_statements.py counts them), and
+    ``SET LOCAL`` (a transaction's own setting: a call record's ``synchronous_commit`` on
+    PostgreSQL, README "Production") apart too, in ``sets``. An
     execute wrapper: while it is installed the engine's prepared statements run on Django's
     cursor instead of the driver's (agents_app/prepared.py), the same statements, so the
     timed runs are not counted and the counted runs are not timed."""
 
     def __init__(self) -> None:
-        self.count = self.begins = 0
+        self.count = self.begins = self.sets = 0
 
     def __call__(self, execute, sql, params, many, context):
         if sql.lstrip()[:5].upper() == "BEGIN":
             self.begins += 1
+        elif sql.lstrip()[:9].upper() == "SET LOCAL":
+            self.sets += 1
         else:
             self.count += 1
         return execute(sql, params, many, context)
@@ -359,6 +363,7 @@ def main(argv: list[str] | None = None) -> None:
             try:
                 inline, statements, creating = in_process_rounds(args, fake, owner, models,
                                                                  sql, var)
+                args.sql_sets = sql.sets  # over the 3 counted runs
                 conc = concurrent_rounds(args, fake, owner, models, pids, var)
                 rss = sum(peak_rss_mb(pid) for pid in pids)
                 pss = max(conc["q_pss"])
@@ -441,8 +446,9 @@ def report(args, inline, statements, creating, conc, memory, others) -> None:
     q_cpu, lg_cpu = med(conc["q_cpu"]), med(conc["lg_cpu"])
     row(f"CPU per run in the worker, {args.large} runs at once, ms", q_cpu, lg_cpu,
         f"≤ {TARGETS['cpu_worker']:g} ms", q_cpu <= TARGETS["cpu_worker"])
+    sets = f"; SET LOCAL apart: {args.sql_sets / 3:g} a run" if args.sql_sets else ""
     row(f"SQL statements per run ({CALLS} calls, 5 stages; BEGIN counted apart: {n_begin:g} "
-        f"transactions; creating it: {med(n for n, _ in creating):g} more; per call: "
+        f"transactions{sets}; creating it: {med(n for n, _ in creating):g} more; per call: "
         f"tests/test_engine_statements.py)", n_sql, None, f"≤ {TARGETS['sql']}",
         n_sql <= TARGETS["sql"], fmt="{:g}")
     ql, ll = med(conc["q_large"]), med(conc["lg_large"])
