@@ -51,7 +51,7 @@ CALLS = 4  # planner, two executor calls, synthesizer
 TASK = "Collect the logs of service {i}, then write a report on the errors."
 ROLES = ("planner", "executor", "synthesizer")
 TARGETS = {"overhead": 3.0, "cpu_inline": 35.0, "cpu_worker": 35.0, "sql": 35,
-           "ratio_large": 2.0, "ratio_small": 1.5, "rss": 260.0}
+           "ratio_large": 2.0, "ratio_small": 1.5, "rss": 260.0, "tail": 3.0}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -231,6 +231,7 @@ class Batch(NamedTuple):
     makespan: float  # s from the first run's creation to the last one's end (worker's clock)
     cpu: float  # s of the workers' CPU
     created: float  # s from the first run's creation to the last's (one after another)
+    tail: float = 0.0  # the slowest run's time (created → finished) ÷ the median run's
 
 
 def quorum_batch(owner, models: dict, n: int, pids: list[int],
@@ -248,8 +249,9 @@ def quorum_batch(owner, models: dict, n: int, pids: list[int],
            for i in range(n)]
     created = time.time() - started
     while True:
-        rows = list(Run.objects.filter(pk__in=ids).values_list("status", "finished_at"))
-        if all(status in TERMINAL for status, _ in rows):
+        rows = list(Run.objects.filter(pk__in=ids).values_list("status", "finished_at",
+                                                                "created_at"))
+        if all(status in TERMINAL for status, _, _ in rows):
             break
         if time.time() - started > 900:
             raise TimeoutError(f"{n} runs did not finish in 900 s")
@@ -257,10 +259,12 @@ def quorum_batch(owner, models: dict, n: int, pids: list[int],
     cpu = sum(cpu_seconds(pid) for pid in pids) - cpu0
     if memory:
         memory.stop()
-    bad = [status for status, _ in rows if status != "completed"]
+    bad = [status for status, _, _ in rows if status != "completed"]
     if bad:
         raise RuntimeError(f"{len(bad)} of {n} Quorum runs did not complete: {set(bad)}")
-    return Batch(max(f for _, f in rows).timestamp() - started, cpu, created)
+    times = [(f - c).total_seconds() for _, f, c in rows]
+    return Batch(max(f for _, f, _ in rows).timestamp() - started, cpu, created,
+                 max(times) / statistics.median(times))
 
 
 def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, var: Path):
@@ -380,7 +384,7 @@ def main(argv: list[str] | None = None) -> None:
 def concurrent_rounds(args, fake: FakeProcess, owner, models, pids, var: Path) -> dict:
     out: dict[str, list] = {k: [] for k in (
         "q_large", "q_small", "q_cpu", "lg_large", "lg_small", "lg_cpu", "lg_rss", "q_pss",
-        "q_large_created", "q_small_created")}
+        "q_large_created", "q_small_created", "q_large_tail", "q_small_tail")}
     fake.latency(args.large_latency)
     quorum_batch(owner, models, 2 * args.workers, pids)  # warm-up: every worker, connections
     for r in range(args.runs):
@@ -389,7 +393,8 @@ def concurrent_rounds(args, fake: FakeProcess, owner, models, pids, var: Path) -
             fake.latency(latency)
             one = quorum_batch(owner, models, 1, pids).makespan
             memory = PssPeak(pids) if key == "large" else None
-            makespan, cpu, created = quorum_batch(owner, models, n, pids, memory)
+            makespan, cpu, created, tail = quorum_batch(owner, models, n, pids, memory)
+            out[f"q_{key}_tail"].append(tail)
             out[f"q_{key}"].append(makespan / one)
             out[f"q_{key}_created"].append(created / one)
             if memory:
@@ -454,6 +459,10 @@ def report(args, inline, statements, creating, conc, memory, others) -> None:
     ql, ll = med(conc["q_large"]), med(conc["lg_large"])
     row(f"makespan, {args.large} runs at once ÷ one run, L = {args.large_latency:g} s", ql, ll,
         f"≤ {TARGETS['ratio_large']:g}×", ql <= TARGETS["ratio_large"], fmt="{:.2f}×")
+    tail = max(conc["q_large_tail"])
+    row(f"slowest of {args.large} runs at once ÷ their median (each run created → finished; the "
+        f"worst of {args.runs} batches; issue 37)", tail, None, f"≤ {TARGETS['tail']:g}×",
+        tail <= TARGETS["tail"], fmt="{:.2f}×")
     qs, ls = med(conc["q_small"]), med(conc["lg_small"])
     row(f"makespan, {args.small} runs at once ÷ one run, L = {L:g} s", qs, ls,
         f"≤ {TARGETS['ratio_small']:g}×", qs <= TARGETS["ratio_small"], fmt="{:.2f}×")
