@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import gc
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -42,9 +43,44 @@ def server_connections(dsn: dict | None) -> int:
                          "current_database() AND pid <> pg_backend_pid()").fetchone()[0]
 
 
+MiB = 1024 * 1024
+KINDS = ("thread stacks", "malloc arenas of threads", "main heap", "other anonymous", "files")
+
+
+def pss_by_kind(pid: int) -> dict[str, int]:
+    """The process's PSS in kB by what the mapping is (from /proc/PID/smaps): a thread's C
+    stack (an anonymous mapping of RLIMIT_STACK, 8 MiB here, with its guard page), a thread
+    arena of glibc's malloc (heaps aligned to 64 MiB), the main heap (``[heap]``), any other
+    anonymous mapping (pymalloc's 1 MiB arenas, Python's per-thread frame stacks, large
+    blocks malloc maps on their own) and files (code, shared libraries)."""
+    stack = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    out = dict.fromkeys(KINDS, 0)
+    kind = "files"
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split()
+        if "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+            start, end = (int(x, 16) for x in head[0].split("-"))
+            path = head[5] if len(head) > 5 else ""
+            if path == "[heap]":
+                kind = "main heap"
+            elif path:
+                kind = "files"
+            elif stack > 0 and end - start == stack:
+                kind = "thread stacks"
+            elif start % (64 * MiB) == 0:
+                kind = "malloc arenas of threads"
+            else:
+                kind = "other anonymous"
+        elif head[0] == "Pss:":
+            out[kind] += int(head[1])
+    return out
+
+
 def one_round(owner, models, fake: FakeProcess, n: int, latency: float,
-              dsn: dict | None) -> tuple[float, int, float, float]:
-    """((peak − before) ÷ n in kB, peak server connections, seconds of the batch, peak MB)."""
+              dsn: dict | None, kinds: dict | None = None) -> tuple[float, int, float, float]:
+    """((peak − before) ÷ n in kB, peak server connections, seconds of the batch, peak MB).
+    With ``kinds``, the PSS by kind of mapping is put there while every run is in its first
+    model call (0.6 L after the batch started)."""
     from django.db import connection
 
     from agents_app import engine
@@ -79,6 +115,9 @@ def one_round(owner, models, fake: FakeProcess, n: int, latency: float,
     started = time.monotonic()
     for t in threads:
         t.start()
+    if kinds is not None:
+        time.sleep(max(0.0, started + 0.6 * latency - time.monotonic()))
+        kinds.update(pss_by_kind(os.getpid()))
     for t in threads:
         t.join()
     took = time.monotonic() - started
@@ -123,8 +162,9 @@ def main() -> None:
             one_round(owner, models, fake, 5, 0.05, None)
         gc.collect()
         gc.freeze()
-        first = one_round(owner, models, fake, args.n, args.latency, dsn)
-        second = one_round(owner, models, fake, 2 * args.n, args.latency, dsn)
+        kinds: tuple[dict, dict] = ({}, {})
+        first = one_round(owner, models, fake, args.n, args.latency, dsn, kinds[0])
+        second = one_round(owner, models, fake, 2 * args.n, args.latency, dsn, kinds[1])
         rows = [(first, second, 1024 * (second[3] - first[3]) / args.n)]
     pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
     print(f"# bench_run_memory — {machine()}; load {os.getloadavg()[0]:.1f}; "
@@ -138,6 +178,12 @@ def main() -> None:
     print(f"| {args.database} | {statistics.median(kb):.0f}"
           f" | {rows[0][0][0]:.0f} | {max(r[1][1] for r in rows) if dsn else '—'} | "
           f"{statistics.median(r[1][2] for r in rows):.1f} |")
+    print(f"\nWhere it is: PSS by kind of mapping while all runs of each batch wait on their "
+          f"first call (/proc/self/smaps), growth {args.n} → {2 * args.n} runs ÷ {args.n}, kB:")
+    print("| " + " | ".join(KINDS) + " | total |")
+    print("|" + "---:|" * (len(KINDS) + 1))
+    growth = [(kinds[1][k] - kinds[0][k]) / args.n for k in KINDS]
+    print("| " + " | ".join(f"{g:.0f}" for g in growth) + f" | {sum(growth):.0f} |")
 
 
 if __name__ == "__main__":
