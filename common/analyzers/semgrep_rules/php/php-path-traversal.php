@@ -14,3 +14,5 @@ if (in_array($doc, $ALLOWED_DOCS, true)) {
     // ok: php-path-traversal
     readfile(__DIR__ . "/docs/" . $doc);
 }
+// ok: php-path-traversal
+$body = file_get_contents("php://input");
