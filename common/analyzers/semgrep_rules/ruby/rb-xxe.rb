@@ -1,0 +1,22 @@
+post "/upload" do
+  # ruleid: rb-xxe
+  doc = Nokogiri::XML(request.body.read) { |config| config.strict.noent }
+  # ruleid: rb-xxe
+  feed = Nokogiri::XML(params[:feed], nil, "UTF-8", Nokogiri::XML::ParseOptions::NOENT | Nokogiri::XML::ParseOptions::DTDLOAD)
+  # ruleid: rb-xxe
+  LibXML::XML.default_substitute_entities = true
+  # ruleid: rb-xxe
+  parsed = LibXML::XML::Parser.string(xml, options: LibXML::XML::Parser::Options::NOENT).parse
+  cfg = Nokogiri::XML(File.read(path)) do |c|
+    # ruleid: rb-xxe
+    c.dtdload
+  end
+  # ok: rb-xxe
+  plain = Nokogiri::XML(request.body.read)
+  # ok: rb-xxe
+  strict = Nokogiri::XML(params[:feed]) { |config| config.strict.nonet }
+  # ok: rb-xxe
+  opts = Nokogiri::XML(params[:feed], nil, "UTF-8", Nokogiri::XML::ParseOptions::STRICT)
+  # ok: rb-xxe
+  LibXML::XML.default_substitute_entities = false
+end
