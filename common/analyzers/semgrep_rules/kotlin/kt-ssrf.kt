@@ -34,4 +34,8 @@ class UnfurlController(private val http: RestTemplate) {
     fun weather(@RequestParam city: String): String? =
         // ok: kt-ssrf
         http.getForObject("https://weather.example.com/v1?city={city}", String::class.java, city)
+
+    @GetMapping("/preview")
+    // ruleid: kt-ssrf
+    fun preview(@RequestParam("u") target: String): String? = http.getForObject(target, String::class.java)
 }

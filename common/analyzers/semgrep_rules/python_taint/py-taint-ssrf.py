@@ -1,5 +1,6 @@
 from urllib.parse import urlparse
 
+import httpx
 import requests
 from fastapi import FastAPI
 from flask import Flask, request
@@ -30,3 +31,26 @@ def allowed():
 async def fetch(target: str):
     # ruleid: py-taint-ssrf
     return requests.post(f"http://{target}/hook", timeout=5).status_code
+
+
+@app.post("/hooks/deliver")
+async def deliver(payload: dict):
+    async with httpx.AsyncClient(timeout=5) as client:
+        # ruleid: py-taint-ssrf
+        r = await client.post(payload["callback"], json={"ok": True})
+        # ok: py-taint-ssrf
+        s = await client.get("https://status.example.com/ping")
+    return {"status": r.status_code + s.status_code}
+
+
+@app.get("/mirror")
+def mirror(src: str):
+    session = requests.Session()
+    # ruleid: py-taint-ssrf
+    body = session.get(src).text
+    with httpx.Client() as http:
+        # ruleid: py-taint-ssrf
+        head = http.request("HEAD", src)
+        # ok: py-taint-ssrf
+        docs = http.get("https://docs.example.com/", params={"q": src})
+    return body + str(head) + docs.text
