@@ -19,3 +19,25 @@ public class PeopleController : Controller
 
     private static string EscapeLdap(string s) => s.Replace("(", "\\28").Replace(")", "\\29");
 }
+
+[ApiController]
+public class DirectoryApiController : ControllerBase
+{
+    private readonly DirectoryEntry _root = new("LDAP://dc=corp,dc=test");
+
+    [HttpGet("member")]
+    public IActionResult Member(string upn, int page)
+    {
+        using var searcher = new DirectorySearcher(_root)
+        {
+            // ruleid: cs-ldap-injection
+            Filter = "(userPrincipalName=" + upn + ")"
+        };
+        using var paged = new DirectorySearcher(_root)
+        {
+            // ok: cs-ldap-injection
+            Filter = "(objectClass=user)", PageSize = page
+        };
+        return Ok(searcher.FindOne()?.Path ?? paged.Filter);
+    }
+}

@@ -20,3 +20,23 @@ public class CatalogController : Controller
         return Ok(new { hit?.InnerText, count, byId?.InnerText, all?.Count });
     }
 }
+
+[ApiController]
+public class PolicyController : ControllerBase
+{
+    [HttpGet("policy")]
+    public IActionResult Section(string name)
+    {
+        var policy = new XmlDocument();
+        policy.Load("policy.xml");
+        // ruleid: cs-xpath-injection
+        var node = policy.SelectSingleNode($"/policy/section[@name='{name}']");
+        return Ok(node?.InnerXml);
+    }
+
+    private static XmlNode Lookup(XmlDocument doc, string key)
+    {
+        // ok: cs-xpath-injection
+        return doc.SelectSingleNode("/policy/section[@key='" + key + "']");
+    }
+}

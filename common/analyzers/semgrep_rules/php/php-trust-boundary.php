@@ -18,3 +18,5 @@ if (in_array($theme, ["light", "dark"], true)) {
     // ok: php-trust-boundary
     $_SESSION["theme"] = $theme;
 }
+// ok: php-trust-boundary
+$_SESSION["visits"] = ($_SESSION["visits"] ?? 0) + 1;

@@ -3,7 +3,7 @@ from urllib.parse import urlparse
 import httpx
 import requests
 from fastapi import FastAPI
-from flask import Flask, request
+from flask import Flask, abort, request
 
 app = Flask(__name__)
 api = FastAPI()
@@ -54,3 +54,24 @@ def mirror(src: str):
         # ok: py-taint-ssrf
         docs = http.get("https://docs.example.com/", params={"q": src})
     return body + str(head) + docs.text
+
+
+ALLOWED_HOSTS = {"hooks.slack.com"}
+
+
+@app.post("/webhooks/send")
+def send_webhook():
+    target = request.get_json(force=True)["target"]
+    if urlparse(target).hostname not in ALLOWED_HOSTS:
+        abort(400)
+    # ok: py-taint-ssrf
+    return requests.post(target, json={"text": "hi"}, timeout=5).text
+
+
+@app.post("/webhooks/send-unchecked")
+def send_unchecked():
+    target = request.get_json(force=True)["target"]
+    if urlparse(target).hostname not in ALLOWED_HOSTS:
+        app.logger.warning("unknown host %s", target)
+    # ruleid: py-taint-ssrf
+    return requests.post(target, json={"text": "hi"}, timeout=5).text

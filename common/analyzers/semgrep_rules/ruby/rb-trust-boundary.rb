@@ -4,6 +4,7 @@ post "/login" do
   plan = params.fetch(:plan, "free")
   # ruleid: rb-trust-boundary
   session[:plan] = plan
+  user = User.authenticate_by(email: params[:email], password: params[:password])
   # ok: rb-trust-boundary
   session[:user_id] = user.id
   # ok: rb-trust-boundary

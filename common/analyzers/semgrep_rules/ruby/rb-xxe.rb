@@ -20,3 +20,16 @@ post "/upload" do
   # ok: rb-xxe
   LibXML::XML.default_substitute_entities = false
 end
+
+class FeedReader
+  PARSE_OPTIONS = Nokogiri::XML::ParseOptions::DEFAULT_XML | Nokogiri::XML::ParseOptions::NOENT
+  SAFE_OPTIONS = Nokogiri::XML::ParseOptions::STRICT | Nokogiri::XML::ParseOptions::NONET
+
+  def read(io)
+    # ruleid: rb-xxe
+    doc = Nokogiri::XML(io.read, nil, "UTF-8", PARSE_OPTIONS)
+    # ok: rb-xxe
+    safe = Nokogiri::XML(io.read, nil, "UTF-8", SAFE_OPTIONS)
+    [doc, safe]
+  end
+end

@@ -30,3 +30,18 @@ resource "aws_instance" "bastion" {
   # ok: tf-public-database
   associate_public_ip_address = true
 }
+
+module "orders_db" {
+  source         = "terraform-aws-modules/rds/aws"
+  identifier     = "orders"
+  engine         = "postgres"
+  instance_class = "db.t4g.small"
+  # ruleid: tf-public-database
+  publicly_accessible = true
+}
+
+module "replica_db" {
+  source = "terraform-aws-modules/rds/aws"
+  # ok: tf-public-database
+  publicly_accessible = false
+}
