@@ -25,6 +25,9 @@ from tests.test_review_dedup import offline_review_of, python_file
                                               "unsafe-deserialization"),
     ("go-tls-insecure", "tls-disabled"), ("flask-ssrf", "ssrf"),
     ("flask-path-traversal", "path-traversal"), ("S105", "hardcoded-credential"),
+    ("k8s-hardcoded-secret-env", "hardcoded-credential"),
+    ("sql-hardcoded-password", "hardcoded-credential"), ("php-xxe", "xxe"),
+    ("rb-insecure-cookie", ""), ("cs-ldap-injection", ""),
     ("js-weak-crypto", "weak-crypto"), ("S311", "insecure-randomness"),
     ("F401", ""), ("no-unused-vars", ""), ("secret-aws", ""), ("", ""),
 ])

@@ -399,6 +399,12 @@ def test_per_class_scores_and_tpr_minus_fpr():
     assert rq.kind_of_finding({"rules": ["key-duplicates"]}) == "bug"
     assert rq.kind_of_finding({"title": "template-injection: x"}) == "script_injection"
     assert rq.kind_of_finding({"rules": ["tf-open-admin-port"]}) == "open_port"
+    assert rq.kind_of_finding({"rules": ["tf-public-database"]}) == "public_database"
+    assert rq.kind_of_finding({"rules": ["k8s-host-path"]}) == "host_path"
+    assert rq.kind_of_finding({"rules": ["gha-curl-pipe-shell"]}) == "insecure_download"
+    assert rq.kind_of_finding({"rules": ["k8s-hardcoded-secret-env"]}) == "hardcoded_secret"
+    assert rq.kind_of_finding({"rules": ["sql-dynamic-sql-injection"]}) == "sql_injection"
+    assert rq.kind_of_finding({"rules": ["php-trust-boundary"]}) == "trust_boundary"
     res = bench.evaluate([c], [{"findings": found, "verdict": "request_changes", "error": "",
                                 "unexamined": 0, "seconds": 1.0, "cost_usd": 0.0}])
     assert res["classes"]["path_traversal"]["owasp"] == 0.5

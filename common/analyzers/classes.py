@@ -73,6 +73,7 @@ _WORDS: tuple[tuple[str, str], ...] = (
     ("tls-trust-all", "tls-disabled"), ("open-redirect", "open-redirect"),
     ("path-traversal", "path-traversal"), ("ssrf", "ssrf"), ("xxe", "xxe"),
     ("weak-crypto", "weak-crypto"), ("weak-random", "insecure-randomness"),
+    ("hardcoded-secret", "hardcoded-credential"), ("hardcoded-password", "hardcoded-credential"),
     ("insecure-random", "insecure-randomness"),
 )
 

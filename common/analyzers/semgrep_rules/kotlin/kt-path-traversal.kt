@@ -21,3 +21,14 @@ class DocsController {
         return text + terms
     }
 }
+
+@RestController
+class ExprFiles {
+    @GetMapping("/raw")
+    // ruleid: kt-path-traversal
+    fun raw(@RequestParam name: String): ByteArray = File("/srv/exports/" + name).readBytes()
+
+    @GetMapping("/raw-safe")
+    // ok: kt-path-traversal
+    fun rawSafe(@RequestParam name: String): ByteArray = File("/srv/exports/", File(name).name).readBytes()
+}

@@ -24,3 +24,18 @@ fun Application.ping() {
         }
     }
 }
+
+class UnfurlController(private val http: RestTemplate) {
+    @GetMapping("/unfurl")
+    // ruleid: kt-ssrf
+    fun unfurl(@RequestParam link: String): String? = http.getForObject(link, String::class.java)
+
+    @GetMapping("/weather")
+    fun weather(@RequestParam city: String): String? =
+        // ok: kt-ssrf
+        http.getForObject("https://weather.example.com/v1?city={city}", String::class.java, city)
+
+    @GetMapping("/preview")
+    // ruleid: kt-ssrf
+    fun preview(@RequestParam("u") target: String): String? = http.getForObject(target, String::class.java)
+}

@@ -18,3 +18,13 @@ class GreetServlet : HttpServlet() {
         resp.writer.print("<p>" + req.getParameter("q") + "</p>")
     }
 }
+
+class ExprGreeting {
+    @GetMapping("/hi")
+    // ruleid: kt-xss
+    fun hi(@RequestParam name: String, res: HttpServletResponse) = res.writer.print("<p>Hello $name</p>")
+
+    @GetMapping("/hi-count")
+    // ok: kt-xss
+    fun hiCount(@RequestParam name: String, res: HttpServletResponse) = res.writer.print("<p>${name.length}</p>")
+}

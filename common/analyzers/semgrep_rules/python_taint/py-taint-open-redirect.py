@@ -24,3 +24,19 @@ def django_done(request):
         return HttpResponseRedirect(nxt)
     # ruleid: py-taint-open-redirect
     return HttpResponseRedirect(nxt)
+
+
+def after_login(request):
+    target = request.GET.get("next", "/")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = "/"
+    # ok: py-taint-open-redirect
+    return HttpResponseRedirect(target)
+
+
+def after_logout(request):
+    target = request.GET.get("next", "/")
+    if url_has_allowed_host_and_scheme("/", allowed_hosts=None):
+        target = "/"
+    # ruleid: py-taint-open-redirect
+    return HttpResponseRedirect(target)
