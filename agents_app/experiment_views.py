@@ -14,9 +14,10 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+
+from common.web import go
 
 from .converters import MAX_ID
 from .csvcells import cell
@@ -30,10 +31,6 @@ from .teams.access import can_manage, visible
 from .teams.fields import chosen_team
 
 ITEMS_SHOWN = 200
-
-
-def _go(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 @login_required
@@ -59,7 +56,7 @@ def dataset_new(request):
             error = str(exc)
         else:
             dataset = service.save_dataset(request.user, form.cleaned_data["name"], rows)
-            return _go(request, dataset.get_absolute_url())
+            return go(request, dataset.get_absolute_url())
     status = 400 if request.method == "POST" else 200
     return render(request, "agents_app/experiments/dataset_new.html",
                   {"form": form, "error": error}, status=status)
@@ -83,7 +80,7 @@ def dataset_from_history(request):
     except SpecError as exc:
         return render(request, "agents_app/experiments/dataset_new.html",
                       {"form": DatasetUploadForm(), "error": str(exc)}, status=400)
-    return _go(request, dataset.get_absolute_url())
+    return go(request, dataset.get_absolute_url())
 
 
 @login_required
@@ -140,7 +137,7 @@ def experiment_new(request):
                         ctx["error"] = str(exc)
                         return render(request, "agents_app/experiments/new.html", ctx,
                                       status=400)
-                    return _go(request, experiment.get_absolute_url())
+                    return go(request, experiment.get_absolute_url())
                 total, rows = service.forecast(request.user, cells, runs_per_cell)
                 ctx["preview"] = {"cells": cells, "runs": len(cells) * runs_per_cell,
                                   "per_cell": runs_per_cell, "forecast": total,
@@ -190,7 +187,7 @@ def _chart_key(experiment: Experiment, result: res.Results) -> str:
 def experiment_cancel(request, pk: int):
     experiment = owned_experiment(request, pk)
     service.cancel(experiment)
-    return _go(request, experiment.get_absolute_url())
+    return go(request, experiment.get_absolute_url())
 
 
 CHARTS = ("cost_vs_score", "heatmap", "latency")

@@ -13,9 +13,10 @@ import secrets
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+
+from common.web import go
 
 from .fork_forms import BudgetForm, ForkForm
 from .forking import checkpoints
@@ -30,10 +31,6 @@ from .trace import stage_label
 from .views import owned_run
 
 MAX_COMPARED = 6
-
-
-def _go(request, run: Run):
-    return HttpResponseClientRedirect(run.get_absolute_url()) if request.htmx else redirect(run)
 
 
 def _existing(user, parent: Run, nonce: str) -> Run | None:
@@ -94,7 +91,7 @@ def fork_form(request, pk: int, seq: int):
     if form.is_valid():
         nonce = form.cleaned_data.get("nonce") or ""
         if done := _existing(request.user, run, nonce):
-            return _go(request, done)  # sent twice: the fork it made
+            return go(request, done)  # sent twice: the fork it made
         retry = request.POST.get("kind") == "retry"  # as it was: no edit, same models
         try:
             edits = None if retry else form.edits()
@@ -115,7 +112,7 @@ def fork_form(request, pk: int, seq: int):
         else:
             _remember_nonce(fork, nonce)
             messages.success(request, f"Run {fork.pk} is a fork of run {run.pk}.")
-            return _go(request, fork)
+            return go(request, fork)
     return render(request, "agents_app/fork_form.html", {**ctx, "error": error}, status=400)
 
 
@@ -133,7 +130,7 @@ def fork_shortcut(request, pk: int, kind: str):
         raise Http404("No such action.")
     nonce = (request.POST.get("nonce") or "")[:64]
     if done := _existing(request.user, run, nonce):
-        return _go(request, done)
+        return go(request, done)
     budget = BudgetForm(request.POST) if kind == "continue" else None
     if budget is not None and not budget.is_valid():
         return _refused(request, run, " ".join(m for e in budget.errors.values() for m in e))
@@ -148,7 +145,7 @@ def fork_shortcut(request, pk: int, kind: str):
     words = {"again": "runs the same task again", "replay": "replays it from its journal",
              "continue": "continues it with the new budget"}[kind]
     messages.success(request, f"Run {fork.pk} {words}.")
-    return _go(request, fork)
+    return go(request, fork)
 
 
 def _refused(request, run: Run, message: str, status: int = 400):

@@ -14,9 +14,9 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
 
 from common import sealed
+from common.web import go
 
 from . import links, outbox
 from .forms import EndpointForm, PreferenceForm, admin_teams
@@ -25,10 +25,6 @@ from .models import ALL_KINDS, Endpoint, Kind, Preference
 log = logging.getLogger("quorum.notify")
 
 _SESSION_KEY = "quorum_new_endpoint_secret"  # the generated secret, sealed, until shown once
-
-
-def _go(request, url: str):
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _manageable(user):
@@ -86,7 +82,7 @@ def save_preferences(request):
         "email_kinds": form.cleaned_data["email_kinds"],
         "webhook_kinds": form.cleaned_data["webhook_kinds"]})
     messages.success(request, "Your notification choices are saved.")
-    return _go(request, reverse("notification_settings"))
+    return go(request, reverse("notification_settings"))
 
 
 @login_required
@@ -105,7 +101,7 @@ def endpoint_new(request):
                                                 "name": ep.name}
             log.info("notification endpoint %s added by user %s", ep.pk, request.user.pk)
             messages.success(request, f"Added the endpoint “{ep.name}”.")
-            return _go(request, reverse("notification_settings") + "#endpoints")
+            return go(request, reverse("notification_settings") + "#endpoints")
     return _page(request, endpoint_form=form, status=400)
 
 
@@ -141,7 +137,7 @@ def endpoint_test(request, pk):
     ep = _own_endpoint(request, pk)
     if not ep.active:
         messages.error(request, f"“{ep.name}” is turned off; nothing was sent.")
-        return _go(request, reverse("notification_settings") + "#endpoints")
+        return go(request, reverse("notification_settings") + "#endpoints")
     _row, created = outbox.announce_test(ep, request.user)
     if created:
         messages.success(request, f"A test message to “{ep.name}” is on its way; the list "
@@ -149,7 +145,7 @@ def endpoint_test(request, pk):
     else:
         messages.info(request, "A test to this endpoint was sent seconds ago; it was not sent "
                                "again.")
-    return _go(request, reverse("notification_settings") + "#endpoints")
+    return go(request, reverse("notification_settings") + "#endpoints")
 
 
 @login_required
@@ -160,7 +156,7 @@ def endpoint_delete(request, pk):
     ep.delete()
     log.info("notification endpoint %s deleted by user %s", pk, request.user.pk)
     messages.success(request, f"Deleted the endpoint “{name}”.")
-    return _go(request, reverse("notification_settings") + "#endpoints")
+    return go(request, reverse("notification_settings") + "#endpoints")
 
 
 LINK_SESSION_KEY = "quorum.decision_link"

@@ -15,10 +15,11 @@ from django.contrib.auth.decorators import login_required
 from django.db import IntegrityError, transaction
 from django.db.models import Case, Count, IntegerField, Max, Value, When
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+
+from common.web import go
 
 from ..gates.models import GateRule
 from ..gates.rule_forms import GateRuleForm, describe
@@ -30,11 +31,6 @@ log = logging.getLogger("quorum.teams")
 
 _RANK = Case(When(role=Role.ADMIN, then=Value(0)), When(role=Role.APPROVER, then=Value(1)),
              default=Value(2), output_field=IntegerField())
-
-
-def _go(request, url: str):
-    """After a successful POST: a redirect (htmx: the client-side one htmx follows)."""
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _team_url(team: Team, anchor: str = "") -> str:
@@ -83,7 +79,7 @@ def team_new(request):
             form.add_error("name", "A team with this name was just created: choose another.")
         else:
             messages.success(request, f"Created the team {team.name}; you are its admin.")
-            return _go(request, _team_url(team))
+            return go(request, _team_url(team))
     return _list_page(request, form=form, status=400)
 
 
@@ -126,7 +122,7 @@ def team_member_add(request, pk):
         else:
             messages.success(request, f"Added {form.user.get_username()} to {team.name} as "
                                       f"{form.cleaned_data['role']}.")
-            return _go(request, _team_url(team, "members"))
+            return go(request, _team_url(team, "members"))
     return _page(request, membership, status=400, add_form=form)
 
 
@@ -154,7 +150,7 @@ def team_member_role(request, pk, user):
     name = person.get_username()
     messages.success(request, f"{name} is now {role}." if changed else f"{name} was {role} "
                                                                        "already.")
-    return _go(request, _team_url(team, "members"))
+    return go(request, _team_url(team, "members"))
 
 
 @login_required
@@ -171,9 +167,9 @@ def team_member_remove(request, pk, user):
         return _page(request, membership, status=400, problem=str(exc))
     if person == request.user:
         messages.success(request, f"You left {team.name}.")
-        return _go(request, reverse("team_list"))
+        return go(request, reverse("team_list"))
     messages.success(request, f"Removed {person.get_username()} from {team.name}.")
-    return _go(request, _team_url(team, "members"))
+    return go(request, _team_url(team, "members"))
 
 
 @login_required
@@ -186,7 +182,7 @@ def team_leave(request, pk):
     except services.TeamError as exc:
         return _page(request, membership, status=400, problem=str(exc))
     messages.success(request, f"You left {team.name}.")
-    return _go(request, reverse("team_list"))
+    return go(request, reverse("team_list"))
 
 
 # --- gate rules ---------------------------------------------------------------------------
@@ -208,7 +204,7 @@ def _rule_form(request, membership: Membership, rule: GateRule | None):
         log.info("gate rule %s of team %s %s by user %s", saved.pk, team.pk,
                  "edited" if rule else "created", request.user.pk)
         messages.success(request, f"Saved the rule {saved.name}.")
-        return _go(request, _team_url(team, "rules"))
+        return go(request, _team_url(team, "rules"))
     return render(request, "agents_app/teams/rule_form.html",
                   {"team": team, "form": form, "rule": rule},
                   status=400 if form.errors else 200)
@@ -244,7 +240,7 @@ def team_rule_delete(request, pk, rule):
     found.delete()
     log.info("gate rule %s of team %s deleted by user %s", rule, pk, request.user.pk)
     messages.success(request, f"Deleted the rule {name}.")
-    return _go(request, _team_url(membership.team, "rules"))
+    return go(request, _team_url(membership.team, "rules"))
 
 
 @login_required
@@ -278,4 +274,4 @@ def team_rule_move(request, pk, rule):
     else:
         messages.info(request, f"The rule {name} is {'first' if direction == 'up' else 'last'} "
                                "already.")
-    return _go(request, _team_url(team, "rules"))
+    return go(request, _team_url(team, "rules"))

@@ -13,12 +13,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from common import sealed
+from common.web import go
 from reviews_app.models import Connection, GitHubApp
 
 from . import github_app
 from .forms import GitHubAppForm
 from .secrets import SecretUnavailable, value_of
-from .views import _go, shown_once
+from .views import shown_once
 
 log = logging.getLogger("quorum.connections")
 _SESSION_KEY = "quorum_new_app_secret_{}"
@@ -90,7 +91,7 @@ def app_new(request):
                 request.session[_SESSION_KEY.format(app.pk)] = sealed.seal(form.generated_secret)
             log.info("GitHub App %s connected by user %s", app.pk, request.user.pk)
             messages.success(request, f"Connected {app}.")
-            return _go(request, app.get_absolute_url())
+            return go(request, app.get_absolute_url())
     return render(request, "reviews_app/connections/app_form.html", {"form": form},
                   status=400 if form.errors else 200)
 
@@ -131,7 +132,7 @@ def app_edit(request, pk):
             if not saved.slug:
                 _identify(request, saved)
             messages.success(request, f"Saved {saved}.")
-            return _go(request, saved.get_absolute_url())
+            return go(request, saved.get_absolute_url())
     return render(request, "reviews_app/connections/app_form.html",
                   {"form": form, "app": app, "key": _describe(app, "key"),
                    "secret": _describe(app, "secret")}, status=400 if form.errors else 200)
@@ -150,5 +151,5 @@ def app_delete(request, pk):
             app.delete()
         log.info("GitHub App %s deleted by user %s", pk, request.user.pk)
         messages.success(request, f"Deleted {label}; the connections it made are paused.")
-        return _go(request, reverse("connection_list"))
+        return go(request, reverse("connection_list"))
     return render(request, "reviews_app/connections/app_delete.html", {"app": app})

@@ -10,13 +10,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
-from django_htmx.http import HttpResponseClientRedirect
 
 from agents_app.teams.access import can_administer, visible
 from common import sealed
+from common.web import go
 from reviews_app.models import Connection, GitHubApp, PullRequest, Review
 from reviews_app.prflow import account
 
@@ -42,11 +42,6 @@ WHERE = {
     Connection.Provider.GITLAB: "Settings → Webhooks → Add new webhook",
     Connection.Provider.FORGEJO: "Settings → Webhooks → Add webhook",
 }
-
-
-def _go(request, url: str):
-    """After a successful POST: a redirect (htmx: the client-side one htmx follows)."""
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _own(request, pk) -> Connection:
@@ -99,7 +94,7 @@ def connection_new(request):
                     form.generated_secret)
             log.info("connection %s created by user %s", conn.pk, request.user.pk)
             messages.success(request, f"Connected {conn}.")
-            return _go(request, conn.get_absolute_url())
+            return go(request, conn.get_absolute_url())
     return render(request, "reviews_app/connections/form.html", {"form": form},
                   status=400 if form.errors else 200)
 
@@ -170,7 +165,7 @@ def connection_edit(request, pk):
             _learn_account(request, saved)
             log.info("connection %s edited by user %s", saved.pk, request.user.pk)
             messages.success(request, f"Saved {saved}.")
-            return _go(request, saved.get_absolute_url())
+            return go(request, saved.get_absolute_url())
     return render(request, "reviews_app/connections/form.html",
                   {"form": form, "conn": conn, "token": secrets.describe(conn, "token"),
                    "secret": secrets.describe(conn, "secret")},
@@ -186,5 +181,5 @@ def connection_delete(request, pk):
         conn.delete()
         log.info("connection %s deleted by user %s", pk, request.user.pk)
         messages.success(request, f"Deleted the connection to {label}.")
-        return _go(request, reverse("connection_list"))
+        return go(request, reverse("connection_list"))
     return render(request, "reviews_app/connections/delete.html", {"conn": conn})
