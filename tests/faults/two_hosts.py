@@ -137,11 +137,11 @@ def main() -> int:  # noqa: C901, PLR0915 - one scenario, read top to bottom
     parser.add_argument("--margin", type=float, default=20.0,
                         help="s allowed beyond lease + sweep period for a run to be retaken")
     parser.add_argument("--timeout", type=float, default=0.0,
-                        help="s after the kill for every run to finish (default: lease + "
-                             "sweep period + 120)")
+                        help="s after the kill for every run to finish (default: "
+                             "max(lease, 120) + sweep period + 120)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
-    timeout = args.timeout or args.lease + SWEEP_PERIOD + 120.0
+    timeout = args.timeout or max(args.lease, SWEEP_IDLE) + SWEEP_PERIOD + 120.0
     bound = args.lease + SWEEP_PERIOD + args.margin
 
     reason = pgmod.missing()
@@ -165,7 +165,7 @@ def main() -> int:  # noqa: C901, PLR0915 - one scenario, read top to bottom
         logging.getLogger("quorum.llm").setLevel(logging.ERROR)  # "no price known for fake-…"
         from django.db.models import Max
 
-        from agents_app.models import Event, MergeRequest, ModelCall, Run
+        from agents_app.models import RUNNABLE, Event, MergeRequest, ModelCall, Run
 
         expected = {}
         for v in KINDS:  # the reference: a clean run of each kind, no latency
@@ -213,10 +213,13 @@ def main() -> int:  # noqa: C901, PLR0915 - one scenario, read top to bottom
         if not at_kill:
             raise RuntimeError(f"host A never held {args.min_victims} leases beside host B: "
                                f"{ {h: len(r) for h, r in held_by.items()} }")
-        in_flight = sum(s.at > time.time() - args.latency for s in fake.seen)
         hosts["hostA"].kill()  # SIGKILL to the group: the parent and every forked worker
         killed_at = datetime.now(UTC)
         t_kill = time.monotonic()
+        # Runs no one held a lease on: queued in Redis, or received by a worker and waiting
+        # for its turn (QUORUM_WORKER_TURNS) to claim: host A's such tasks died with it.
+        unclaimed = set(Run.objects.filter(pk__in=ids, status__in=RUNNABLE, lease_owner="")
+                        .values_list("pk", flat=True))
         ended_at_kill = Run.objects.filter(pk__in=ids, status__in=("completed", "failed",
                                                                    "cancelled")).count()
         victims = set(at_kill)
@@ -253,31 +256,44 @@ def main() -> int:  # noqa: C901, PLR0915 - one scenario, read top to bottom
             if merge_requests[r] != 1:
                 problems.append(f"run {r}: {merge_requests[r]} merge requests")
         provider_calls = len(fake.seen) - clean_requests
+        # In flight at the kill (both hosts): asked before it, not journaled before it.
+        in_flight = sum(s.at < killed_at.timestamp() for s in fake.seen[clean_requests:]) \
+            - ModelCall.objects.filter(run_id__in=ids, created_at__lt=killed_at).count()
         journal_calls = ModelCall.objects.filter(run_id__in=ids, replayed_from=None).count()
         unrecorded = provider_calls - journal_calls
         if unrecorded < 0 or unrecorded > in_flight:
             problems.append(f"{provider_calls} provider requests for {journal_calls} journal "
-                            f"calls: {unrecorded} unrecorded, but host A had about {in_flight} "
-                            "in flight when it died")
+                            f"calls: {unrecorded} unrecorded, but only {in_flight} were in "
+                            "flight when host A died")
         # The interrupted stages' calls journaled before the kill: host B's attempt is served
         # them from the journal instead of asking the provider again.
         kept = sum(ModelCall.objects.filter(run_id=r, stage=x[1], created_at__lt=killed_at)
                    .count() for r, x in at_kill.items())
 
         # Recovery: for each of host A's runs, the kill → its next event (the stage taken again).
-        retaken: dict[int, float] = {}
-        for r in victims:
-            first = Event.objects.filter(run_id=r, created_at__gt=killed_at).order_by(
-                "seq").values_list("created_at", flat=True).first()
-            if first is not None:
-                retaken[r] = (first - killed_at).total_seconds()
-        never = victims - set(retaken)
+        def moved(runs: set[int]) -> dict[int, float]:
+            """Seconds from the kill to each run's first event after it."""
+            out = {}
+            for r in runs:
+                first = Event.objects.filter(run_id=r, created_at__gt=killed_at).order_by(
+                    "seq").values_list("created_at", flat=True).first()
+                if first is not None:
+                    out[r] = (first - killed_at).total_seconds()
+            return out
+
+        retaken, unclaimed_moved = moved(victims), moved(unclaimed)
+        never = (victims | unclaimed) - set(retaken) - set(unclaimed_moved)
         if never:
-            problems.append(f"host A's runs {sorted(never)} never moved after the kill")
+            problems.append(f"runs {sorted(never)} never moved after the kill")
         late = {r: s for r, s in retaken.items() if s > bound}
         if late:
             problems.append(f"runs retaken later than lease + sweep period + margin ({bound:.0f} "
                             f"s): {late}")
+        idle_bound = SWEEP_IDLE + SWEEP_PERIOD + args.margin
+        late = {r: s for r, s in unclaimed_moved.items() if s > max(bound, idle_bound)}
+        if late:
+            problems.append(f"unclaimed runs moving later than the idle sweep allows "
+                            f"({max(bound, idle_bound):.0f} s): {late}")
         finished = Run.objects.filter(pk__in=ids).aggregate(Max("finished_at"))[
             "finished_at__max"]
         last_finished = (finished - killed_at).total_seconds() if finished else float("nan")
@@ -315,7 +331,7 @@ def main() -> int:  # noqa: C901, PLR0915 - one scenario, read top to bottom
           f"{args.latency} s/call; 2 hosts × `manage.py worker --processes {args.processes} "
           f"--concurrency {args.concurrency}`; real beat (sweep every {SWEEP_PERIOD:.0f} s, "
           f"unleased runs after {SWEEP_IDLE:.0f} s idle); stage lease {args.lease:.0f} s\n")
-    retake = sorted(retaken.values())
+    retake, idle = sorted(retaken.values()), sorted(unclaimed_moved.values())
     rows = [
         ("tasks received (hostA / hostB)", f"{deliveries['hostA']} / {deliveries['hostB']}"),
         ("runs seen leased (hostA / hostB)",
@@ -323,10 +339,14 @@ def main() -> int:  # noqa: C901, PLR0915 - one scenario, read top to bottom
         ("runs ended before the kill", ended_at_kill),
         ("host A's runs mid-stage at the kill (SIGKILL to its process group)", len(victims)),
         ("their leases ran out after the kill", f"{min(expiries):.1f} to {max(expiries):.1f} s"),
-        ("provider calls in flight at the kill (about)", in_flight),
+        ("provider calls in flight at the kill (both hosts)", in_flight),
         ("host A's runs moving again after the kill",
          f"{retake[0]:.1f} to {retake[-1]:.1f} s (median {statistics.median(retake):.1f})"
          if retake else "-"),
+        ("runs no one had claimed at the kill (queued, or waiting for a turn)", len(unclaimed)),
+        ("those moving again after the kill",
+         f"{idle[0]:.1f} to {idle[-1]:.1f} s (median {statistics.median(idle):.1f})"
+         if idle else "-"),
         ("runs requeued by beat's sweep (sweeps that requeued)",
          f"{len(swept_runs)} ({sweeps})"),
         ("kill → last run finished", f"{last_finished:.1f} s"),
@@ -354,7 +374,10 @@ def main() -> int:  # noqa: C901, PLR0915 - one scenario, read top to bottom
           f"from the claim or the last extension before a model call); then the beat's next "
           f"sweep (every {SWEEP_PERIOD:.0f} s) requeues the run and host B claims it, replaying "
           f"the calls already journaled. Bound: lease + {SWEEP_PERIOD:.0f} s (+ the run's own "
-          f"rest of work). Redis's redelivery of host A's unacknowledged tasks "
+          f"rest of work); a run whose task host A had taken but not yet claimed (waiting for "
+          f"its turn) holds no lease: the sweep requeues it once it has sat {SWEEP_IDLE:.0f} s "
+          f"unclaimed, so the bound is max(lease, {SWEEP_IDLE:.0f} s) + {SWEEP_PERIOD:.0f} s. "
+          f"Redis's redelivery of host A's unacknowledged tasks "
           f"(acks_late; CELERY_VISIBILITY_TIMEOUT, 3600 s) plays no part.")
     for p in problems[:40]:
         print(f"PROBLEM: {p}")
