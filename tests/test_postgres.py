@@ -448,12 +448,13 @@ def case_two_hosts() -> str:
 
         wait_until(lambda: all(holders().values()), 40, interval=0.05,
                    what="both hosts running stages")
-        victims = holders()["hostA"]
         hosts["hostA"].kill()  # the machine is gone: its group never comes back
         killed = time.monotonic()
         from django.utils import timezone
 
         killed_at = timezone.now()
+        victims = holders()["hostA"]  # its leases stay in the rows until they expire
+        assert victims
         deadline = killed + 60
         while time.monotonic() < deadline and Run.objects.filter(pk__in=ids).exclude(
                 status="completed").exists():
@@ -474,7 +475,7 @@ def case_two_hosts() -> str:
         assert resumed.count() == (1 if run_id in victims else 0), (run_id, victims)
         if run_id in victims:
             retaken.append((resumed.get().created_at - killed_at).total_seconds())
-    assert max(retaken) < lease + 10, retaken  # the lease, the sweep's second, a margin
+    assert max(retaken) < lease + 20, retaken  # the lease, the sweep's second, a margin
     return (f"{len(victims)} of {len(ids)} runs retaken from hostA after "
             f"{min(retaken):.1f}-{max(retaken):.1f} s; all completed {took:.1f} s after the kill")
 

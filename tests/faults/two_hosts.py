@@ -220,6 +220,7 @@ def main() -> int:  # noqa: C901, PLR0915 - one scenario, read top to bottom
         # for its turn (QUORUM_WORKER_TURNS) to claim: host A's such tasks died with it.
         unclaimed = set(Run.objects.filter(pk__in=ids, status__in=RUNNABLE, lease_owner="")
                         .values_list("pk", flat=True))
+        at_kill = {r: x for r, x in leases().items() if host_of(x[0]) == "hostA"}  # exact now
         ended_at_kill = Run.objects.filter(pk__in=ids, status__in=("completed", "failed",
                                                                    "cancelled")).count()
         victims = set(at_kill)
