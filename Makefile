@@ -74,7 +74,7 @@ bench: install $(BENCH_STAMP)
 	$(PY) tests/benchmarks/bench_pool_handoff.py
 
 # Fault injection, each script with a pass/fail summary; docs/RELIABILITY.md has the results.
-FAULTS := sigkill redis_restart model_faults db_locked pg_restart deadline_restart
+FAULTS := sigkill redis_restart model_faults db_locked pg_restart deadline_restart two_hosts
 
 faults: install
 	@for f in $(FAULTS); do echo "== $$f"; $(PY) tests/faults/$$f.py || exit 1; done

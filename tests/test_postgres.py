@@ -136,6 +136,14 @@ if __name__ != "__main__":
         check(run_cases(cluster, "sigkill", ("sigkill",), tmp_path, timeout=150), "sigkill")
 
 
+    def test_two_hosts_one_killed_mid_stage_the_other_takes_its_runs_without_duplicates(
+            cluster, tmp_path):
+        require(cluster)
+        outcome = check(run_cases(cluster, "twohosts", ("two_hosts",), tmp_path, timeout=150),
+                        "two_hosts")
+        assert "retaken" in outcome
+
+
 def child_env(url: str, var: Path) -> dict:
     """The environment of a process using ``url``: real settings, no provider, no network,
     its own folder and Redis port (not the suite's)."""
@@ -395,6 +403,84 @@ def case_sigkill() -> None:
         redis.stop()
     _no_duplicates(run.pk)
     assert Event.objects.filter(run_id=run.pk, kind="stage_resumed").count() == 1
+
+
+def case_two_hosts() -> str:
+    """Two worker machines (``manage.py worker --hostname hostA`` and ``hostB``, each its own
+    process group) share plan-and-execute runs; once both run stages, host A's group gets
+    SIGKILL. Host A never comes back, so nothing frees its leases at a restart: they expire
+    (an 8 s lease here) and the sweep (``engine.sweep``, the beat's task) requeues the runs
+    for host B, which resumes each stage once, replaying the calls journaled, and finishes
+    every run without a duplicated step, call or event (tests/faults/two_hosts.py is the
+    same at scale, with the real beat)."""
+    from decimal import Decimal
+
+    from agents_app import engine
+    from agents_app.models import RUNNABLE, Event, Run
+    from tests.stack import BIN, Proc, app_env, start_redis, wait_until
+
+    alice = _setup()
+    var = Path(os.environ["QUORUM_VAR_DIR"])
+    lease = 8.0
+    redis = start_redis(var)
+    env = app_env(DATABASE_URL=os.environ["DATABASE_URL"], QUORUM_OFFLINE_LATENCY="1.0",
+                  QUORUM_STAGE_LEASE_SECONDS=str(lease), QUORUM_VAR_DIR=str(var),
+                  QUORUM_DB_POOL_SIZE="4")
+    hosts = {h: Proc(h, [str(BIN / "python"), "manage.py", "worker", "--processes", "1",
+                         "--concurrency", "20", "--hostname", h, "--", "--without-mingle",
+                         "--without-gossip"], env, var) for h in ("hostA", "hostB")}
+    try:
+        for h, proc in hosts.items():
+            wait_until(lambda p=proc: " ready." in p.log() or p.popen.poll() is not None, 90,
+                       what=f"{h} to be ready")
+            assert proc.popen.poll() is None, proc.log()[-3000:]
+            assert f"worker1@{h} ready." in proc.log(), proc.log()[-3000:]
+        ids = []
+        for _ in range(8):
+            ids.append(engine.create_run(alice, "plan_execute", TASK,
+                                         options={"auto_approve": True}, models=OFFLINE,
+                                         max_cost_usd=Decimal("1"), max_tokens=100_000).pk)
+            time.sleep(0.1)
+
+        def holders() -> dict[str, set[int]]:
+            out: dict[str, set[int]] = {"hostA": set(), "hostB": set()}
+            for pk, owner in Run.objects.filter(pk__in=ids, status__in=RUNNABLE).exclude(
+                    lease_owner="").values_list("pk", "lease_owner"):
+                out.setdefault(owner.split("|")[0].rpartition("@")[2], set()).add(pk)
+            return out
+
+        wait_until(lambda: all(holders().values()), 40, interval=0.05,
+                   what="both hosts running stages")
+        hosts["hostA"].kill()  # the machine is gone: its group never comes back
+        killed = time.monotonic()
+        from django.utils import timezone
+
+        killed_at = timezone.now()
+        victims = holders()["hostA"]  # its leases stay in the rows until they expire
+        assert victims
+        deadline = killed + 60
+        while time.monotonic() < deadline and Run.objects.filter(pk__in=ids).exclude(
+                status="completed").exists():
+            engine.sweep(idle_seconds=30)  # the beat's sweep, every second here
+            time.sleep(1.0)
+        took = time.monotonic() - killed
+        assert hosts["hostB"].popen.poll() is None, hosts["hostB"].log()[-3000:]
+    finally:
+        for proc in hosts.values():
+            proc.stop()
+        redis.stop()
+    statuses = dict(Run.objects.filter(pk__in=ids).values_list("pk", "status"))
+    assert set(statuses.values()) == {"completed"}, statuses
+    retaken = []
+    for run_id in ids:
+        _no_duplicates(run_id)
+        resumed = Event.objects.filter(run_id=run_id, kind="stage_resumed")
+        assert resumed.count() == (1 if run_id in victims else 0), (run_id, victims)
+        if run_id in victims:
+            retaken.append((resumed.get().created_at - killed_at).total_seconds())
+    assert max(retaken) < lease + 20, retaken  # the lease, the sweep's second, a margin
+    return (f"{len(victims)} of {len(ids)} runs retaken from hostA after "
+            f"{min(retaken):.1f}-{max(retaken):.1f} s; all completed {took:.1f} s after the kill")
 
 
 def case_triage_race() -> None:

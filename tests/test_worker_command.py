@@ -47,6 +47,28 @@ def test_a_node_name_of_letters_digits_and_underscores_is_taken(name):
     assert parser.parse_args(["--name", name]).name == name
 
 
+@pytest.mark.parametrize("host", ["a b", "w@host", "", "-host", ".host", "hôte", "h" * 65,
+                                  "h/1", "%h"])
+def test_a_hostname_that_is_not_a_host_name_is_refused(host, monkeypatch):
+    monkeypatch.setattr(worker, "warm_up", lambda: pytest.fail("warmed up for a bad hostname"))
+    with pytest.raises(CommandError) as err:
+        call_command("worker", f"--hostname={host}")
+    assert f"--hostname: {worker.HOSTNAME_MESSAGE}" in str(err.value)
+
+
+def test_the_hostname_names_every_node_and_comes_from_its_option_its_variable_or_the_machine(
+        monkeypatch):
+    parser = worker.Command().create_parser("manage.py", "worker")
+    monkeypatch.delenv("QUORUM_WORKER_HOSTNAME", raising=False)
+    assert worker.node_host(vars(parser.parse_args([]))) == "%h"
+    monkeypatch.setenv("QUORUM_WORKER_HOSTNAME", "host-b.example")
+    assert worker.node_host(vars(parser.parse_args([]))) == "host-b.example"
+    opts = vars(parser.parse_args(["--hostname", "host_a"]))
+    assert worker.node_host(opts) == "host_a"  # the option wins over the variable
+    argv = worker.celery_argv("worker", 2, 70, "INFO", [], worker.node_host(opts))
+    assert argv[argv.index("-n") + 1] == "worker2@host_a"
+
+
 @pytest.mark.parametrize(("var", "value", "said"), [
     ("QUORUM_WORKER_PROCESSES", "0", "QUORUM_WORKER_PROCESSES: takes 1 to 64."),
     ("QUORUM_WORKER_PROCESSES", "65", "QUORUM_WORKER_PROCESSES: takes 1 to 64."),
@@ -54,6 +76,8 @@ def test_a_node_name_of_letters_digits_and_underscores_is_taken(name):
     ("QUORUM_WORKER_PROCESSES", "abc", "QUORUM_WORKER_PROCESSES: Enter a whole number."),
     ("QUORUM_WORKER_CONCURRENCY", "0", "QUORUM_WORKER_CONCURRENCY: takes 1 to 1000."),
     ("QUORUM_WORKER_CONCURRENCY", "nan", "QUORUM_WORKER_CONCURRENCY: Enter a whole number."),
+    ("QUORUM_WORKER_HOSTNAME", "w@host", "QUORUM_WORKER_HOSTNAME: "
+     + worker.HOSTNAME_MESSAGE[0].upper() + worker.HOSTNAME_MESSAGE[1:] + "."),
 ])
 def test_values_from_the_environment_are_checked_naming_the_variable(monkeypatch, var, value,
                                                                      said):

@@ -1,8 +1,13 @@
 """Celery workers, one per core, forked from one process that has imported everything.
 
     python manage.py worker [--processes N] [--concurrency C] [--loglevel INFO] [--name worker]
+                            [--hostname HOST]
 
-Each child is ``celery -A config worker --pool threads --concurrency C -n {name}{i}@%h``. The
+Each child is ``celery -A config worker --pool threads --concurrency C -n {name}{i}@{host}``
+(``host``: ``--hostname``, else ``QUORUM_WORKER_HOSTNAME``, else ``%h``, the machine's name).
+Leases carry the node name and a worker that starts frees the leases an earlier incarnation of
+its own node name held, so two worker machines must never share one: give each its own
+``--hostname`` where their machine names could be equal (containers given one hostname). The
 parent imports Django, Celery, the tasks, every pattern and (when a provider's model is
 configured) LiteLLM, moves it all out of the collector's sight (``gc.freeze``) and forks: the
 children share those pages instead of each holding its own copy, and a child that dies is
@@ -30,6 +35,11 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 PROCESSES = forms.IntegerField(min_value=1, max_value=64)
 CONCURRENCY = forms.IntegerField(min_value=1, max_value=1000)
 NODE_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+HOSTNAME_MESSAGE = ("it takes 1 to 64 letters (a-z, A-Z), digits, dots, hyphens and "
+                    "underscores, starting with a letter or digit")
+HOSTNAME = forms.RegexField(regex=r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z",
+                            error_messages={"invalid": HOSTNAME_MESSAGE[0].upper()
+                                            + HOSTNAME_MESSAGE[1:] + "."})
 
 
 def default_processes() -> int:
@@ -103,6 +113,19 @@ def node_name(text: str) -> str:
     return text
 
 
+def hostname(text: str) -> str:
+    try:
+        return HOSTNAME.clean(text)
+    except forms.ValidationError:
+        raise argparse.ArgumentTypeError(HOSTNAME_MESSAGE) from None
+
+
+def node_host(opts) -> str:
+    """The host part of the node names: the option, else ``QUORUM_WORKER_HOSTNAME``, else
+    ``%h`` (Celery puts the machine's hostname there)."""
+    return option_or_env(opts.get("hostname"), "QUORUM_WORKER_HOSTNAME", HOSTNAME, "%h")
+
+
 def add_shape_options(parser) -> None:
     """--processes and --concurrency, for this command and ``make dev``'s."""
     parser.add_argument("--processes", type=form_type(PROCESSES, "a whole number"),
@@ -121,9 +144,9 @@ def shape(opts) -> tuple[int, int]:
 
 
 def celery_argv(name: str, slot: int, concurrency: int, loglevel: str,
-                extra: list[str]) -> list[str]:
+                extra: list[str], host: str = "%h") -> list[str]:
     return ["worker", "--pool", "threads", "--concurrency", str(concurrency),
-            "--loglevel", loglevel, "-n", f"{name}{slot}@%h", *extra]
+            "--loglevel", loglevel, "-n", f"{name}{slot}@{host}", *extra]
 
 
 class Command(CheckedCommand):
@@ -137,11 +160,16 @@ class Command(CheckedCommand):
         parser.add_argument("--loglevel", type=str.upper, choices=LOG_LEVELS, default="INFO")
         parser.add_argument("--name", default="worker", type=node_name,
                             help="node names are NAME1@host, NAME2@host, …")
+        parser.add_argument("--hostname", type=hostname,
+                            help="the host part of the node names (default: "
+                                 "QUORUM_WORKER_HOSTNAME, or this machine's hostname); each "
+                                 "worker machine needs its own")
         parser.add_argument("celery_args", nargs="*", metavar="CELERY_OPTION",
                             help="more options for each `celery worker`, after --")
 
     def handle(self, *args, **opts):
         processes, concurrency = shape(opts)
+        host = node_host(opts)
         check_pattern_settings()  # before the database: a bad setting is said first
         require_migrated()
         warm_up()
@@ -149,7 +177,7 @@ class Command(CheckedCommand):
 
         def child(slot: int) -> int:
             app.worker_main(celery_argv(opts["name"], slot, concurrency, opts["loglevel"],
-                                        opts["celery_args"]))
+                                        opts["celery_args"], host))
             return 0
 
         raise SystemExit(Forks(child, processes, name=opts["name"]).run())
