@@ -23,10 +23,10 @@ from agents_app.models import ModelCall, Run
 from common.analyzers import sarif_import
 
 from . import fix_config, memories, sources
-from . import rules as review_rules
 from .models import Finding, Review
 from .pipeline import diffs
 from .pipeline.pattern import CodeReview, analyze
+from .rules import service as review_rules
 from .sources import git
 
 PATTERN = CodeReview.name

@@ -57,7 +57,7 @@ def handle_delivery(self, delivery_pk: int) -> str:
 
 @shared_task(name="reviews_app.tasks.suggest_rules", ignore_result=True)
 def suggest_rules(owner_id: int, connection_id: int | None, user_id: int | None) -> str:
-    """Suggest review rules from triage comments with a priced model (reviews_app/rules.py)."""
-    from .rules import run_task
+    """Suggest review rules from triage comments with a priced model (reviews_app/rules/service.py)."""
+    from .rules.service import run_task
 
     return run_task(owner_id, connection_id, user_id)

@@ -2,9 +2,10 @@ from django.urls import path
 
 from agents_app import converters  # noqa: F401 - registers <id:...>
 
-from . import fix_views, memory_views, rule_views, views
+from . import fix_views, memory_views, views
 from .calibration import views as calibration_views
 from .publishing import views as publishing_views
+from .rules import urls as rules_urls
 
 urlpatterns = [
     path("", views.review_list, name="review_list"),
@@ -25,12 +26,7 @@ urlpatterns = [
     path("memories/<id:pk>/approve/", memory_views.memory_approve, name="memory_approve"),
     path("memories/<id:pk>/retire/", memory_views.memory_retire, name="memory_retire"),
     path("memories/<id:pk>/restore/", memory_views.memory_restore, name="memory_restore"),
-    path("rules/", rule_views.rule_list, name="review_rules"),
-    path("rules/new/", rule_views.rule_new, name="rule_new"),
-    path("rules/suggest/", rule_views.rule_suggest, name="rule_suggest"),
-    path("rules/<id:pk>/edit/", rule_views.rule_edit, name="rule_edit"),
-    path("rules/<id:pk>/approve/", rule_views.rule_approve, name="rule_approve"),
-    path("rules/<id:pk>/retire/", rule_views.rule_retire, name="rule_retire"),
-    path("rules/<id:pk>/restore/", rule_views.rule_restore, name="rule_restore"),
-    path("rules/<id:pk>/delete/", rule_views.rule_delete, name="rule_delete"),
 ]
+
+# Each feature package's pages.
+urlpatterns += rules_urls.urlpatterns

@@ -2,6 +2,7 @@
 repositories, webhooks and publishing (``hosting``), memories (``memory``) and review rules
 (``rules``)."""
 
+from ..rules.models import ReviewRule
 from .hosting import (
     CommitStatus,
     Connection,
@@ -23,7 +24,6 @@ from .review import (
     TriageDecision,
     Verdict,
 )
-from .rules import ReviewRule
 
 __all__ = ["AppendOnly", "CommitStatus", "Connection", "GitHubApp", "Installation", "Finding", "MaskedOnRead", "Memory", "Publication",
            "PublishedComment", "PullRequest", "RejectReason", "Resolution", "Review", "ReviewRule",

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from reviews_app.models import ReviewRule
 from reviews_app.pipeline import memories as globs
-from reviews_app.pipeline import rulegen
+from reviews_app.rules import generate as rulegen
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from .review import MaskedOnRead
+from ..models.review import MaskedOnRead
 
 
 class ReviewRule(MaskedOnRead, models.Model):
@@ -66,6 +66,6 @@ class ReviewRule(MaskedOnRead, models.Model):
         pattern = (self.matcher or {}).get("pattern") if isinstance(self.matcher, dict) else ""
         if not pattern:
             return ""
-        from ..pipeline.rulegen import pattern_error
+        from .generate import pattern_error
 
         return pattern_error(pattern) or ""

@@ -18,11 +18,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from . import rules
-from .models import Connection, ReviewRule
-from .pipeline import memories as globs
-from .pipeline import rulegen
-from .status_change import change_status
+from ..models import Connection, ReviewRule
+from ..pipeline import memories as globs
+from ..status_change import change_status
+from . import generate as rulegen
+from . import service as rules
 
 PAGE = "reviews_app/rules.html"
 Status = ReviewRule.Status

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 import time
 
-from .diffs.hunks import added_lines
-from .schema import SEVERITIES
+from ..pipeline.diffs.hunks import added_lines
+from ..pipeline.schema import SEVERITIES
 
 MAX_RULES = 100
 MAX_TEXT = 2000

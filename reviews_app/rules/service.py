@@ -1,6 +1,6 @@
 """Review rules on the Django side: which active rules a new review receives, counting how
 often each produced a kept finding, and suggesting rules from what people said in triage
-(``pipeline.rulegen``: filter → generate → dedupe against existing).
+(``generate``: filter → generate → dedupe against existing).
 
 The material for suggestions is the owner's decided findings (optionally of one connection):
 the comment left when accepting or rejecting one, and the reason a finding was rejected for
@@ -25,9 +25,9 @@ from agents_app.llm.gateway import Gateway, is_in_process, is_offline, missing_c
 from agents_app.patterns.base import ModelClient, ModelError
 from common.secret_keys import mask
 
-from .models import Finding, RejectReason, Review, ReviewRule
-from .pipeline import memories as globs
-from .pipeline import rulegen
+from ..models import Finding, RejectReason, Review, ReviewRule
+from ..pipeline import memories as globs
+from . import generate as rulegen
 
 log = logging.getLogger(__name__)
 Status = ReviewRule.Status
@@ -141,7 +141,7 @@ def refusal(model: str) -> str:
     """Why a suggestion with ``model`` cannot be asked for now, or ""."""
     if problem := missing_credentials(model):
         return problem
-    from .services import daily_usage  # services imports this module
+    from ..services import daily_usage  # services imports this module
 
     if not is_offline(model) and daily_usage()["cost_reached"]:
         return ("Reviews have reached today's cost cap; rules can be suggested with a priced "
@@ -203,7 +203,7 @@ def start_suggest(owner, connection=None, *, user=None) -> Suggested:
 
 def run_task(owner_id: int, connection_id: int | None, user_id: int | None) -> str:
     """The worker's side of ``start_suggest``."""
-    from .models import Connection
+    from ..models import Connection
 
     User = get_user_model()
     owner = User.objects.filter(pk=owner_id).first()

@@ -1,6 +1,6 @@
 """The review-rules guardian: one ``checker`` call for every rule that applies to the change,
 over the added code of the files each rule covers, reporting violations as findings that
-name the rule. A rule with a ``pattern`` is also checked deterministically (``rulecheck``),
+name the rule. A rule with a ``pattern`` is also checked deterministically (``check``),
 with or without a model; the two are joined, one finding per place.
 
 The offline model reads no code: it checks no rule and says so (``not_checked``), so a rule
@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from common.secret_keys import mask_lines
 
-from .diffs.hunks import numbered_patch
+from ..pipeline.diffs.hunks import numbered_patch
 
 SCHEMA = "GuardianAnswer"
 RULES = "Rules"
@@ -167,7 +167,7 @@ def offline(msgs) -> dict:
     """Checks nothing, and says so for every rule it was given."""
     from agents_app.llm.offline import sections
 
-    from .offline_review import _json
+    from ..pipeline.offline_review import _json
 
     rules = _json(sections(msgs).get(RULES, ""))
     return {"findings": [], "not_checked": [

@@ -33,9 +33,9 @@ from pydantic import BaseModel, Field
 
 from agents_app.patterns.base import ModelClient
 
-from . import memories as globs
-from . import rulecheck
-from .schema import SEVERITIES
+from ..pipeline import memories as globs
+from ..pipeline.schema import SEVERITIES
+from . import check as rulecheck
 
 MAX_ITEMS = 100
 MAX_ITEM_CHARS = 500
@@ -80,7 +80,7 @@ class RuleSuggestions(BaseModel):
 # --- validation ----------------------------------------------------------------------------------
 def pattern_error(pattern: str) -> str | None:
     """Why ``pattern`` is not a usable rule pattern (a regular expression RE2 runs against
-    added lines, see ``rulecheck``), or None when it is. Empty is fine (no pattern). A pattern
+    added lines, see ``check``), or None when it is. Empty is fine (no pattern). A pattern
     saved here is one a review will run: the check is the guardian's own."""
     if not isinstance(pattern, str):
         return "The pattern could not be read."
