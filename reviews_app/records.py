@@ -13,7 +13,7 @@ from agents_app.models import Run
 from agents_app.records import persister
 from common.secret_keys import mask, mask_deep, mask_finding
 
-from . import memories
+from .memories import service as memories
 from .models import Finding, Review, TriageDecision
 from .pipeline.pattern.records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 from .pipeline.synthesis import severity_counts

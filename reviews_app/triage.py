@@ -24,7 +24,7 @@ from agents_app.models import Run, Status
 from agents_app.patterns import get_pattern
 from agents_app.patterns.base import Decision, Event
 
-from . import memories
+from .memories import service as memories
 from .models import Finding, RejectReason, Review, TriageDecision, Verdict
 from .pipeline.pattern import TRIAGE_GATE
 from .pipeline.schema import SEVERITIES

@@ -2,8 +2,9 @@ from django.urls import path
 
 from agents_app import converters  # noqa: F401 - registers <id:...>
 
-from . import fix_views, memory_views, views
+from . import fix_views, views
 from .calibration import views as calibration_views
+from .memories import urls as memories_urls
 from .publishing import views as publishing_views
 from .rules import urls as rules_urls
 
@@ -21,12 +22,8 @@ urlpatterns = [
     path("<id:pk>/apply-fixes/", fix_views.apply_fixes, name="review_apply_fixes"),
     path("<id:pk>/export/", views.export_review, name="export_review"),
     path("<id:pk>/files/<id:index>/", views.review_file, name="review_file"),
-    path("memories/", memory_views.memory_list, name="memory_list"),
-    path("memories/<id:pk>/edit/", memory_views.memory_edit, name="memory_edit"),
-    path("memories/<id:pk>/approve/", memory_views.memory_approve, name="memory_approve"),
-    path("memories/<id:pk>/retire/", memory_views.memory_retire, name="memory_retire"),
-    path("memories/<id:pk>/restore/", memory_views.memory_restore, name="memory_restore"),
 ]
 
 # Each feature package's pages.
 urlpatterns += rules_urls.urlpatterns
+urlpatterns += memories_urls.urlpatterns

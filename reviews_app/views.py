@@ -24,7 +24,7 @@ from agents_app.search import keyset_page
 from agents_app.teams.access import can_manage, visible
 from agents_app.teams.fields import chosen_team
 
-from . import memories, services, triage
+from . import services, triage
 from .forms import (
     AcceptAllForm,
     ExportForm,
@@ -35,6 +35,7 @@ from .forms import (
     SettleRestForm,
     VerdictForm,
 )
+from .memories import service as memories
 from .models import Finding, Review
 from .pipeline import coverage, export, synthesis
 from .pipeline.pattern import VERDICT_LABELS, analyze

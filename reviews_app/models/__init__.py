@@ -1,8 +1,9 @@
-"""The review app's models: reviews and their findings and triage (``review``), connected
-repositories, webhooks and publishing (``hosting``), memories (``memory``) and review rules
-(``rules``)."""
+"""The review app's models, where Django registers them: reviews and their findings and triage
+(``review``), connected repositories, webhooks and publishing (``hosting``); the feature
+packages' own models, memories (``reviews_app/memories/models.py``) and review rules
+(``reviews_app/rules/models.py``), are imported here last, in the order they always were."""
 
-from ..rules.models import ReviewRule
+# isort: off
 from .hosting import (
     CommitStatus,
     Connection,
@@ -13,7 +14,6 @@ from .hosting import (
     PullRequest,
     WebhookDelivery,
 )
-from .memory import Memory
 from .review import (
     AppendOnly,
     Finding,
@@ -24,6 +24,9 @@ from .review import (
     TriageDecision,
     Verdict,
 )
+from ..memories.models import Memory
+from ..rules.models import ReviewRule
+# isort: on
 
 __all__ = ["AppendOnly", "CommitStatus", "Connection", "GitHubApp", "Installation", "Finding", "MaskedOnRead", "Memory", "Publication",
            "PublishedComment", "PullRequest", "RejectReason", "Resolution", "Review", "ReviewRule",

@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from agents_app.patterns.base import ModelClient
 
-from ..pipeline import memories as globs
+from ..memories import match as globs
 from ..pipeline.schema import SEVERITIES
 from . import check as rulecheck
 

@@ -25,8 +25,8 @@ from agents_app.llm.gateway import Gateway, is_in_process, is_offline, missing_c
 from agents_app.patterns.base import ModelClient, ModelError
 from common.secret_keys import mask
 
+from ..memories import match as globs
 from ..models import Finding, RejectReason, Review, ReviewRule
-from ..pipeline import memories as globs
 from . import generate as rulegen
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from ..memories import match as globs
 from ..models import Connection, ReviewRule
-from ..pipeline import memories as globs
 from ..status_change import change_status
 from . import generate as rulegen
 from . import service as rules

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from .review import MaskedOnRead, RejectReason
+from ..models.review import MaskedOnRead, RejectReason
 
 
 class Memory(MaskedOnRead, models.Model):

@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from .schema import SEVERITY_RANK
+from ..pipeline.schema import SEVERITY_RANK
 
 MAX_GLOB = 300
 MAX_TEXT = 1000

@@ -23,8 +23,8 @@ from django.db.models import F, Q
 
 from common.secret_keys import mask
 
-from .models import Finding, Memory, RejectReason, Review
-from .pipeline import memories as pure
+from ..models import Finding, Memory, RejectReason, Review
+from . import match as pure
 
 SUGGESTING = {RejectReason.WRONG: "is a false alarm", RejectReason.INTENDED: "is intended",
               RejectReason.NOT_IMPORTANT: "is not important"}

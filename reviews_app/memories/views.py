@@ -15,9 +15,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from .models import Memory
-from .pipeline import memories as pure
-from .status_change import change_status
+from ..models import Memory
+from ..status_change import change_status
+from . import match as pure
 
 PAGE = "reviews_app/memories.html"
 Status = Memory.Status
