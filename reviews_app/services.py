@@ -22,7 +22,8 @@ from agents_app.llm.gateway import is_offline
 from agents_app.models import ModelCall, Run
 from common.analyzers import sarif_import
 
-from . import fix_config, sources
+from . import sources
+from .fixes import config as fix_config
 from .memories import service as memories
 from .models import Finding, Review
 from .pipeline import diffs

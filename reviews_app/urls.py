@@ -2,8 +2,9 @@ from django.urls import path
 
 from agents_app import converters  # noqa: F401 - registers <id:...>
 
-from . import fix_views, views
+from . import views
 from .calibration import views as calibration_views
+from .fixes import urls as fixes_urls
 from .memories import urls as memories_urls
 from .publishing import views as publishing_views
 from .rules import urls as rules_urls
@@ -19,7 +20,6 @@ urlpatterns = [
     path("<id:pk>/verdict/", views.verdict_decision, name="verdict_decision"),
     path("<id:pk>/reopen/", views.reopen_triage, name="reopen_triage"),
     path("<id:pk>/publish/", publishing_views.publish_now, name="publish_review"),
-    path("<id:pk>/apply-fixes/", fix_views.apply_fixes, name="review_apply_fixes"),
     path("<id:pk>/export/", views.export_review, name="export_review"),
     path("<id:pk>/files/<id:index>/", views.review_file, name="review_file"),
 ]
@@ -27,3 +27,4 @@ urlpatterns = [
 # Each feature package's pages.
 urlpatterns += rules_urls.urlpatterns
 urlpatterns += memories_urls.urlpatterns
+urlpatterns += fixes_urls.urlpatterns

@@ -20,8 +20,9 @@ from agents_app.patterns.base import (
 from agents_app.patterns.parallel import run_parallel
 from common import analyzers, secret_keys
 
+from ...fixes import check as fixcheck
 from ...memories import match as memories
-from .. import coverage, fingerprint, fixcheck, fold, prompts, rounds, synthesis
+from .. import coverage, fingerprint, fold, prompts, rounds, synthesis
 from ..quality.cluster import cluster
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 from . import analyze, checks, forks, verify

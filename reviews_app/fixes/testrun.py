@@ -27,7 +27,7 @@ from agents_app.repos.gitcmd import GitError, git, repo_lock
 from agents_app.repos.paths import ToolError
 
 from ..sources import SHA
-from .fixproof import Patch, check
+from .proof import Patch, check
 
 MAX_COMMAND_CHARS = 1000
 MAX_OUTPUT = 4000  # of the test output kept in a check's detail
@@ -155,7 +155,7 @@ def run_tests(patches: list[Patch], setup: TestSetup) -> dict[str, dict]:
 
 def runner_for(opts: dict | None):
     """``(run_tests bound to the review's options or None, the note when tests do not run)``.
-    ``opts`` is the review's ``fixes`` option (see ``reviews_app/fix_config.py``)."""
+    ``opts`` is the review's ``fixes`` option (see ``reviews_app/fixes/config.py``)."""
     opts = opts or {}
     argv = opts.get("test_command") or []
     if not argv or not opts.get("repo") or not SHA.fullmatch(str(opts.get("head") or "")):

@@ -28,8 +28,8 @@ from collections.abc import Callable
 
 from common import analyzers, secret_keys
 
-from . import synthesis
-from .fixproof import Patch, check, fix_info, make_patch
+from ..pipeline import synthesis
+from .proof import Patch, check, fix_info, make_patch
 
 CAP = 20
 ANALYZER_TIMEOUT = 60.0
@@ -163,7 +163,7 @@ def prove(kept: list[dict], files: list[dict], *, run_tests: TestRunner | None =
 def prove_review(kept: list[dict], state: dict) -> list[str]:
     """The synthesis stage's hook: prove the kept findings' fixes with the review's options;
     returns the note for the review (none when no finding had code to try)."""
-    from .fixtests import runner_for
+    from .testrun import runner_for
 
     opts = (state.get("options") or {}).get("fixes") or {}
     run_tests, note = runner_for(opts)

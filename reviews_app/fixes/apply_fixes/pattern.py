@@ -15,7 +15,7 @@ Stages:
 
 No model is called. A stage run again after a crash resets the worktree to the reviewed head
 and makes the identical commit, so the branch never gets a second one. Plain Python: the
-Django side (``reviews_app/fix_views.py``) checks the review, its owner and the repository and
+Django side (``reviews_app/fixes/views.py``) checks the review, its owner and the repository and
 creates the run.
 """
 
@@ -47,8 +47,8 @@ from agents_app.patterns.plan_execute_review.schemas import (
 from agents_app.patterns.records import PlanProposed
 from agents_app.repos import gitops
 
-from ..fixproof import FixDoesNotApply, apply_diff
-from ..fixtests import inside
+from ..proof import FixDoesNotApply, apply_diff
+from ..testrun import inside
 
 AUTHOR = "Quorum <quorum@quorum.local>"
 

@@ -1,5 +1,5 @@
 """The review page's "Apply accepted fixes" action (issue 16): owner only (another user gets
-404, an anonymous visitor the login page), POST with CSRF, idempotent (see ``fix_apply``)."""
+404, an anonymous visitor the login page), POST with CSRF, idempotent (see ``apply``)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from .fix_apply import FixesError, start
-from .views import PAGE, owned_review, review_context
+from ..views import PAGE, owned_review, review_context
+from .apply import FixesError, start
 
 
 @login_required

@@ -1,5 +1,5 @@
 """The review's ``fixes`` option (issue 16): what proving a fix may use, set when a review
-starts (``services.start_review``) and read by ``pipeline/fixcheck.py`` at the synthesis.
+starts (``services.start_review``) and read by ``fixes/check.py`` at the synthesis.
 
 Tests prove a fix only for a review with a real checkout, a local git range under
 ``QUORUM_REPO_ROOTS``, and only with a test command the server allows:
@@ -20,9 +20,9 @@ from django.conf import settings
 
 from agents_app.repos.gitcmd import GitError, git
 
-from .hosting import repo_config
-from .pipeline.fixtests import parse_command
-from .sources import SHA
+from ..hosting import repo_config
+from ..sources import SHA
+from .testrun import parse_command
 
 NO_CHECKOUT = ("Not run: tests run only for a review of a local git repository, which has a "
                "checkout; this review has {what}.")

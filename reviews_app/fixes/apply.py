@@ -1,5 +1,5 @@
 """"Apply accepted fixes" (issue 16), the Django side: check a review, its owner and its
-repository, and start the ``apply_fixes`` run (``pipeline/apply_fixes``) that commits the
+repository, and start the ``apply_fixes`` run (``fixes/apply_fixes``) that commits the
 accepted, proven fixes on ``quorum/fixes-<review id>`` and stops at the merge-request gate.
 
 One run per review: pressing the button again (or twice at once) leads to the same run and
@@ -18,9 +18,9 @@ from agents_app.models import MergeRequest, Run
 from agents_app.repos import gitops
 from agents_app.repos.roots import RepoRootError, allowed_repo
 
-from .models import Finding, Review
-from .pipeline.apply_fixes import PATTERN
-from .sources import SHA
+from ..models import Finding, Review
+from ..sources import SHA
+from .apply_fixes import PATTERN
 
 PR_KINDS = (Review.Source.GITHUB, Review.Source.PULL_REQUEST)
 
