@@ -20,7 +20,7 @@ from .pipeline.synthesis import severity_counts
 from .prflow import status as commit_status
 from .publishing import dispatch as publishing
 from .rules import service as review_rules
-from .triage import record_final
+from .triage.service import record_final
 
 User = get_user_model()
 

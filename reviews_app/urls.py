@@ -8,17 +8,14 @@ from .fixes import urls as fixes_urls
 from .memories import urls as memories_urls
 from .publishing import views as publishing_views
 from .rules import urls as rules_urls
+from .triage import urls as triage_urls
 
 urlpatterns = [
     path("", views.review_list, name="review_list"),
     path("new/", views.start_review, name="start_review"),
     path("calibration/", calibration_views.calibration, name="review_calibration"),
     path("<id:pk>/", views.review_detail, name="review_detail"),
-    path("<id:pk>/findings/<str:key>/", views.finding_decision, name="finding_decision"),
-    path("<id:pk>/accept-all/", views.accept_all, name="accept_all"),
-    path("<id:pk>/settle/", views.settle_rest, name="settle_rest"),
-    path("<id:pk>/verdict/", views.verdict_decision, name="verdict_decision"),
-    path("<id:pk>/reopen/", views.reopen_triage, name="reopen_triage"),
+    *triage_urls.urlpatterns,
     path("<id:pk>/publish/", publishing_views.publish_now, name="publish_review"),
     path("<id:pk>/export/", views.export_review, name="export_review"),
     path("<id:pk>/files/<id:index>/", views.review_file, name="review_file"),

@@ -10,11 +10,12 @@ import pytest
 
 from agents_app import engine
 from agents_app.patterns.testing import FunctionModel
-from reviews_app import services, triage
+from reviews_app import services
 from reviews_app.memories import match as pure
 from reviews_app.memories import service as memories
 from reviews_app.models import Connection, Finding, Memory, PullRequest, Review, TriageDecision
 from reviews_app.pipeline import prompts
+from reviews_app.triage import service as triage
 from tests.review_corpus import GOOD
 from tests.test_review_pipeline import SQLI, Script, file_dict, finding, new_state, run_to_gate
 from tests.test_review_views import start

@@ -13,10 +13,10 @@ from agents_app import engine
 from agents_app.models import Run
 from agents_app.patterns.base import ModelError
 from agents_app.patterns.testing import FunctionModel, QueueModel
-from reviews_app import triage
 from reviews_app.models import Finding, Review, ReviewRule
 from reviews_app.rules import generate as rulegen
 from reviews_app.rules import service as rules
+from reviews_app.triage import service as triage
 from tests import prflow_support as support
 from tests.prflow_support import deliver, open_pull
 from tests.test_review_views import start

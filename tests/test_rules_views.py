@@ -9,9 +9,9 @@ import pytest
 from django.urls import reverse
 
 from agents_app import engine
-from reviews_app import triage
 from reviews_app.models import Review, ReviewRule
 from reviews_app.rules import generate as rulegen
+from reviews_app.triage import service as triage
 from tests.test_review_views import start
 from tests.webhook_helpers import make_conn
 

@@ -1,7 +1,8 @@
 """The review app's models, where Django registers them: reviews and their findings and triage
 (``review``), connected repositories, webhooks and publishing (``hosting``); the feature
-packages' own models, memories (``reviews_app/memories/models.py``) and review rules
-(``reviews_app/rules/models.py``), are imported here last, in the order they always were."""
+packages' own models, triage decisions (``reviews_app/triage/models.py``), memories
+(``reviews_app/memories/models.py``) and review rules (``reviews_app/rules/models.py``), are
+imported after them, in the order Django always registered them."""
 
 # isort: off
 from .hosting import (
@@ -15,15 +16,14 @@ from .hosting import (
     WebhookDelivery,
 )
 from .review import (
-    AppendOnly,
     Finding,
     MaskedOnRead,
     RejectReason,
     Resolution,
     Review,
-    TriageDecision,
     Verdict,
 )
+from ..triage.models import AppendOnly, TriageDecision
 from ..memories.models import Memory
 from ..rules.models import ReviewRule
 # isort: on

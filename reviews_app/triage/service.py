@@ -24,12 +24,12 @@ from agents_app.models import Run, Status
 from agents_app.patterns import get_pattern
 from agents_app.patterns.base import Decision, Event
 
-from .memories import service as memories
-from .models import Finding, RejectReason, Review, TriageDecision, Verdict
-from .pipeline.pattern import TRIAGE_GATE
-from .pipeline.schema import SEVERITIES
-from .prflow import status as commit_status
-from .publishing import dispatch as publishing
+from ..memories import service as memories
+from ..models import Finding, RejectReason, Review, TriageDecision, Verdict
+from ..pipeline.pattern import TRIAGE_GATE
+from ..pipeline.schema import SEVERITIES
+from ..prflow import status as commit_status
+from ..publishing import dispatch as publishing
 
 Kind = TriageDecision.Kind
 # The run event of a finding's decision (reviews_app/views.py redraws the panels it changes).
