@@ -18,7 +18,7 @@ from .models import Finding, Review, TriageDecision
 from .pipeline.pattern.records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 from .pipeline.synthesis import severity_counts
 from .prflow import status as commit_status
-from .publishing import dispatch as publishing
+from .prflow.publishing import dispatch as publishing
 from .rules import service as review_rules
 from .triage.service import record_final
 

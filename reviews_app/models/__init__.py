@@ -1,15 +1,14 @@
-"""The review app's models, where Django registers them: reviews and their findings and triage
-(``review``), connected repositories, webhooks and publishing (``hosting``); the feature
-packages' own models, triage decisions (``reviews_app/triage/models.py``), memories
+"""The review app's models, where Django registers them: connected repositories and GitHub Apps
+(``hosting``), reviews and their findings (``review``); the feature packages' own models,
+pull requests, webhook deliveries, publications and commit statuses
+(``reviews_app/prflow/models.py``), triage decisions (``reviews_app/triage/models.py``), memories
 (``reviews_app/memories/models.py``) and review rules (``reviews_app/rules/models.py``), are
 imported after them, in the order Django always registered them."""
 
 # isort: off
-from .hosting import (
+from .hosting import Connection, GitHubApp, Installation
+from ..prflow.models import (
     CommitStatus,
-    Connection,
-    GitHubApp,
-    Installation,
     Publication,
     PublishedComment,
     PullRequest,

@@ -29,7 +29,7 @@ from ..models import Finding, RejectReason, Review, TriageDecision, Verdict
 from ..pipeline.pattern import TRIAGE_GATE
 from ..pipeline.schema import SEVERITIES
 from ..prflow import status as commit_status
-from ..publishing import dispatch as publishing
+from ..prflow.publishing import dispatch as publishing
 
 Kind = TriageDecision.Kind
 # The run event of a finding's decision (reviews_app/views.py redraws the panels it changes).

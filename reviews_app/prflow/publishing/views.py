@@ -11,7 +11,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from ..models import Review
+from ...models import Review
 from . import dispatch, policy
 
 PANEL = "reviews_app/_publication.html#publication-panel"
@@ -20,7 +20,7 @@ _WEB = re.compile(r"https?://[^\s\"'<>]+")
 
 def review_status(review: Review):
     """The commit status this review reports on its pull request's head, if any."""
-    from ..models import CommitStatus
+    from ...models import CommitStatus
 
     return CommitStatus.objects.filter(review=review).order_by("-id").first()
 
@@ -53,7 +53,7 @@ def state(review: Review) -> dict:
 @login_required
 @require_POST
 def publish_now(request, pk: int):
-    from ..views import PAGE, owned_review, review_context
+    from ...views import PAGE, owned_review, review_context
 
     review = owned_review(request, pk)
     if review.pull_request_id is None:

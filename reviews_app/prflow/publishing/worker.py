@@ -22,11 +22,11 @@ from django.utils import timezone
 
 from common.secret_keys import mask
 
-from ..hosting import render
-from ..hosting.base import REVIEW_MARKER, HostError, ReviewPost, retry_wait
-from ..hosting.summary import compose, upsert_summary
-from ..models import PublishedComment, PullRequest, Review
-from ..prflow import account
+from ...hosting import render
+from ...hosting.base import REVIEW_MARKER, HostError, ReviewPost, retry_wait
+from ...hosting.summary import compose, upsert_summary
+from ...models import PublishedComment, PullRequest, Review
+from .. import account
 from . import content, policy
 from .dispatch import Publication, Status, announce, send_on_commit
 

@@ -8,8 +8,8 @@ them on the review already).
 
 from __future__ import annotations
 
-from ..models import Connection, Finding, Publication, Review
-from ..pipeline.schema import SEVERITIES, SEVERITY_RANK
+from ...models import Connection, Finding, Publication, Review
+from ...pipeline.schema import SEVERITIES, SEVERITY_RANK
 
 Policy = Connection.Policy
 TRIAGED = ("triage", "manual")

@@ -20,7 +20,7 @@ from agents_app.events import append_events
 from agents_app.patterns.base import Event
 from config import send_task
 
-from ..models import Publication, Review
+from ...models import Publication, Review
 from . import policy
 
 log = logging.getLogger("quorum.publishing")

@@ -8,9 +8,9 @@ from urllib.parse import quote
 
 from django.conf import settings
 
-from ..hosting import render
-from ..models import Finding, Review
-from ..pipeline.fingerprint import fingerprint
+from ...hosting import render
+from ...models import Finding, Review
+from ...pipeline.fingerprint import fingerprint
 
 _WEB_BASE = {
     "github": (re.compile(r"^(https?://[^?#]+?)/pull/\d+/?$"), "{base}/blob/{sha}/{path}#L{line}"),
