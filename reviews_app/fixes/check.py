@@ -2,7 +2,7 @@
 of a review, at the end of the synthesis (before the triage gate).
 
 For each kept finding whose suggestion is code replacing its lines (at most ``cap`` of them,
-the most severe first; the rest say "not tried"), :mod:`.fixproof` builds the patched file;
+the most severe first; the rest say "not tried"), :mod:`.proof` builds the patched file;
 then
 
 1. **applies**: the lines it replaces are in the reviewed new file (needs the full file: a
@@ -14,7 +14,7 @@ then
    file (each under its own display name, ``quorum-fix-N/<path>``, so two fixes of one file
    are told apart): the cost is one analyzer run whatever the number of fixes;
 3. **tests pass**, when a test command is configured and the review has a real checkout (a
-   local git range): ``run_tests`` (see :mod:`.fixtests`) runs it in a throwaway worktree.
+   local git range): ``run_tests`` (see :mod:`.testrun`) runs it in a throwaway worktree.
 
 Only a fix that passes every check that ran is "proven" and offered as a fix; the others keep
 their suggestion as text and say why. No Django here.

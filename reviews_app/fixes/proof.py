@@ -8,7 +8,7 @@ suggestion blocks use). Prose stays prose: no fix is offered for it.
 
 Everything here is plain text work, no Django, no process: the suggestion is model output
 (untrusted) and is only ever written into a file's text, never run. The checks that need
-processes (analyzers, the test command) are in :mod:`.fixcheck` and :mod:`.fixtests`.
+processes (analyzers, the test command) are in :mod:`.check` and :mod:`.testrun`.
 """
 
 from __future__ import annotations
