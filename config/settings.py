@@ -80,8 +80,11 @@ ASGI_APPLICATION = "config.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        # The pattern packages keep their run-page panels beside their code ("<key>/panel.html").
-        "DIRS": [BASE_DIR / "templates", BASE_DIR / "agents_app" / "patterns"],
+        # The pattern packages keep their run-page panels beside their code ("<key>/panel.html");
+        # the review app's feature packages keep their templates in their own ``templates``
+        # folder, under the names they always had ("reviews_app/rules.html").
+        "DIRS": [BASE_DIR / "templates", BASE_DIR / "agents_app" / "patterns",
+                 *sorted((BASE_DIR / "reviews_app").glob("*/templates"))],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -13,14 +13,14 @@ from agents_app.models import Run
 from agents_app.records import persister
 from common.secret_keys import mask, mask_deep, mask_finding
 
-from . import memories
-from . import rules as review_rules
+from .memories import service as memories
 from .models import Finding, Review, TriageDecision
 from .pipeline.pattern.records import ReviewersFinished, ReviewSynthesized, VerdictDecided
 from .pipeline.synthesis import severity_counts
 from .prflow import status as commit_status
-from .publishing import dispatch as publishing
-from .triage import record_final
+from .prflow.publishing import dispatch as publishing
+from .rules import service as review_rules
+from .triage.service import record_final
 
 User = get_user_model()
 

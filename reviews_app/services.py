@@ -22,11 +22,13 @@ from agents_app.llm.gateway import is_offline
 from agents_app.models import ModelCall, Run
 from common.analyzers import sarif_import
 
-from . import fix_config, memories, sources
-from . import rules as review_rules
+from . import sources
+from .fixes import config as fix_config
+from .memories import service as memories
 from .models import Finding, Review
 from .pipeline import diffs
 from .pipeline.pattern import CodeReview, analyze
+from .rules import service as review_rules
 from .sources import git
 
 PATTERN = CodeReview.name

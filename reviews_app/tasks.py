@@ -11,8 +11,8 @@ import config.celery  # noqa: F401  (Quorum's app is the current one for these t
 
 @shared_task(name="reviews_app.tasks.publish")
 def publish(publication_id: int) -> str:
-    """Publish one review to its pull request (see reviews_app/publishing/worker.py)."""
-    from .publishing import worker
+    """Publish one review to its pull request (see reviews_app/prflow/publishing/worker.py)."""
+    from .prflow.publishing import worker
 
     return worker.run(publication_id)
 
@@ -20,7 +20,7 @@ def publish(publication_id: int) -> str:
 @shared_task(name="reviews_app.tasks.publish_sweep")
 def publish_sweep() -> int:
     """Send again publications whose task message was lost (broker away, worker killed)."""
-    from .publishing import dispatch
+    from .prflow.publishing import dispatch
 
     return len(dispatch.resend_due())
 @shared_task(name="reviews_app.tasks.sync_status", ignore_result=True)
@@ -57,7 +57,7 @@ def handle_delivery(self, delivery_pk: int) -> str:
 
 @shared_task(name="reviews_app.tasks.suggest_rules", ignore_result=True)
 def suggest_rules(owner_id: int, connection_id: int | None, user_id: int | None) -> str:
-    """Suggest review rules from triage comments with a priced model (reviews_app/rules.py)."""
-    from .rules import run_task
+    """Suggest review rules from triage comments with a priced model (reviews_app/rules/service.py)."""
+    from .rules.service import run_task
 
     return run_task(owner_id, connection_id, user_id)

@@ -13,12 +13,12 @@ from django.utils import timezone
 
 from agents_app import engine
 from agents_app.models import Run
-from reviews_app import triage
 from reviews_app.connections import webhook
 from reviews_app.models import CommitStatus, Connection, Publication, Review, WebhookDelivery
 from reviews_app.prflow import handle_delivery
 from reviews_app.prflow import status as commit_status
-from reviews_app.publishing import dispatch, worker
+from reviews_app.prflow.publishing import dispatch, worker
+from reviews_app.triage import service as triage
 from tests.fake_hosts import FakeHosts
 
 TOKEN = "fake-host-token-1234"  # noqa: S105 - test fixture

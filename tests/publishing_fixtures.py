@@ -10,11 +10,11 @@ import types
 import pytest
 
 from agents_app.models import Run
-from reviews_app import triage
 from reviews_app.hosting import render
 from reviews_app.hosting.base import RepoRef
 from reviews_app.models import Connection, Finding, PullRequest, Review
-from reviews_app.publishing import dispatch
+from reviews_app.prflow.publishing import dispatch
+from reviews_app.triage import service as triage
 from tests.fake_host import FakeHost
 
 TOKEN = "ghp_Sup3rS3cretT0kenValue1234567890abcd"  # noqa: S105 - a test value

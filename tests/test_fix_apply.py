@@ -12,9 +12,10 @@ from django.urls import reverse
 
 from agents_app import engine
 from agents_app.models import MergeRequest, Run
-from reviews_app import fix_config, services
+from reviews_app import services
+from reviews_app.fixes import config as fix_config
+from reviews_app.fixes import proof as fixproof
 from reviews_app.models import Finding, Review
-from reviews_app.pipeline import fixproof
 
 V0 = "def parse(text):\n    return text\n"
 V1 = "def parse(text):\n    return eval(text)\n"

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from reviews_app.pipeline import fixcheck, fixproof, fixtests
+from reviews_app.fixes import check as fixcheck
+from reviews_app.fixes import proof as fixproof
+from reviews_app.fixes import testrun as fixtests
 from reviews_app.pipeline.diffs.parse import prepare
 
 ORIGINAL = ("import subprocess\n\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n"

@@ -231,7 +231,7 @@ def test_again_makes_a_new_branch_from_the_base(alice, repo):
 
 
 def test_a_fork_of_applied_fixes_names_its_own_branch():
-    from reviews_app.pipeline.apply_fixes import PATTERN
+    from reviews_app.fixes.apply_fixes import PATTERN
 
     state = {"options": {"worktree_root": "/nowhere/wt", "review": 12,
                          "branch": "quorum/fixes-12", "worktree": "/nowhere/wt/fixes-12"},

@@ -14,10 +14,11 @@ from agents_app.forking import checkpoints
 from agents_app.forking.create import ForkRefused, create_fork
 from agents_app.models import RUNNABLE, Checkpoint, ModelCall, Run
 from agents_app.patterns import get_pattern
-from reviews_app import services, triage
+from reviews_app import services
 from reviews_app.models import CommitStatus, Publication, Review
 from reviews_app.prflow import delivery
-from reviews_app.publishing import dispatch
+from reviews_app.prflow.publishing import dispatch
+from reviews_app.triage import service as triage
 from tests import prflow_support as support
 from tests.prflow_support import deliver, open_pull
 from tests.review_corpus import GOOD

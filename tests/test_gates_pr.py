@@ -9,8 +9,8 @@ import pytest
 from agents_app.gates.models import GateRule
 from agents_app.models import Run
 from agents_app.teams.models import Membership, Team
-from reviews_app import triage
 from reviews_app.models import Review
+from reviews_app.triage import service as triage
 from tests.pr_hosts_support import BASE, ORDERS_FIXED, hosts, make_flow
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,7 +16,7 @@ import pytest
 
 from agents_app.live import panels_for, render_live
 from agents_app.models import Event, Run
-from reviews_app import triage
+from reviews_app.triage import service as triage
 from tests.conftest import sign_in
 from tests.review_corpus import review_at_triage
 

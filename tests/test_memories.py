@@ -1,6 +1,6 @@
 """Memories: the glob matcher, matching and applying memories to findings, the reviewers'
-"Team memories" section (pure, ``reviews_app.pipeline.memories``); the pattern with a
-scripted model; and the Django side (``reviews_app.memories``): which memories a review
+"Team memories" section (pure, ``reviews_app.memories.match``); the pattern with a
+scripted model; and the Django side (``reviews_app.memories.service``): which memories a review
 receives, suggestions made, updated and withdrawn by triage, and an offline review that an
 active memory changes (only an active one, only the owner's)."""
 
@@ -10,10 +10,12 @@ import pytest
 
 from agents_app import engine
 from agents_app.patterns.testing import FunctionModel
-from reviews_app import memories, services, triage
+from reviews_app import services
+from reviews_app.memories import match as pure
+from reviews_app.memories import service as memories
 from reviews_app.models import Connection, Finding, Memory, PullRequest, Review, TriageDecision
-from reviews_app.pipeline import memories as pure
 from reviews_app.pipeline import prompts
+from reviews_app.triage import service as triage
 from tests.review_corpus import GOOD
 from tests.test_review_pipeline import SQLI, Script, file_dict, finding, new_state, run_to_gate
 from tests.test_review_views import start

@@ -488,8 +488,9 @@ def case_triage_race() -> None:
     at once make one version; one finding decided four times at once is recorded once; and a
     finalisation racing an undo never leaves a final verdict over an untriaged finding."""
     from agents_app import engine
-    from reviews_app import services, triage
+    from reviews_app import services
     from reviews_app.models import Review, TriageDecision
+    from reviews_app.triage import service as triage
     from tests.review_corpus import GOOD
 
     engine.scheduling.schedule = lambda run_id, countdown=None: None  # the case closes runs itself

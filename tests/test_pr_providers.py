@@ -247,7 +247,7 @@ def test_an_incomplete_review_never_reports_success(make_flow, alice, provider):
     review.refresh_from_db()
     assert review.proposed_verdict != "approve"
     from agents_app.models import Run
-    from reviews_app import triage
+    from reviews_app.triage import service as triage
 
     triage.settle_rest(review, "accepted", alice)
     triage.finalise(review, alice, action="override", verdict="approve",
@@ -283,7 +283,7 @@ def test_automatic_publishing_is_never_green_without_a_person_and_never_writes_n
 
 def test_reopening_triage_takes_the_green_back_and_a_superseded_round_is_cancelled(
         make_flow, alice):
-    from reviews_app import triage
+    from reviews_app.triage import service as triage
 
     flow = make_flow("gitlab")
     flow.hosts.open_pull(1, repo=flow.repo, base=BASE,

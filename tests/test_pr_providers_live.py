@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from agents_app.models import Run
-from reviews_app import triage
 from reviews_app.models import Connection, Publication, Review
+from reviews_app.triage import service as triage
 from tests.conftest import STACK_CONN_SECRET, STACK_CONN_TOKEN
 from tests.fake_hosts import FakeHosts
 from tests.stack import wait_until

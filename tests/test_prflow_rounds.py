@@ -54,7 +54,7 @@ def test_an_untouched_finding_is_carried_open(transactional_db, host, conn):
 
 def test_a_rejected_finding_is_not_raised_again_unless_its_code_changes(transactional_db, host,
                                                                         conn, alice):
-    from reviews_app import triage
+    from reviews_app.triage import service as triage
 
     open_pull(host)
     first = run_round(conn)

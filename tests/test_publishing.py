@@ -1,4 +1,4 @@
-"""Publishing a review to its pull request (reviews_app/publishing): the policy matrix (after
+"""Publishing a review to its pull request (reviews_app/prflow/publishing): the policy matrix (after
 triage only after finalising and only the accepted findings; automatic above thresholds;
 never), what is posted (one review with the new inline comments only, the summary updated in
 place, no duplicate across re-publication), and the hooks through the real engine.
@@ -14,7 +14,7 @@ from django.urls import reverse
 from agents_app import engine
 from reviews_app.hosting.base import FINGERPRINT_MARKER, SUMMARY_MARKER, HostComment
 from reviews_app.models import Finding, Publication, PublishedComment, PullRequest, Review
-from reviews_app.publishing import dispatch, worker
+from reviews_app.prflow.publishing import dispatch, worker
 from tests import publishing_fixtures as fixtures
 from tests.publishing_fixtures import (
     ACCEPT_TWO,

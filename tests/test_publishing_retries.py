@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from reviews_app.hosting.base import HostError
 from reviews_app.models import Publication, PublishedComment
-from reviews_app.publishing import dispatch, worker
+from reviews_app.prflow.publishing import dispatch, worker
 from tests import publishing_fixtures as fixtures
 from tests.publishing_fixtures import (
     ACCEPT_TWO,

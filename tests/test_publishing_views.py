@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from agents_app.models import Run
 from reviews_app.models import Publication
-from reviews_app.publishing import worker
+from reviews_app.prflow.publishing import worker
 from reviews_app.views import render_live_update
 from tests import publishing_fixtures as fixtures
 from tests.publishing_fixtures import (

@@ -11,8 +11,9 @@ import pytest
 from agents_app.llm import offline
 from agents_app.patterns.base import ModelError
 from agents_app.patterns.testing import FunctionModel
-from reviews_app.pipeline import changeset, offline_review, rulecheck, synthesis
+from reviews_app.pipeline import changeset, offline_review, synthesis
 from reviews_app.pipeline.pattern import checks
+from reviews_app.rules import check as rulecheck
 from tests.test_review_pipeline import APP, SQLI, P, Script, file_dict, new_state, run_to_gate
 
 OFFLINE_ROLES = ["security", "architecture", "style", "checker"]

@@ -19,9 +19,10 @@ from markdown_it import MarkdownIt
 from agents_app import engine
 from agents_app.models import Run
 from agents_app.patterns.base import Decision
-from reviews_app import services, triage
+from reviews_app import services
 from reviews_app.models import Finding, Review, TriageDecision
 from reviews_app.pipeline import export
+from reviews_app.triage import service as triage
 from reviews_app.views import render_live_update
 from tests.test_review_views import start, triage_run  # noqa: F401 - the fixture
 

@@ -17,8 +17,9 @@ from markdown_it import MarkdownIt
 
 from agents_app import engine
 from agents_app.models import Run
-from reviews_app import services, triage
+from reviews_app import services
 from reviews_app.models import Finding, Review
+from reviews_app.triage import service as triage
 from tests.review_corpus import CASES, ELIXIR, GOOD, JS, git_repo
 
 

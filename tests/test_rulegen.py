@@ -1,4 +1,4 @@
-"""Rule generation, pure (``reviews_app.pipeline.rulegen``): the pattern check, filtering the
+"""Rule generation, pure (``reviews_app.rules.generate``): the pattern check, filtering the
 material, the model call with a scripted model (validation of what it returns, dedupe against
 existing rules and against itself), and the offline stand-in through the real offline model."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from agents_app.patterns.base import ModelError
 from agents_app.patterns.testing import FunctionModel, QueueModel
-from reviews_app.pipeline import rulegen
+from reviews_app.rules import generate as rulegen
 
 
 def item(pk, text="", *, kind="comment", reason="", title="SQL injection", file="app/db.py",

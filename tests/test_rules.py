@@ -1,4 +1,4 @@
-"""Review rules on the Django side (``reviews_app.rules``): which rules a review receives in
+"""Review rules on the Django side (``reviews_app.rules.service``): which rules a review receives in
 ``options["review_rules"]`` (web form / services, pull-request flow, ``manage.py review``),
 counting ``times_applied``, and suggesting rules from triage (the material, a scripted model,
 the offline model, dedupe and idempotence, the worker task)."""
@@ -13,9 +13,10 @@ from agents_app import engine
 from agents_app.models import Run
 from agents_app.patterns.base import ModelError
 from agents_app.patterns.testing import FunctionModel, QueueModel
-from reviews_app import rules, triage
 from reviews_app.models import Finding, Review, ReviewRule
-from reviews_app.pipeline import rulegen
+from reviews_app.rules import generate as rulegen
+from reviews_app.rules import service as rules
+from reviews_app.triage import service as triage
 from tests import prflow_support as support
 from tests.prflow_support import deliver, open_pull
 from tests.test_review_views import start

@@ -9,9 +9,9 @@ import pytest
 from django.urls import reverse
 
 from agents_app import engine
-from reviews_app import triage
 from reviews_app.models import Review, ReviewRule
-from reviews_app.pipeline import rulegen
+from reviews_app.rules import generate as rulegen
+from reviews_app.triage import service as triage
 from tests.test_review_views import start
 from tests.webhook_helpers import make_conn
 
@@ -291,7 +291,7 @@ def test_a_pattern_of_the_backtracking_shape_is_saved_and_matches_at_once(alice_
     assert r.status_code == 302
     rule = ReviewRule.objects.get(owner=alice)
     assert rule.matcher == {"pattern": BACKTRACKING} and rule.pattern_problem == ""
-    from reviews_app.pipeline import rulecheck
+    from reviews_app.rules import check as rulecheck
 
     compiled, why = rulecheck.compile_pattern(rule.matcher["pattern"])
     assert why == "" and compiled.search("a" * 40) and not compiled.search("a" * 39)

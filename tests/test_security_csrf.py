@@ -214,7 +214,7 @@ def as_git_review_with_a_proven_fix(run, change) -> None:
 def as_pull_request(run, monkeypatch) -> None:
     """Publishing needs a review of a pull request (the task is not sent)."""
     from reviews_app.models import Connection, PullRequest
-    from reviews_app.publishing import dispatch
+    from reviews_app.prflow.publishing import dispatch
 
     monkeypatch.setattr(dispatch, "send", lambda pk, countdown=None: None)
     conn = Connection.objects.create(owner=run.owner, provider="github", repository="o/r",

@@ -33,7 +33,7 @@ PACKAGES: dict[str, str] = {
     "react": "agents_app.patterns.react",
     "vote": "agents_app.patterns.vote",
     "code_review": "reviews_app.pipeline.pattern",
-    "apply_fixes": "reviews_app.pipeline.apply_fixes",
+    "apply_fixes": "reviews_app.fixes.apply_fixes",
 }
 
 _loaded: dict[str, Pattern] = {}

@@ -30,7 +30,7 @@ note in plain words. The notes are shown on the review.
     min_confidence = 0.8
 
     [fixes]                       # local git reviews: the command that proves a fix; runs
-    test_command = "pytest -q"    # only if the server allows it (reviews_app/fix_config.py)
+    test_command = "pytest -q"    # only if the server allows it (reviews_app/fixes/config.py)
 
 Globs: ``*`` and ``?`` stay within one folder, ``**`` spans folders, ``[abc]`` is a class; a
 glob without ``/`` matches the file name in any folder (``*.lock``); one ending in ``/``
@@ -88,7 +88,7 @@ class PublishSection(BaseModel):
 
 
 class FixesSection(BaseModel):
-    test_command: str = ""  # split into an argument list by fix_config, never run by a shell
+    test_command: str = ""  # split into an argument list by fixes/config.py, never run by a shell
 
 
 class RepoConfig(BaseModel):

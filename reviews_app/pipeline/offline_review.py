@@ -124,7 +124,8 @@ def implemented(messages) -> dict:
 def register() -> None:
     from agents_app.llm import offline
 
-    from . import crossfile, guardian
+    from ..rules import guardian
+    from . import crossfile
     from .quality.offline import verifier
 
     offline.register("ReviewerFindings", reviewer)

@@ -10,7 +10,7 @@ import json
 
 from common.secret_keys import mask_lines
 
-from . import memories as team_memories
+from ..memories import match as team_memories
 from .diffs import numbered_patch
 
 FOCUS = {
@@ -82,7 +82,7 @@ def file_block(file: dict) -> str:
 
 def reviewer_messages(category: str, label: str, files: list[dict], evidence: list[dict],
                       memories: list[dict] | None = None) -> list[dict[str, str]]:
-    """A reviewer's prompt. ``memories``: the team's active memories (pipeline/memories.py);
+    """A reviewer's prompt. ``memories``: the team's active memories (memories/match.py);
     those matching these files are listed under "Team memories" (the section is left out when
     none does)."""
     system = FOCUS[category] + "\n\n" + REVIEWER_RULES.format(category=category)

@@ -378,7 +378,7 @@ def _already(d: WebhookDelivery, conn: Connection, client: HostClient, pr: PullR
         return Outcome("done", f"{head[:12]} was reviewed already in {where}.")
     detail = (f"{head[:12]} was reviewed already in {where}: pointed to it. Comment "
               "/quorum review fresh for a new full round.")
-    from ..publishing import content, policy
+    from .publishing import content, policy
 
     if policy.policy_of(done)[0] != Connection.Policy.NEVER:
         url = content.quorum_url(done)

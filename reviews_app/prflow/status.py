@@ -45,7 +45,7 @@ REPORTED = {State.QUEUED: "queued", State.REVIEWING: "in_progress", State.TRIAGE
 def enabled(conn: Connection, review: Review | None = None) -> bool:
     """Whether statuses are written for this connection (and the policy of ``review``): not
     under "never", which writes nothing on the pull request."""
-    from ..publishing import policy
+    from .publishing import policy
 
     if not conn.commit_status:
         return False
@@ -99,7 +99,7 @@ def after_end(run_id: int) -> None:
 def report(cs: CommitStatus) -> tuple[str, StatusReport] | None:
     """(our state, what to post) for the status's review now; None when nothing is to be
     posted (no review, or statuses are off for it)."""
-    from ..publishing import content
+    from .publishing import content
 
     review = cs.review
     if review is None or review.pull_request is None or review.run.forked_from_id is not None:
@@ -148,7 +148,7 @@ def report(cs: CommitStatus) -> tuple[str, StatusReport] | None:
 
 def _summary(review: Review, head: str) -> str:
     """The finalised review's summary, as published (the accepted findings)."""
-    from ..publishing import content, policy
+    from .publishing import content, policy
 
     accepted = [content.as_dict(f) for f in policy.selected(review, "triage")]
     reasons = render.partial_reasons(review.coverage, review.reviewers)

@@ -37,7 +37,7 @@ def fix_diff_rows(diff: object) -> list[dict]:
 
 @register.simple_tag
 def fixes_offer(review) -> dict:
-    """What the review page offers for its accepted fixes (see ``fix_apply.offer``)."""
-    from ..fix_apply import offer
+    """What the review page offers for its accepted fixes (see ``fixes/apply.py``: ``offer``)."""
+    from ..fixes.apply import offer
 
     return offer(review)

@@ -7,7 +7,7 @@ register = template.Library()
 
 @register.simple_tag
 def publication_state(review) -> dict:
-    """What the publication panel shows for ``review`` (see publishing/views.py)."""
-    from ..publishing.views import state
+    """What the publication panel shows for ``review`` (see prflow/publishing/views.py)."""
+    from ..prflow.publishing.views import state
 
     return state(review)

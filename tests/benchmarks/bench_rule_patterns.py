@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from reviews_app.pipeline import rulecheck  # noqa: E402
+from reviews_app.rules import check as rulecheck  # noqa: E402
 
 
 def best(fn, repeat: int = 5) -> float:

@@ -17,9 +17,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from reviews_app.memories import match as globs
 from reviews_app.models import ReviewRule
-from reviews_app.pipeline import memories as globs
-from reviews_app.pipeline import rulegen
+from reviews_app.rules import generate as rulegen
 
 
 class Command(BaseCommand):

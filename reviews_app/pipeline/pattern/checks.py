@@ -17,7 +17,9 @@ from typing import Any
 from agents_app.patterns.base import Event, ModelClient
 from common import secret_keys
 
-from .. import changeset, crossfile, guardian, rulecheck, synthesis
+from ...rules import check as rulecheck
+from ...rules import guardian
+from .. import changeset, crossfile, synthesis
 from ..diffs.hunks import added_lines
 
 CROSSFILE = "check:crossfile"

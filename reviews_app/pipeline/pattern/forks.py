@@ -4,7 +4,7 @@ duplicates are merged, the weak ones dropped and the verdict proposed).
 
 The Django side (``reviews_app/services.py``, ``fork_review``) gives the fork a review of its
 own; a fork of a pull request's review publishes nothing unless a person presses Publish
-(``reviews_app/publishing``, ``reviews_app/prflow/status.py``).
+(``reviews_app/prflow/publishing``, ``reviews_app/prflow/status.py``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,9 @@ from agents_app.patterns.base import (
 from agents_app.patterns.parallel import run_parallel
 from common import analyzers, secret_keys
 
-from .. import coverage, fingerprint, fixcheck, fold, memories, prompts, rounds, synthesis
+from ...fixes import check as fixcheck
+from ...memories import match as memories
+from .. import coverage, fingerprint, fold, prompts, rounds, synthesis
 from ..quality.cluster import cluster
 from ..schema import VERDICTS, ReflectionAnswer, ReviewerFindings, SynthesisAnswer
 from . import analyze, checks, forks, verify
