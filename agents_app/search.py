@@ -1,6 +1,7 @@
 """Keyset pages of a history list, and the history's search of tasks and answers: words (each
-must appear in the task or the answer, in any order; a "quoted phrase" is one word), through the
-SQLite trigram index where it exists. The filters and sorts are in ``history``."""
+must appear in the task or the answer, in any order; a "quoted phrase" is one word), through a
+trigram index where it exists (SQLite's FTS5 table, migration 0006; PostgreSQL's ``pg_trgm``
+GIN indexes, migration 0013). The filters and sorts are in ``history``."""
 
 from __future__ import annotations
 
@@ -34,11 +35,24 @@ SEARCH_WINDOW = 2000
 SEARCH_SECONDS = 0.06
 SEARCH_INDEX = ("agents_app_run_search", "agents_app_run_search_ai", "agents_app_run_search_ad",
                 "agents_app_run_search_au")
+PG_SEARCH_INDEX = ("run_task_trgm", "run_answer_trgm")
+# PostgreSQL: the first id range of all runs below the last window searched through the index,
+# and how much each next one grows.
+PG_SPAN = 50_000
+PG_SPAN_GROWTH = 4
 
 
 def _search_index_ready() -> bool:
-    """The trigram index of tasks and answers (migration 0006, SQLite) and the triggers that keep
-    it current exist (a table rebuild by a later migration drops the triggers)."""
+    """The trigram index of tasks and answers exists: on SQLite the FTS5 table (migration 0006)
+    and the triggers that keep it current (a table rebuild by a later migration drops the
+    triggers); on PostgreSQL both GIN indexes of ``UPPER(task)`` and ``UPPER(answer)``
+    (migration 0013), valid (a concurrent build that failed leaves an invalid one)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = "
+                           "i.indexrelid WHERE c.relname IN (%s, %s) AND i.indisvalid",
+                           PG_SEARCH_INDEX)
+            return cursor.fetchone()[0] == len(PG_SEARCH_INDEX)
     if connection.vendor != "sqlite":
         return False
     with connection.cursor() as cursor:
@@ -92,7 +106,8 @@ def search_runs(runs, terms: list[str], before: int | None, also: Q | None = Non
     and no request reads the whole history. (Where few runs are left to read after the first
     window, as with a narrow status filter, they are read directly instead of through the
     index.) A term shorter than three letters has no trigram: the index narrows by the others,
-    and is not used when no term is long enough."""
+    and is not used when no term is long enough. On PostgreSQL the same ``icontains`` is
+    served by the GIN trigram indexes themselves (``_search_postgres``)."""
     text = text_filter(terms) & (also or Q())
     # the index knows trigrams, nothing shorter
     indexed = any(len(t) >= 3 for t in terms) and _search_index_ready()
@@ -118,6 +133,8 @@ def search_runs(runs, terms: list[str], before: int | None, also: Q | None = Non
             if rest > SEARCH_WINDOW * 4:
                 break
             indexed = False
+    if connection.vendor == "postgresql":
+        return _search_postgres(runs, text, found, cursor_id, deadline)
     size = 64
     while True:
         candidates = _search_candidates(terms, cursor_id, size)
@@ -129,3 +146,23 @@ def search_runs(runs, terms: list[str], before: int | None, also: Q | None = Non
         cursor_id, size = candidates[-1], min(size * 4, 1024)
         if time.monotonic() >= deadline:
             return runs.filter(id__in=found), cursor_id
+
+
+def _search_postgres(runs, text: Q, found: list[int], below: int, deadline: float):
+    """The rest of ``search_runs`` on PostgreSQL, below the run ``below``: the same filter
+    (``UPPER(task) LIKE UPPER('%word%')`` …), which the GIN trigram indexes of migration 0013
+    serve, over ranges of ids of every run, newest first — the first ``PG_SPAN`` ids, then
+    four times as many each step. PostgreSQL reads the index for the runs holding every
+    trigram and rechecks those in the range only, so a query never rechecks more than its
+    range, however common the words' trigrams; a page that fills or the time limit ends it
+    (``SEARCH_SECONDS``, "Older" continues below the last range searched)."""
+    span = PG_SPAN
+    while True:
+        low = below - span
+        found += runs.filter(text, id__lt=below, id__gte=low).order_by("-id").values_list(
+            "id", flat=True)[:PAGE_SIZE + 1 - len(found)]
+        if len(found) > PAGE_SIZE or low <= 1:  # full, or every run has been searched
+            return runs.filter(id__in=found), None
+        below, span = low, span * PG_SPAN_GROWTH
+        if time.monotonic() >= deadline:
+            return runs.filter(id__in=found), below
