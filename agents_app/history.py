@@ -89,7 +89,7 @@ def recent_models(user, limit: int = 300) -> list[str]:
 
 
 class CursorGone(Exception):
-    """The page position names no run of this person (deleted, another's, or made up)."""
+    """The page position names no run this person may see (deleted, another's, or made up)."""
 
 
 def _sorted_page(runs, owner, sort: str, after: int | None):
@@ -102,7 +102,8 @@ def _sorted_page(runs, owner, sort: str, after: int | None):
     else:
         runs = runs.alias(sort_key=key.expression)
         if after:
-            anchor = list(Run.objects.filter(owner=owner, pk=after).annotate(
+            # Any run the person may see (a team's run another member started too).
+            anchor = list(visible(Run.objects, owner).filter(pk=after).annotate(
                 sort_key=key.expression).values_list("sort_key", flat=True))
             if not anchor:
                 raise CursorGone()
