@@ -44,7 +44,8 @@ def sort_key(sort: str) -> SortKey:
     descending = sort.startswith("-")
     field = sort.lstrip("-")
     expression = {"started": None, "cost": F("cost_usd"), "tokens": run_tokens(),
-                  "duration": run_duration(longest_first=descending)}[field]
+                  "duration": run_duration(longest_first=descending),
+                  "created": F("created_at")}[field]
     return SortKey(expression, descending)
 
 
@@ -144,7 +145,13 @@ def history(request) -> dict:
     filter_params = dict(params)
     if sort != DEFAULT_SORT:
         filter_params["sort"] = sort
-    if sort == DEFAULT_SORT and not d.get("after"):
+    # A date range lists its runs newest first by their start (id order is the same but for
+    # runs started within moments of each other), paged by ``after``: the (owner, created_at) index
+    # serves that from the range's end, where id order would read every run newer than the
+    # range to reach it (a month a year ago: 110,000 runs of a million, 0.35 s on PostgreSQL).
+    by_start = (sort == DEFAULT_SORT and not d.get("before")
+                and not (terms or d.get("model")) and bool(d.get("start") or d.get("end")))
+    if sort == DEFAULT_SORT and not d.get("after") and not by_start:
         before = d.get("before")
         page, more = _sorted_page(runs.filter(id__lt=before) if before else runs, request.user,
                                   DEFAULT_SORT, None)
@@ -155,11 +162,13 @@ def history(request) -> dict:
         first = not before
     else:
         try:
-            page, more = _sorted_page(runs, request.user, sort, d.get("after"))
+            page, more = _sorted_page(runs, request.user, "-created" if by_start else sort,
+                                      d.get("after"))
         except CursorGone:
             problems.append(("Page position", "That run is not in your history; the list starts "
                              "from the top."))
-            page, more = _sorted_page(runs, request.user, sort, None)
+            page, more = _sorted_page(runs, request.user, "-created" if by_start else sort,
+                                      None)
             d.pop("after")
         cursor = {"after": page[-1].pk} if more else None
         first = not d.get("after")
