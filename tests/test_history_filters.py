@@ -242,3 +242,20 @@ def test_a_team_member_pages_a_sort_past_a_run_another_member_started(client, al
     response = client.get(reverse("dashboard"), {"sort": "-cost", "after": pages[24]})
     assert not response.context["filter_problems"]
     assert [r.pk for r in response.context["runs"]] == pages[25:50]
+
+
+def test_a_date_range_lists_by_start_time_and_pages_every_run_once(alice_client, alice):
+    """Issue 37: a date range is listed newest first by start time (the (owner, created_at)
+    index reads it from the range's end), paged with ``after``; each run once, in order."""
+    now = timezone.now()
+    runs = [make(alice, f"run {i}") for i in range(60)]
+    for i, run in enumerate(runs):  # start times not in id order, and some equal
+        Run.objects.filter(pk=run.pk).update(created_at=now - dt.timedelta(days=2, minutes=(i * 7) % 30))
+    make(alice, "today")  # outside the range
+    day = timezone.localdate(now - dt.timedelta(days=2))
+    params = {"from": str(day - dt.timedelta(days=1)), "to": str(day + dt.timedelta(days=1))}
+    response = alice_client.get(reverse("dashboard"), params)
+    assert "after" in (response.context["next_cursor"] or {})
+    expected = list(Run.objects.filter(pk__in=[r.pk for r in runs]).order_by(
+        "-created_at", "-id").values_list("id", flat=True))
+    assert walk(alice_client, params, cursor="after") == expected
