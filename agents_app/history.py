@@ -16,6 +16,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
+from functools import reduce
+from operator import or_
 
 from django.db import connection
 from django.db.models import F, Q
@@ -25,7 +27,7 @@ from .forms import SORTS, HistoryFilterForm
 from .models import Run, run_duration, run_tokens, status_groups
 from .patterns import PATTERNS
 from .search import PAGE_SIZE, search_runs, search_terms
-from .teams.access import visible
+from .teams.access import visible, visible_branches
 
 DEFAULT_SORT = "-started"
 COLUMNS = ("id", "pattern", "task", "status", "models_used", "offline", "cost_usd", "created_at",
@@ -93,8 +95,12 @@ class CursorGone(Exception):
     """The page position names no run this person may see (deleted, another's, or made up)."""
 
 
-def _sorted_page(runs, owner, sort: str, after: int | None):
-    """One page of ``runs`` in the order ``sort``, after the run ``after``."""
+def _sorted_page(runs, owner, sort: str, after: int | None, branches=()):
+    """One page of ``runs`` in the order ``sort``, after the run ``after``. With ``branches``
+    (the filters whose OR is what the person may see: their personal runs, their teams'…),
+    a page by a key is read from each branch in its own index order and the pages merged:
+    no index orders their OR, and PostgreSQL sorted every run of the team (0.5 s for a team
+    of 100,000 runs)."""
     key = sort_key(sort)
     if key.expression is None:  # by id
         if after:
@@ -116,6 +122,12 @@ def _sorted_page(runs, owner, sort: str, after: int | None):
                 runs = runs.filter(Q(sort_key__gte=value),
                                    Q(sort_key__gt=value) | Q(id__gt=after))
         order = ("-sort_key", "-id") if key.descending else ("sort_key", "id")
+        if len(branches) > 1:  # ``runs`` holds their OR already: each narrows it to one
+            rows = {r.pk: r for branch in branches for r in runs.filter(branch).annotate(
+                sort_key=key.expression).order_by(*order)[:PAGE_SIZE + 1]}
+            page = sorted(rows.values(), key=lambda r: (r.sort_key, r.pk),
+                          reverse=key.descending)[:PAGE_SIZE + 1]
+            return page[:PAGE_SIZE], len(page) > PAGE_SIZE
     page = list(runs.order_by(*order)[:PAGE_SIZE + 1])
     return page[:PAGE_SIZE], len(page) > PAGE_SIZE
 
@@ -126,7 +138,8 @@ def history(request) -> dict:
     form = HistoryFilterForm(request.GET or None)
     d = form.usable()
     problems = form.problems()
-    runs = _filtered(visible(Run.objects, request.user).only(*COLUMNS)
+    branches = visible_branches(request.user, run="pk")
+    runs = _filtered(Run.objects.filter(reduce(or_, branches)).only(*COLUMNS)
                      .select_related("merge_request"), d)
     params = {name: d[name] for name in ("status", "pattern", "q", "model") if d.get(name)}
     params.update({form.PARAM_NAMES.get(n, n): str(d[n])
@@ -163,7 +176,7 @@ def history(request) -> dict:
     else:
         try:
             page, more = _sorted_page(runs, request.user, "-created" if by_start else sort,
-                                      d.get("after"))
+                                      d.get("after"), branches)
         except CursorGone:
             problems.append(("Page position", "That run is not in your history; the list starts "
                              "from the top."))

@@ -21,7 +21,10 @@ then ``manage.py migrate agents_app 0012`` and ``migrate`` again builds them lat
 
 import sys
 
-from django.db import DatabaseError, migrations
+import django.db.models.expressions
+from django.db import DatabaseError, migrations, models
+
+import agents_app.models
 
 INDEXES = {"run_task_trgm": "task", "run_answer_trgm": "answer"}
 
@@ -68,4 +71,31 @@ class Migration(migrations.Migration):
         ("agents_app", "0012_model_call_latency_index"),
     ]
 
-    operations = [migrations.RunPython(create, drop, elidable=False)]
+    operations = [
+        migrations.RunPython(create, drop, elidable=False),
+        # A team's runs by each sort key, on both databases (models.py: a member's sorted
+        # history merges their personal runs' page with their teams').
+        migrations.AddIndex(
+            model_name="run",
+            index=models.Index(condition=models.Q(("team__isnull", False)),
+                               fields=["team", "cost_usd", "id"], name="run_team_cost"),
+        ),
+        migrations.AddIndex(
+            model_name="run",
+            index=models.Index(models.F("team"), django.db.models.expressions.CombinedExpression(
+                models.F("prompt_tokens"), "+", models.F("completion_tokens")), models.F("id"),
+                condition=models.Q(("team__isnull", False)), name="run_team_tokens"),
+        ),
+        migrations.AddIndex(
+            model_name="run",
+            index=models.Index(models.F("team"), agents_app.models.RunDuration(-1.0),
+                               models.F("id"), condition=models.Q(("team__isnull", False)),
+                               name="run_team_longest"),
+        ),
+        migrations.AddIndex(
+            model_name="run",
+            index=models.Index(models.F("team"), agents_app.models.RunDuration(1000000000000.0),
+                               models.F("id"), condition=models.Q(("team__isnull", False)),
+                               name="run_team_shortest"),
+        ),
+    ]

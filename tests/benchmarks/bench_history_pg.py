@@ -423,7 +423,9 @@ def report(args, cluster) -> None:
         for st in ("failed", "awaiting_plan_approval")])
     print(f"# search pages against a plain icontains: {problems or 'all equal'}", flush=True)
     sort_problems = hist.verify_sorts(alice, ids)
-    print(f"# sorted pages against the whole order: {sort_problems or 'all equal'}", flush=True)
+    sort_problems += verify_team_sorts(bob, bob_runs)
+    print(f"# sorted pages (alice's and bob's) against the whole order: "
+          f"{sort_problems or 'all equal'}", flush=True)
     problems += sort_problems
 
     print()
@@ -449,6 +451,30 @@ def report(args, cluster) -> None:
           f"whole order: {'yes' if not problems else 'NO ' + str(problems)}")
     if problems:
         sys.exit(1)
+
+
+def verify_team_sorts(user, ids: list[int], pages: int = 4) -> list[str]:
+    """A team member's sorted pages (his personal runs' and the team's, merged) from the top
+    and from a run deep in the order, against the whole order of every run he may see."""
+    from agents_app.history import sort_key
+    from agents_app.models import Run
+    from agents_app.teams.access import visible
+
+    rng = random.Random(4)  # noqa: S311
+    problems = []
+    for sort in ("-cost", "cost", "-tokens", "tokens", "-duration", "duration"):
+        key = sort_key(sort)
+        runs = visible(Run.objects, user).alias(k=key.expression)
+        truth = list(runs.order_by(*(("-k", "-id") if key.descending else ("k", "id")))
+                     .values_list("id", flat=True))
+        at = truth.index(rng.choice(ids[len(ids) // 10:]))
+        for params, expected in (({"sort": sort}, truth),
+                                 ({"sort": sort, "after": truth[at]}, truth[at + 1:])):
+            shown, _ = hist._history_pages(user, params, pages)
+            if shown != expected[:len(shown)] or len(shown) < min(len(expected), 25 * pages):
+                problems.append(f"{user.username} {params}: {len(shown)} shown, first "
+                                f"{shown[:3]}; expected {expected[:3]}")
+    return problems
 
 
 def describe(size: dict) -> str:
