@@ -370,7 +370,12 @@ def report(args, cluster) -> None:
           f"{built['trgm_s']:.0f} s, VACUUM ANALYZE {built['vacuum_s']:.0f} s; "
           f"{describe(size)}; data folder {disk / 1e9:.1f} GB", flush=True)
     if args.hold:
-        print(f"# holding {cluster.url} (Ctrl-C to stop)", flush=True)
+        import signal
+
+        print(f"# holding {cluster.url} (Ctrl-C or SIGTERM to stop)", flush=True)
+        # SIGTERM unwinds too (a background job ignores SIGINT): the cluster is stopped and
+        # its folder removed on the way out.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         with contextlib.suppress(KeyboardInterrupt):
             while True:
                 time.sleep(3600)
