@@ -159,9 +159,10 @@ def history(request) -> dict:
     if sort != DEFAULT_SORT:
         filter_params["sort"] = sort
     # A date range lists its runs newest first by their start (id order is the same but for
-    # runs started within moments of each other), paged by ``after``: the (owner, created_at) index
-    # serves that from the range's end, where id order would read every run newer than the
-    # range to reach it (a month a year ago: 110,000 runs of a million, 0.35 s on PostgreSQL).
+    # runs started within moments of each other), paged by ``after``: the (owner, created_at)
+    # index serves that from the range's end, where id order would read every run newer than
+    # the range to reach it (a month a year ago: 110,000 runs of a million, 0.35 s on
+    # PostgreSQL).
     by_start = (sort == DEFAULT_SORT and not d.get("before")
                 and not (terms or d.get("model")) and bool(d.get("start") or d.get("end")))
     if sort == DEFAULT_SORT and not d.get("after") and not by_start:
@@ -181,7 +182,7 @@ def history(request) -> dict:
             problems.append(("Page position", "That run is not in your history; the list starts "
                              "from the top."))
             page, more = _sorted_page(runs, request.user, "-created" if by_start else sort,
-                                      None)
+                                      None, branches)
             d.pop("after")
         cursor = {"after": page[-1].pk} if more else None
         first = not d.get("after")
