@@ -16,6 +16,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
+from functools import reduce
+from operator import or_
 
 from django.db import connection
 from django.db.models import F, Q
@@ -25,7 +27,7 @@ from .forms import SORTS, HistoryFilterForm
 from .models import Run, run_duration, run_tokens, status_groups
 from .patterns import PATTERNS
 from .search import PAGE_SIZE, search_runs, search_terms
-from .teams.access import visible
+from .teams.access import visible, visible_branches
 
 DEFAULT_SORT = "-started"
 COLUMNS = ("id", "pattern", "task", "status", "models_used", "offline", "cost_usd", "created_at",
@@ -44,7 +46,8 @@ def sort_key(sort: str) -> SortKey:
     descending = sort.startswith("-")
     field = sort.lstrip("-")
     expression = {"started": None, "cost": F("cost_usd"), "tokens": run_tokens(),
-                  "duration": run_duration(longest_first=descending)}[field]
+                  "duration": run_duration(longest_first=descending),
+                  "created": F("created_at")}[field]
     return SortKey(expression, descending)
 
 
@@ -89,11 +92,15 @@ def recent_models(user, limit: int = 300) -> list[str]:
 
 
 class CursorGone(Exception):
-    """The page position names no run of this person (deleted, another's, or made up)."""
+    """The page position names no run this person may see (deleted, another's, or made up)."""
 
 
-def _sorted_page(runs, owner, sort: str, after: int | None):
-    """One page of ``runs`` in the order ``sort``, after the run ``after``."""
+def _sorted_page(runs, owner, sort: str, after: int | None, branches=()):
+    """One page of ``runs`` in the order ``sort``, after the run ``after``. With ``branches``
+    (the filters whose OR is what the person may see: their personal runs, their teams'…),
+    a page by a key is read from each branch in its own index order and the pages merged:
+    no index orders their OR, and PostgreSQL sorted every run of the team (0.5 s for a team
+    of 100,000 runs)."""
     key = sort_key(sort)
     if key.expression is None:  # by id
         if after:
@@ -102,7 +109,8 @@ def _sorted_page(runs, owner, sort: str, after: int | None):
     else:
         runs = runs.alias(sort_key=key.expression)
         if after:
-            anchor = list(Run.objects.filter(owner=owner, pk=after).annotate(
+            # Any run the person may see (a team's run another member started too).
+            anchor = list(visible(Run.objects, owner).filter(pk=after).annotate(
                 sort_key=key.expression).values_list("sort_key", flat=True))
             if not anchor:
                 raise CursorGone()
@@ -114,6 +122,12 @@ def _sorted_page(runs, owner, sort: str, after: int | None):
                 runs = runs.filter(Q(sort_key__gte=value),
                                    Q(sort_key__gt=value) | Q(id__gt=after))
         order = ("-sort_key", "-id") if key.descending else ("sort_key", "id")
+        if len(branches) > 1:  # ``runs`` holds their OR already: each narrows it to one
+            rows = {r.pk: r for branch in branches for r in runs.filter(branch).annotate(
+                sort_key=key.expression).order_by(*order)[:PAGE_SIZE + 1]}
+            page = sorted(rows.values(), key=lambda r: (r.sort_key, r.pk),
+                          reverse=key.descending)[:PAGE_SIZE + 1]
+            return page[:PAGE_SIZE], len(page) > PAGE_SIZE
     page = list(runs.order_by(*order)[:PAGE_SIZE + 1])
     return page[:PAGE_SIZE], len(page) > PAGE_SIZE
 
@@ -124,7 +138,8 @@ def history(request) -> dict:
     form = HistoryFilterForm(request.GET or None)
     d = form.usable()
     problems = form.problems()
-    runs = _filtered(visible(Run.objects, request.user).only(*COLUMNS)
+    branches = visible_branches(request.user, run="pk")
+    runs = _filtered(Run.objects.filter(reduce(or_, branches)).only(*COLUMNS)
                      .select_related("merge_request"), d)
     params = {name: d[name] for name in ("status", "pattern", "q", "model") if d.get(name)}
     params.update({form.PARAM_NAMES.get(n, n): str(d[n])
@@ -143,7 +158,14 @@ def history(request) -> dict:
     filter_params = dict(params)
     if sort != DEFAULT_SORT:
         filter_params["sort"] = sort
-    if sort == DEFAULT_SORT and not d.get("after"):
+    # A date range lists its runs newest first by their start (id order is the same but for
+    # runs started within moments of each other), paged by ``after``: the (owner, created_at)
+    # index serves that from the range's end, where id order would read every run newer than
+    # the range to reach it (a month a year ago: 110,000 runs of a million, 0.35 s on
+    # PostgreSQL).
+    by_start = (sort == DEFAULT_SORT and not d.get("before")
+                and not (terms or d.get("model")) and bool(d.get("start") or d.get("end")))
+    if sort == DEFAULT_SORT and not d.get("after") and not by_start:
         before = d.get("before")
         page, more = _sorted_page(runs.filter(id__lt=before) if before else runs, request.user,
                                   DEFAULT_SORT, None)
@@ -154,11 +176,13 @@ def history(request) -> dict:
         first = not before
     else:
         try:
-            page, more = _sorted_page(runs, request.user, sort, d.get("after"))
+            page, more = _sorted_page(runs, request.user, "-created" if by_start else sort,
+                                      d.get("after"), branches)
         except CursorGone:
             problems.append(("Page position", "That run is not in your history; the list starts "
                              "from the top."))
-            page, more = _sorted_page(runs, request.user, sort, None)
+            page, more = _sorted_page(runs, request.user, "-created" if by_start else sort,
+                                      None, branches)
             d.pop("after")
         cursor = {"after": page[-1].pk} if more else None
         first = not d.get("after")

@@ -196,6 +196,17 @@ class Run(models.Model):
             # given as parameters, and otherwise reads every run of the team to find its few
             # waiting ones (the team's index); PostgreSQL uses it for a team filter.
             models.Index(fields=["team", "status"], name="run_team_status"),
+            # A team's runs by each sort key (issue 37): a member's sorted history reads their
+            # personal runs (the owner's indexes above) and their teams' runs (these) each in
+            # order and merges the pages (history._sorted_page). Team runs only.
+            models.Index(fields=["team", "cost_usd", "id"], name="run_team_cost",
+                         condition=models.Q(team__isnull=False)),
+            models.Index(F("team"), run_tokens(), F("id"), name="run_team_tokens",
+                         condition=models.Q(team__isnull=False)),
+            models.Index(F("team"), run_duration(True), F("id"), name="run_team_longest",
+                         condition=models.Q(team__isnull=False)),
+            models.Index(F("team"), run_duration(False), F("id"), name="run_team_shortest",
+                         condition=models.Q(team__isnull=False)),
         ]
 
     def __str__(self) -> str:

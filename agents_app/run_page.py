@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from .models import Run
-from .notices import run_notice
+from .models import Event, Run
+from .notices import DECIDED_BY, last_decision, run_notice
 from .patterns import PATTERNS
 from .patterns.registry import part_of
 
@@ -21,11 +21,14 @@ def run_context(run: Run, **extra) -> dict:
         # Only the events the run row already counts: a stage that commits while this page is
         # drawn sends its events over the live channel instead (the page subscribes from
         # ``last_seq``), so the page never counts an event whose effects it does not show.
-        "events": (events := list(run.events.filter(seq__lte=run.last_event_seq))),
+        # The newest EVENTS_SHOWN of them; "Show earlier events" loads the ones before.
+        "events": (events := newest_events(run)),
+        "earlier_events": events[0].seq if events and events[0].seq > 1 and
+        len(events) == EVENTS_SHOWN else None,
         "last_seq": events[-1].seq if events else 0,
         # The status line (what a person last decided, what the run does now): drawn on the
         # page, in the answer to a decision and in every live update (notices.py).
-        "run_notice": run_notice(run, pattern, events),
+        "run_notice": run_notice(run, pattern, _with_last_decision(run, events)),
     }
     if run.is_waiting and events and events[-1].kind == "gate_vote":
         # One approval of several (issue 35): said to every watcher, so a live update keeps it.
@@ -39,6 +42,38 @@ def run_context(run: Run, **extra) -> dict:
         ctx.update(_panel_context(pattern, run, extra))
     ctx.update(extra)
     return ctx
+
+
+# A run's page shows its newest events (a run of a thousand steps has thousands; drawing them
+# all costs more than the rest of the page), and loads the earlier ones a page at a time.
+EVENTS_SHOWN = 100
+
+
+def newest_events(run: Run) -> list[Event]:
+    """The run's newest ``EVENTS_SHOWN`` events up to ``last_event_seq``, oldest first: one
+    range of the (run, seq) index, read backwards."""
+    rows = list(run.events.filter(seq__lte=run.last_event_seq).order_by("-seq")[:EVENTS_SHOWN])
+    return rows[::-1]
+
+
+def events_before(run: Run, before: int) -> tuple[list[Event], int | None]:
+    """The page of events before the event ``before`` (``EVENTS_SHOWN`` of them, oldest first),
+    and the seq to load the page before it from (``None``: this page starts at the first)."""
+    rows = list(run.events.filter(seq__lt=before, seq__lte=run.last_event_seq)
+                .order_by("-seq")[:EVENTS_SHOWN + 1])
+    more = len(rows) > EVENTS_SHOWN
+    rows = rows[:EVENTS_SHOWN][::-1]
+    return rows, rows[0].seq if more and rows else None
+
+
+def _with_last_decision(run: Run, events: list[Event]) -> list[Event]:
+    """``events``, after the last decision before them when they hold none, so the status line
+    says what a person last decided even when it is older than the events shown."""
+    if not events or last_decision(events) is not None or events[0].seq <= 1:
+        return events
+    earlier = (run.events.filter(seq__lt=events[0].seq, data__has_key=DECIDED_BY)
+               .order_by("-seq").first())
+    return [earlier, *events] if earlier is not None else events
 
 
 def _panel_context(pattern, run: Run, extra: dict) -> dict:

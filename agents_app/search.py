@@ -1,6 +1,7 @@
 """Keyset pages of a history list, and the history's search of tasks and answers: words (each
-must appear in the task or the answer, in any order; a "quoted phrase" is one word), through the
-SQLite trigram index where it exists. The filters and sorts are in ``history``."""
+must appear in the task or the answer, in any order; a "quoted phrase" is one word), through a
+trigram index where it exists (SQLite's FTS5 table, migration 0006; PostgreSQL's ``pg_trgm``
+GIN indexes, migration 0013). The filters and sorts are in ``history``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import time
 from functools import reduce
 from operator import and_
 
-from django.db import connection
-from django.db.models import Q
+from django.db import OperationalError, connection, transaction
+from django.db.models import Q, TextField, Value
+from django.db.models.functions import Coalesce
+from django.db.models.lookups import IContains
 
 PAGE_SIZE = 25
 
@@ -34,11 +37,20 @@ SEARCH_WINDOW = 2000
 SEARCH_SECONDS = 0.06
 SEARCH_INDEX = ("agents_app_run_search", "agents_app_run_search_ai", "agents_app_run_search_ad",
                 "agents_app_run_search_au")
+PG_SEARCH_INDEX = ("run_task_trgm", "run_answer_trgm")
 
 
 def _search_index_ready() -> bool:
-    """The trigram index of tasks and answers (migration 0006, SQLite) and the triggers that keep
-    it current exist (a table rebuild by a later migration drops the triggers)."""
+    """The trigram index of tasks and answers exists: on SQLite the FTS5 table (migration 0006)
+    and the triggers that keep it current (a table rebuild by a later migration drops the
+    triggers); on PostgreSQL both GIN indexes of ``UPPER(task)`` and ``UPPER(answer)``
+    (migration 0013), valid (a concurrent build that failed leaves an invalid one)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = "
+                           "i.indexrelid WHERE c.relname IN (%s, %s) AND i.indisvalid",
+                           PG_SEARCH_INDEX)
+            return cursor.fetchone()[0] == len(PG_SEARCH_INDEX)
     if connection.vendor != "sqlite":
         return False
     with connection.cursor() as cursor:
@@ -61,9 +73,20 @@ def search_terms(q: str) -> list[str]:
     return list(terms)
 
 
-def text_filter(terms: list[str]) -> Q:
-    """Every term in the task or the answer (``icontains``, on both databases)."""
-    return reduce(and_, (Q(task__icontains=t) | Q(answer__icontains=t) for t in terms), Q())
+def text_filter(terms: list[str], *, indexed: bool = True) -> Q:
+    """Every term in the task or the answer (``icontains``, on both databases). With
+    ``indexed=False`` on PostgreSQL the same match is written as ``COALESCE(task, '')`` (the
+    columns are never NULL), which the trigram indexes of ``UPPER(task)`` do not serve: for the
+    newest runs read directly, where PostgreSQL would otherwise build the index's bitmap of
+    every run holding a common word (tens of milliseconds) to check a window of 2,000."""
+    if indexed or connection.vendor != "postgresql":
+        return reduce(and_, (Q(task__icontains=t) | Q(answer__icontains=t) for t in terms), Q())
+
+    def column(name: str):
+        return Coalesce(name, Value(""), output_field=TextField())
+
+    return reduce(and_, (Q(IContains(column("task"), t)) | Q(IContains(column("answer"), t))
+                         for t in terms), Q())
 
 
 def _search_candidates(terms: list[str], below: int, limit: int) -> list[int]:
@@ -92,32 +115,35 @@ def search_runs(runs, terms: list[str], before: int | None, also: Q | None = Non
     and no request reads the whole history. (Where few runs are left to read after the first
     window, as with a narrow status filter, they are read directly instead of through the
     index.) A term shorter than three letters has no trigram: the index narrows by the others,
-    and is not used when no term is long enough."""
+    and is not used when no term is long enough. On PostgreSQL the same ``icontains`` is
+    served by the GIN trigram indexes themselves (``_search_postgres``)."""
     text = text_filter(terms) & (also or Q())
     # the index knows trigrams, nothing shorter
     indexed = any(len(t) >= 3 for t in terms) and _search_index_ready()
     deadline = time.monotonic() + SEARCH_SECONDS
     found: list[int] = []
-    cursor_id = before
+    windows = _Windows(runs, text_filter(terms, indexed=False) & (also or Q()), found, before)
     while True:
-        scoped = runs.filter(id__lt=cursor_id) if cursor_id else runs
-        edge = list(scoped.order_by("-id").values_list("id", flat=True)
-                    [SEARCH_WINDOW - 1:SEARCH_WINDOW])
-        window = scoped.filter(id__gte=edge[0]) if edge else scoped
-        found += window.filter(text).order_by("-id").values_list(
-            "id", flat=True)[:PAGE_SIZE + 1 - len(found)]
-        if len(found) > PAGE_SIZE or not edge:  # a full page, or every run has been read
+        if windows.read():  # a full page, or every run has been read
             return runs.filter(id__in=found), None
-        cursor_id = edge[0]
+        if indexed and connection.vendor == "postgresql":
+            # One window (where a common word fills the page), then the index's query, which
+            # PostgreSQL narrows by the other filters too (SQLite's candidates are every
+            # user's, hence the count below).
+            break
         if time.monotonic() >= deadline:
-            return runs.filter(id__in=found), cursor_id
+            return runs.filter(id__in=found), windows.cursor_id
         if indexed:
             # Few runs left (e.g. a narrow status filter): reading them beats the index, whose
             # candidates come from every run of every user.
-            rest = runs.filter(id__lt=cursor_id).values("id")[:SEARCH_WINDOW * 4 + 1].count()
+            rest = runs.filter(id__lt=windows.cursor_id).values("id")[
+                :SEARCH_WINDOW * 4 + 1].count()
             if rest > SEARCH_WINDOW * 4:
                 break
             indexed = False
+    cursor_id = windows.cursor_id
+    if connection.vendor == "postgresql":
+        return _search_postgres(runs, text, windows, deadline)
     size = 64
     while True:
         candidates = _search_candidates(terms, cursor_id, size)
@@ -129,3 +155,54 @@ def search_runs(runs, terms: list[str], before: int | None, also: Q | None = Non
         cursor_id, size = candidates[-1], min(size * 4, 1024)
         if time.monotonic() >= deadline:
             return runs.filter(id__in=found), cursor_id
+
+
+class _Windows:
+    """The newest runs read directly, ``SEARCH_WINDOW`` at a time, from ``before`` down;
+    ``found`` collects the ids that match ``text``."""
+
+    def __init__(self, runs, text: Q, found: list[int], before: int | None):
+        self.runs, self.text, self.found, self.cursor_id = runs, text, found, before
+
+    def read(self) -> bool:
+        """Read the next window; True when the page is full or no run is left to read."""
+        scoped = self.runs.filter(id__lt=self.cursor_id) if self.cursor_id else self.runs
+        edge = list(scoped.order_by("-id").values_list("id", flat=True)
+                    [SEARCH_WINDOW - 1:SEARCH_WINDOW])
+        window = scoped.filter(id__gte=edge[0]) if edge else scoped
+        self.found += window.filter(self.text).order_by("-id").values_list(
+            "id", flat=True)[:PAGE_SIZE + 1 - len(self.found)]
+        if len(self.found) > PAGE_SIZE or not edge:
+            return True
+        self.cursor_id = edge[0]
+        return False
+
+
+# PostgreSQL: the least time the index's query is given, however little of the request's is left.
+PG_MIN_MS = 20
+
+
+def _search_postgres(runs, text: Q, windows: _Windows, deadline: float):
+    """The rest of ``search_runs`` on PostgreSQL, below the last window read: one query, the
+    same filter (``UPPER(task) LIKE UPPER('%word%')`` …), which the GIN trigram indexes of
+    migration 0013 serve — PostgreSQL reads from them the runs holding every trigram of every
+    word and checks those. For rare words that is a few runs and a few milliseconds. Words
+    made of common trigrams ("the", "schema") make the index list most runs, and the query
+    would take seconds: it runs under a ``statement_timeout`` of the time left (``SET LOCAL``,
+    its transaction only); cancelled, the search reads on directly until its time is up and
+    "Older" continues from there, as on SQLite."""
+    found = windows.found
+    budget_ms = max(PG_MIN_MS, int((deadline - time.monotonic()) * 1000))
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(budget_ms)])
+            found += runs.filter(text, id__lt=windows.cursor_id).order_by("-id").values_list(
+                "id", flat=True)[:PAGE_SIZE + 1 - len(found)]
+        return runs.filter(id__in=found), None
+    except OperationalError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) != "57014":  # not query_canceled
+            raise
+    while time.monotonic() < deadline:
+        if windows.read():
+            return runs.filter(id__in=found), None
+    return runs.filter(id__in=found), windows.cursor_id

@@ -19,6 +19,7 @@ urlpatterns = [
     path("runs/new/", views.start_run, name="start_run"),
     path("runs/<id:pk>/", views.run_detail, name="run_detail"),
     path("runs/<id:pk>/cancel/", views.cancel_run, name="cancel_run"),
+    path("runs/<id:pk>/events/", views.run_events, name="run_events"),
     path("runs/<id:pk>/calls/<id:call>/", views.model_call, name="model_call"),
     path("runs/<id:pk>/trace/", views.run_trace, name="run_trace"),
     path("runs/<id:pk>/fork/", fork_views.fork_page, name="fork_page"),

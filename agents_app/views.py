@@ -23,7 +23,7 @@ from .history import history, recent_models
 from .models import ModelCall, Run
 from .notices import notice_for
 from .patterns.base import Decision, InvalidDecision
-from .run_page import run_context
+from .run_page import events_before, run_context
 from .teams.access import can_manage, visible
 from .teams.fields import chosen_team
 from .trace import call_io
@@ -84,6 +84,24 @@ def run_detail(request, pk: int):
     if run.get_absolute_url() != request.path:  # a pattern with a page of its own
         return redirect(run)
     return render(request, "agents_app/run_detail.html", run_context(run))
+
+
+@login_required
+@require_GET
+def run_events(request, pk: int):
+    """The run's events before the event ``before`` (a page of them), for the timeline's "Show
+    earlier events": its items for htmx, a page of its own otherwise."""
+    run = owned_run(request, pk)
+    raw = request.GET.get("before", "").strip()
+    if raw and not (raw.isascii() and raw.isdigit() and len(raw) <= 10):
+        return HttpResponse("“before” must be an event's number, like 120.", status=400,
+                            content_type="text/plain; charset=utf-8")
+    before = min(int(raw), run.last_event_seq + 1) if raw else run.last_event_seq + 1
+    events, earlier = events_before(run, before)
+    ctx = {"run": run, "events": events, "earlier": earlier, "before": before}
+    if request.htmx:
+        return render(request, "agents_app/run_events.html#page", ctx)
+    return render(request, "agents_app/run_events.html", ctx)
 
 
 @login_required

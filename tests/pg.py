@@ -80,7 +80,8 @@ class PgCluster:
     anything but a machine crash (an immediate stop is still recovered from the WAL)."""
 
     def __init__(self, *, database: str = "quorum", fsync: bool = True,
-                 max_connections: int = 200, prefix: str = "quorum-pg-"):
+                 max_connections: int = 200, prefix: str = "quorum-pg-",
+                 settings: dict | None = None):
         reason = missing()
         if reason:
             raise RuntimeError(reason)
@@ -89,6 +90,7 @@ class PgCluster:
         self.fsync = fsync
         self.max_connections = max_connections
         self.prefix = prefix
+        self.settings = dict(settings or {})  # more server settings (-c name=value)
         self.port = 0
         self.dir: Path | None = None
         self.user = "postgres"
@@ -142,7 +144,7 @@ class PgCluster:
                 "synchronous_commit": "on" if self.fsync else "off",
                 "full_page_writes": "on" if self.fsync else "off",
                 "shared_buffers": "32MB", "log_min_messages": "warning",
-                "log_connections": "off", "logging_collector": "off"}
+                "log_connections": "off", "logging_collector": "off", **self.settings}
         return " ".join(f"-c {k}={v}" for k, v in opts.items())
 
     # --- life cycle ------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ CASES = {
     "vote_decision": ("vote", (), "POST"),
     "model_call": ("plan", (lambda run: run.model_calls.first().pk,), "GET"),
     "run_trace": ("plan", (), "GET"),
+    "run_events": ("plan", (), "GET"),
     "usage": (None, (), "GET"),
     "usage_csv": (None, (), "GET"),
     "change_list": (None, (), "GET"),

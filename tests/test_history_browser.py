@@ -192,3 +192,27 @@ def test_the_usage_charts_are_drawn_beside_their_tables_at_1280_and_on_a_phone(l
         assert page.evaluate(NO_PAGE_SCROLL), viewport
     assert page.locator("a:text('Download as CSV')").count() == 3
     assert page.errors == [] and errors == []
+
+
+def test_a_long_runs_timeline_loads_its_earlier_events_by_clicking(live_stack, page, alice):
+    """Issue 37: a run with 250 events shows its newest 100; "Show earlier events" puts the 100
+    before them above, in order, then the first 50, and the button goes; no console error."""
+    errors = console_errors(page)
+    run = Run.objects.create(owner=alice, pattern="plan_execute", task="A long run",
+                             status="completed", last_event_seq=250,
+                             finished_at=timezone.now())
+    Event.objects.bulk_create([Event(run=run, seq=k, kind="note", message=f"event {k}")
+                               for k in range(1, 251)])
+    sign_in(page, live_stack)
+    page.goto(f"{live_stack}/runs/{run.pk}/")
+    seqs = "() => [...document.querySelectorAll('#timeline li[data-seq]')].map(e => +e.dataset.seq)"
+    assert page.evaluate(seqs) == list(range(151, 251))
+    page.click("#timeline .ev-earlier a")
+    page.wait_for_function("() => document.querySelectorAll('#timeline li[data-seq]').length == 200")
+    assert page.evaluate(seqs) == list(range(51, 251))
+    page.click("#timeline .ev-earlier a")
+    page.wait_for_function("() => document.querySelectorAll('#timeline li[data-seq]').length == 250")
+    assert page.evaluate(seqs) == list(range(1, 251))
+    assert page.locator("#timeline .ev-earlier").count() == 0
+    assert page.url.endswith(f"/runs/{run.pk}/")  # the page stayed where it was
+    assert not errors, errors

@@ -7,6 +7,7 @@ import re
 from decimal import Decimal
 
 import pytest
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -221,3 +222,40 @@ def test_the_model_filter_reads_within_the_time_limit_and_continues_through_olde
     assert walk(alice_client, {"model": "rare/model"}) == [runs[19].pk, runs[2].pk]
     response = alice_client.get(reverse("dashboard"), {"model": "rare/model", "sort": "-cost"})
     assert "newest first" in response.content.decode()
+
+
+def test_a_team_member_pages_a_sort_past_a_run_another_member_started(client, alice, bob):
+    """The page position of a sorted list may be a team's run someone else started (issue 37:
+    it was looked up among the person's own runs, and the list started again from the top)."""
+    from agents_app.teams.models import Membership, Team
+
+    team = Team.objects.create(name="Platform")
+    for user in (alice, bob):
+        Membership.objects.create(team=team, user=user, role="member")
+    for i in range(60):
+        make(alice if i % 2 else bob, f"run {i}", team=team, cost_usd=Decimal(i % 13) / 100)
+    make(bob, "personal", cost_usd=Decimal("0.5"))
+    client.force_login(bob)
+    pages = walk(client, {"sort": "-cost"}, cursor="after")
+    runs = Run.objects.filter(Q(team=team) | Q(owner=bob, team=None))
+    assert pages == list(runs.order_by("-cost_usd", "-id").values_list("id", flat=True))
+    response = client.get(reverse("dashboard"), {"sort": "-cost", "after": pages[24]})
+    assert not response.context["filter_problems"]
+    assert [r.pk for r in response.context["runs"]] == pages[25:50]
+
+
+def test_a_date_range_lists_by_start_time_and_pages_every_run_once(alice_client, alice):
+    """Issue 37: a date range is listed newest first by start time (the (owner, created_at)
+    index reads it from the range's end), paged with ``after``; each run once, in order."""
+    now = timezone.now()
+    runs = [make(alice, f"run {i}") for i in range(60)]
+    for i, run in enumerate(runs):  # start times not in id order, and some equal
+        Run.objects.filter(pk=run.pk).update(created_at=now - dt.timedelta(days=2, minutes=(i * 7) % 30))
+    make(alice, "today")  # outside the range
+    day = timezone.localdate(now - dt.timedelta(days=2))
+    params = {"from": str(day - dt.timedelta(days=1)), "to": str(day + dt.timedelta(days=1))}
+    response = alice_client.get(reverse("dashboard"), params)
+    assert "after" in (response.context["next_cursor"] or {})
+    expected = list(Run.objects.filter(pk__in=[r.pk for r in runs]).order_by(
+        "-created_at", "-id").values_list("id", flat=True))
+    assert walk(alice_client, params, cursor="after") == expected

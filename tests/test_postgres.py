@@ -39,7 +39,8 @@ if __name__ != "__main__":
 
     pytestmark = pytest.mark.integration
     IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate", "triage_race", "prepared",
-                  "nul_review", "history", "pool", "async_records")
+                  "nul_review", "history", "history_search", "run_events", "pool",
+                  "async_records")
 
     @pytest.fixture(scope="module")
     def cluster():
@@ -124,6 +125,14 @@ if __name__ != "__main__":
     def test_the_history_searches_words_filters_and_sorts_on_postgres(engine_cases):
         outcome = check(engine_cases, "history")
         assert "run_owner_longest" in outcome and "run_owner_cost" in outcome
+
+    def test_the_trigram_search_returns_exactly_what_icontains_returns(engine_cases):
+        outcome = check(engine_cases, "history_search")
+        assert "run_task_trgm" in outcome
+        assert f"terms checked: {len(SEARCH_QUERIES)} " in outcome
+
+    def test_a_runs_page_shows_its_newest_events_and_pages_back(engine_cases):
+        assert "events walked: 250" in check(engine_cases, "run_events")
 
     def test_runs_waiting_on_their_model_hold_no_pooled_connection(engine_cases):
         assert "runs completed: 40 of 40" in check(engine_cases, "pool")
@@ -644,6 +653,150 @@ def case_history() -> str:
         cursor.execute("RESET enable_sort")
     assert "run_owner_cost" in plans[0] and "run_owner_longest" in plans[1], plans
     return "plans: " + " | ".join(p[:200] for p in plans)
+
+
+SEARCH_TEXTS = [
+    ("Compare MySQL and PostgreSQL", "PostgreSQL wins"),
+    ("Restore the schema from backup", "We restore the schema nightly."),
+    ("the schema, restore it", ""),
+    ("Progress at 100% done", "50% of the budget"),
+    ("rename snake_case names", "a_b and ab"),
+    ("Grüße aus München", "ÉCOLE und école"),
+    ("日本語のテキストを要約する", "要約: テキスト"),
+    ("zq is two letters", "plain"),
+    ("ecole without the accent", "e c o l e"),
+    ("100 percent", "the underscore_ and % sign"),
+]
+SEARCH_QUERIES = ["postgresql mysql", '"restore the schema"', "restore the schema", "zq", "ab",
+                  "%", "_", "100%", "e_c", "snake_case", "a_b", "grüße", "MÜNCHEN", "école",
+                  "ÉCOLE", "テキスト", "要約", "zq postgresql", '"50% of"', "nothing like it",
+                  "_ %", '"the underscore_"']
+
+
+def case_history_search() -> str:
+    """Issue 37: the history's search through the pg_trgm GIN indexes of migration 0013
+    returns exactly the runs a plain icontains of every word returns — with the index's path
+    forced (tiny windows, so every page past the first few runs comes from it), compared with
+    the same filter run with index scans off (a sequential scan: no index involved), and with
+    what Python finds for the ASCII words: short words, quoted phrases, unicode, and ``%``
+    and ``_`` as the characters they are."""
+    from django.db import connection, transaction
+    from django.test import RequestFactory
+
+    from agents_app import search
+    from agents_app.history import history
+    from agents_app.models import Run
+    from agents_app.search import search_terms, text_filter
+
+    alice = _setup()
+    Run.objects.filter(owner=alice).delete()
+    for i in range(120):
+        task, answer = SEARCH_TEXTS[i % len(SEARCH_TEXTS)]
+        Run.objects.create(owner=alice, pattern="plan_execute", task=f"{task} #{i}",
+                           answer=answer if i % 3 else "", status="completed" if i % 4 else
+                           "failed")
+    assert search._search_index_ready()
+    window = search.SEARCH_WINDOW
+    search.SEARCH_WINDOW = 3  # past the first few runs, every page comes from the index
+    factory = RequestFactory()
+    runs = Run.objects.filter(owner=alice)
+
+    def walk(q: str) -> list[int]:
+        shown, cursor = [], {}
+        for _ in range(200):
+            request = factory.get("/", {"q": q, **cursor})
+            request.user = alice
+            ctx = history(request)
+            shown += [r.pk for r in ctx["runs"]]
+            cursor = ctx["next_cursor"]
+            if not cursor:
+                return shown
+        raise AssertionError(f"{q}: too many pages")
+
+    def slow_index(execute, sql, params, many, context):
+        """The index's query made to outlast its statement_timeout (as a phrase of common
+        words does on a large history): PostgreSQL cancels it, the search reads on."""
+        if "LIKE" in sql and "COALESCE" not in sql and "agents_app_run" in sql:
+            slow_index.cancelled += 1
+            execute("SELECT pg_sleep(2)", None, False, context)
+        return execute(sql, params, many, context)
+
+    slow_index.cancelled = 0
+    checked = 0
+    for q in SEARCH_QUERIES:
+        shown = walk(q)
+        terms = search_terms(q)
+        with transaction.atomic(), connection.cursor() as c:
+            c.execute("SET LOCAL enable_indexscan = off")
+            c.execute("SET LOCAL enable_bitmapscan = off")
+            truth = list(runs.filter(text_filter(terms)).order_by("-id")
+                         .values_list("id", flat=True))
+        assert shown == truth, (q, shown[:5], truth[:5])
+        if all(t.isascii() for t in terms):
+            python = [r.pk for r in runs.order_by("-id") if all(
+                t.lower() in r.task.lower() or t.lower() in r.answer.lower() for t in terms)]
+            assert shown == python, (q, shown[:5], python[:5])
+            checked += 1
+    # The index's query cancelled by its time limit: the same runs, read directly instead.
+    started = time.monotonic()
+    with connection.execute_wrapper(slow_index):
+        for q in ("restore the schema", "grüße", "nothing like it"):
+            assert walk(q) == list(runs.filter(text_filter(search_terms(q))).order_by("-id")
+                                   .values_list("id", flat=True)), q
+    assert slow_index.cancelled >= 3 and time.monotonic() - started < 30
+    assert checked > 10 and _ids(runs, "%") and _ids(runs, "_")
+    assert not set(_ids(runs, "e_c")) & set(_ids(runs, "ecole without")), "_ is a wildcard"
+    with connection.cursor() as c:
+        c.execute("SET enable_seqscan = off")  # a few rows: a scan would be cheaper
+        c.execute("SET enable_indexscan = off")
+        sql, params = Run.objects.filter(text_filter(["restore the schema"])).order_by() \
+            .values_list("id", flat=True).query.sql_with_params()
+        c.execute("EXPLAIN " + sql, params)
+        plan = " ".join(row[0] for row in c.fetchall())
+        c.execute("RESET enable_seqscan")
+        c.execute("RESET enable_indexscan")
+    assert "run_task_trgm" in plan and "run_answer_trgm" in plan, plan
+    search.SEARCH_WINDOW = window
+    return f"terms checked: {len(SEARCH_QUERIES)} ({checked} also against Python); plan: " \
+        f"{plan[:300]}"
+
+
+def _ids(runs, q: str) -> list[int]:
+    from agents_app.search import text_filter
+
+    return list(runs.filter(text_filter([q])).values_list("id", flat=True))
+
+
+def case_run_events() -> str:
+    """Issue 37: a run's page shows its newest events; the earlier ones, a page at a time,
+    walk back to the first, each once, in order (the (run, seq) index read backwards)."""
+    from django.db import connection
+
+    from agents_app import run_page
+    from agents_app.models import Event, Run
+
+    alice = _setup()
+    run = Run.objects.create(owner=alice, pattern="plan_execute", task="long",
+                             status="completed", last_event_seq=250)
+    Event.objects.bulk_create([Event(run=run, seq=k, kind="note", message=f"e{k}")
+                               for k in range(1, 261)])  # 251..260 not counted yet
+    ctx = run_page.run_context(run)
+    shown = [e.seq for e in ctx["events"]]
+    assert shown == list(range(151, 251)) and ctx["earlier_events"] == 151, shown[:3]
+    before = ctx["earlier_events"]
+    while before:
+        events, before = run_page.events_before(run, before)
+        shown = [e.seq for e in events] + shown
+    assert shown == list(range(1, 251)), shown[:5]
+    with connection.cursor() as c:
+        sql, params = run.events.filter(seq__lt=120).order_by("-seq")[:101].query \
+            .sql_with_params()
+        c.execute("SET enable_seqscan = off")
+        c.execute("EXPLAIN " + sql, params)
+        plan = " ".join(row[0] for row in c.fetchall())
+        c.execute("RESET enable_seqscan")
+    assert "Backward" in plan and "Sort" not in plan, plan
+    return f"events walked: {len(shown)}; plan: {plan[:200]}"
 
 
 def case_pool() -> str:

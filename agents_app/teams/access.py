@@ -32,18 +32,30 @@ def visible_q(user, *, owner: str = "owner", team: str = "team", run: str | None
     """The filter of what ``user`` may see: their personal items and their teams' items, and
     (``run``: the field holding a run's id) runs whose open gate is assigned to them or their
     team. ``owner`` and ``team`` name the fields (``run__owner`` for a review, say)."""
+    branches = visible_branches(user, owner=owner, team=team, run=run)
+    q = branches[0]
+    for branch in branches[1:]:
+        q |= branch
+    return q
+
+
+def visible_branches(user, *, owner: str = "owner", team: str = "team",
+                     run: str | None = None) -> list[Q]:
+    """``visible_q`` as the filters it ORs: the person's personal items, their teams' items,
+    the runs assigned to them (those that apply). A list sorted by a key reads each in its own
+    index order and merges them (``history._sorted_page``): no index orders their OR."""
     if not getattr(user, "is_authenticated", False):
-        return Q(pk__in=[])
+        return [Q(pk__in=[])]
     # The person's teams and the runs assigned to them are read first (a few ids): an empty
     # list drops its branch, so a person in no team gets the plain owner filter the history's
     # indexes serve, and no list page joins a subquery into an OR (which no index serves).
-    q = Q(**{owner: user, f"{team}__isnull": True})
+    branches = [Q(**{owner: user, f"{team}__isnull": True})]
     if teams := list(team_ids(user).values_list("team_id", flat=True)):
-        q |= Q(**{f"{team}__in": teams})
+        branches.append(Q(**{f"{team}__in": teams}))
     if run is not None and (runs := list(assigned_runs(user).values_list("run_id", flat=True)
                                          [:1000])):
-        q |= Q(**{f"{run}__in": runs})
-    return q
+        branches.append(Q(**{f"{run}__in": runs}))
+    return branches
 
 
 def visible(queryset: QuerySet, user, **fields) -> QuerySet:
