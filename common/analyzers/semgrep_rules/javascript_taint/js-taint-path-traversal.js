@@ -3,6 +3,7 @@ const fs = require("fs");
 const path = require("path");
 
 const app = express();
+const router = express.Router();
 
 app.get("/report", (req, res) => {
   // ruleid: js-taint-path-traversal
@@ -25,4 +26,12 @@ app.get("/rooted", (req, res) => {
   res.sendFile(req.query.name, { root: path.join(__dirname, "reports") });
   // ok: js-taint-path-traversal
   res.sendFile(path.join(__dirname, "public", "index.html"));
+});
+
+router.get("/anywhere", (req, res) => {
+  // a root of "/" confines nothing
+  // ruleid: js-taint-path-traversal
+  res.sendFile(req.query.file, { root: "/" });
+  // ruleid: js-taint-path-traversal
+  res.download(req.query.file, "report.csv", { root: '/' });
 });
