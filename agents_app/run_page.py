@@ -18,17 +18,10 @@ def run_context(run: Run, **extra) -> dict:
         "panel_template": template,
         "pattern_panels": pattern.panels if template else (),
         "calls": list(run.model_calls.all()),
-        # Only the events the run row already counts: a stage that commits while this page is
-        # drawn sends its events over the live channel instead (the page subscribes from
-        # ``last_seq``), so the page never counts an event whose effects it does not show.
-        # The newest EVENTS_SHOWN of them; "Show earlier events" loads the ones before.
-        "events": (events := newest_events(run)),
-        "earlier_events": events[0].seq if events and events[0].seq > 1 and
-        len(events) == EVENTS_SHOWN else None,
-        "last_seq": events[-1].seq if events else 0,
+        **(shown := timeline(run)),
         # The status line (what a person last decided, what the run does now): drawn on the
         # page, in the answer to a decision and in every live update (notices.py).
-        "run_notice": run_notice(run, pattern, _with_last_decision(run, events)),
+        "run_notice": run_notice(run, pattern, _with_last_decision(run, events := shown["events"])),
     }
     if run.is_waiting and events and events[-1].kind == "gate_vote":
         # One approval of several (issue 35): said to every watcher, so a live update keeps it.
@@ -47,6 +40,28 @@ def run_context(run: Run, **extra) -> dict:
 # A run's page shows its newest events (a run of a thousand steps has thousands; drawing them
 # all costs more than the rest of the page), and loads the earlier ones a page at a time.
 EVENTS_SHOWN = 100
+
+
+def timeline(run: Run) -> dict:
+    """The timeline's part of a page's context (the run, change and review pages): the newest
+    ``EVENTS_SHOWN`` events, where "Show earlier events" loads from (``earlier_events``, or
+    None when they start at the first) and ``last_seq``, where the page's live channel picks
+    up. Only the events the run row already counts: a stage that commits while the page is
+    drawn sends its events over the live channel instead, so the page never counts an event
+    whose effects it does not show."""
+    events = newest_events(run)
+    return {"events": events,
+            "earlier_events": events[0].seq if events and events[0].seq > 1 and
+            len(events) == EVENTS_SHOWN else None,
+            "last_seq": events[-1].seq if events else 0}
+
+
+def newest_only(run: Run) -> dict:
+    """The timeline's part of a live update's or a gate answer's context, which draws no
+    timeline: the newest event only (for the header's activity line) and ``last_seq``."""
+    events = list(run.events.order_by("-seq")[:1])
+    return {"events": events, "earlier_events": None,
+            "last_seq": events[-1].seq if events else 0}
 
 
 def newest_events(run: Run) -> list[Event]:

@@ -18,6 +18,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from agents_app.live import live_message
 from agents_app.models import Run
+from agents_app.run_page import newest_only
+from agents_app.run_page import timeline as run_timeline
 from agents_app.search import keyset_page
 from agents_app.teams.access import can_manage, visible
 from agents_app.teams.fields import chosen_team
@@ -121,7 +123,7 @@ def review_context(review: Review, *, with_diff: bool = True, timeline: bool = T
     kept = [f for f in findings if f.kept]
     dropped = [f for f in findings if not f.kept]
     views = file_views(review.files, kept) if with_diff else []
-    events = list(run.events.all()) if timeline else list(run.events.order_by("-seq")[:1])
+    shown = run_timeline(run) if timeline else newest_only(run)
     state = run.state or {}
     pending = {s: sum(1 for f in kept if f.severity == s and f.decision == "pending")
                for s in SEVERITIES}
@@ -143,8 +145,7 @@ def review_context(review: Review, *, with_diff: bool = True, timeline: bool = T
         "review": review, "run": run, "kept": kept, "dropped": dropped, "files": views,
         "elsewhere": elsewhere(review.files, kept) if with_diff else [],
         "analyzers_ran": [a["name"] for a in analyze.ran(state.get("analysis") or {})],
-        "anchors": anchors(review.files, kept), "events": events,
-        "last_seq": events[-1].seq if events else 0,
+        "anchors": anchors(review.files, kept), **shown,
         "reviewers": reviewers, "costs": costs, "analysis": state.get("analysis") or {},
         "pending_by_severity": {s: n for s, n in pending.items() if n},
         "decided": sum(1 for f in kept if f.decision != "pending"),

@@ -122,3 +122,45 @@ def test_a_member_of_the_runs_team_reads_its_earlier_events(client, alice, bob):
     assert _seqs(html) == list(range(1, 21))
     Membership.objects.filter(user=bob).delete()
     assert client.get(reverse("run_events", args=[run.pk]), {"before": 21}).status_code == 404
+
+
+def _events(run, n: int) -> None:
+    Event.objects.bulk_create([Event(run=run, seq=k, kind="note", message=f"event number {k}")
+                               for k in range(1, n + 1)])
+    Run.objects.filter(pk=run.pk).update(last_event_seq=n)
+
+
+def test_a_change_page_shows_the_newest_events_and_loads_the_earlier_ones(alice_client, alice):
+    run = Run.objects.create(owner=alice, pattern="plan_execute_review", task="Fix the greeting",
+                             status="completed")
+    _events(run, 230)
+    page = alice_client.get(reverse("change_detail", args=[run.pk])).content.decode()
+    timeline = page.split('id="timeline"', 1)[1].split("</ol>", 1)[0]
+    assert _seqs(timeline) == list(range(131, 231)) and _earlier(timeline) == 131
+    part = alice_client.get(reverse("run_events", args=[run.pk]), {"before": 131},
+                            headers=HTMX).content.decode()
+    assert _seqs(part) == list(range(31, 131)) and _earlier(part) == 31
+    # the events page of a change run leads back to the change page
+    html = alice_client.get(reverse("run_events", args=[run.pk]), {"before": 31}).content.decode()
+    assert _seqs(html) == list(range(1, 31))
+    assert f'href="{reverse("change_detail", args=[run.pk])}"' in html
+
+
+def test_a_review_page_shows_the_newest_events_and_loads_the_earlier_ones(client, alice, bob):
+    from reviews_app.models import Review
+
+    run = Run.objects.create(owner=alice, pattern="code_review", task="a diff",
+                             status="completed")
+    review = Review.objects.create(run=run, owner=alice, source_kind="paste", source_label="x",
+                                   diff_text="")
+    _events(run, 101)
+    client.force_login(alice)
+    page = client.get(reverse("review_detail", args=[review.pk])).content.decode()
+    timeline = page.split('id="timeline"', 1)[1].split("</ol>", 1)[0]
+    assert _seqs(timeline) == list(range(2, 102)) and _earlier(timeline) == 2
+    part = client.get(reverse("run_events", args=[run.pk]), {"before": 2},
+                      headers=HTMX).content.decode()
+    assert _seqs(part) == [1] and _earlier(part) is None
+    client.force_login(bob)  # another person: neither the page nor its events
+    assert client.get(reverse("review_detail", args=[review.pk])).status_code == 404
+    assert client.get(reverse("run_events", args=[run.pk]), {"before": 2}).status_code == 404

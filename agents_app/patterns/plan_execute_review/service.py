@@ -252,7 +252,10 @@ def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
     plans = list(run.plan_versions.all())
     latest_exec = executes[-1] if executes else None
     files, unshown = diff_views(latest_exec.diff) if (with_diff and latest_exec) else ([], [])
-    events = list(run.events.all()) if timeline else list(run.events.order_by("-seq")[:1])
+    from ...run_page import newest_only  # the run page's own
+    from ...run_page import timeline as run_timeline
+
+    shown = run_timeline(run) if timeline else newest_only(run)
     state = run.state or {}
     mr = MergeRequest.objects.filter(run=run).select_related("decided_by").first()
     # The latest round's plan steps not done, for the notice at the top of the page.
@@ -265,7 +268,7 @@ def change_context(run: Run, *, with_diff: bool = True, timeline: bool = True,
         "now_label": PlanExecuteReview().describe_stage(run.stage) if run.stage else "",
         "stage_costs": stage_costs(run),
         "approvals": list(run.approvals.select_related("user")),
-        "events": events, "last_seq": events[-1].seq if events else 0,
+        **shown,
         "at_plan_gate": run.status == "awaiting_plan_approval",
         "at_merge_gate": run.status == "awaiting_merge_request",
         "at_escalation": run.status == "awaiting_escalation",
