@@ -275,3 +275,112 @@ class PgCluster:
 def cluster(**kwargs):
     with PgCluster(**kwargs) as pg:
         yield pg
+
+
+PGBOUNCER_HINT = ("PgBouncer is not installed: install it (Debian/Ubuntu: `apt-get install "
+                  "pgbouncer`; .ci/run does) or point $QUORUM_PGBOUNCER at its binary.")
+
+
+def pgbouncer_bin() -> str | None:
+    """The pgbouncer binary: ``$QUORUM_PGBOUNCER``, then ``PATH``, then ``/usr/sbin``."""
+    for candidate in (os.environ.get("QUORUM_PGBOUNCER"), shutil.which("pgbouncer"),
+                      "/usr/sbin/pgbouncer"):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+class PgBouncer:
+    """PgBouncer in transaction mode in front of ``cluster`` (every database of it), on a free
+    loopback port, trust authentication, at most ``pool_size`` server connections a database
+    and user: what a managed database's pooler does to its clients. As root it runs as the
+    ``postgres`` user, as the server does (PgBouncer refuses root).
+
+        with PgCluster() as pg, PgBouncer(pg, pool_size=4) as bouncer:
+            url = bouncer.url("quorum")
+    """
+
+    def __init__(self, cluster: PgCluster, *, pool_size: int = 10):
+        self.cluster = cluster
+        self.pool_size = pool_size
+        self.port = 0
+        self.dir: Path | None = None
+        self.proc: subprocess.Popen | None = None
+
+    def url(self, database: str | None = None) -> str:
+        return (f"postgres://{self.cluster.user}@127.0.0.1:{self.port}/"
+                f"{database or self.cluster.database}")
+
+    def log(self) -> str:
+        try:
+            return (self.dir / "pgbouncer.log").read_text(errors="replace") if self.dir else ""
+        except OSError:
+            return ""
+
+    def start(self) -> PgBouncer:
+        binary = pgbouncer_bin()
+        if binary is None:
+            raise RuntimeError(PGBOUNCER_HINT)
+        run_as: dict = {}
+        base = None
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam("postgres")
+            run_as = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+            base = "/tmp" if os.path.isdir("/tmp") else None  # noqa: S108 - readable by postgres
+        self.dir = Path(tempfile.mkdtemp(prefix="quorum-pgbouncer-", dir=base))
+        self.port = free_port()
+        (self.dir / "userlist.txt").write_text(f'"{self.cluster.user}" ""\n')
+        (self.dir / "pgbouncer.ini").write_text(
+            "[databases]\n"
+            f"* = host=127.0.0.1 port={self.cluster.port}\n"
+            "[pgbouncer]\n"
+            f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
+            f"auth_type = trust\nauth_file = {self.dir / 'userlist.txt'}\n"
+            "pool_mode = transaction\n"
+            f"default_pool_size = {self.pool_size}\nmax_client_conn = 1000\n"
+            f"logfile = {self.dir / 'pgbouncer.log'}\npidfile = {self.dir / 'pgbouncer.pid'}\n"
+            "ignore_startup_parameters = extra_float_digits\n")
+        if run_as:
+            for path in (self.dir, *self.dir.iterdir()):
+                os.chown(path, run_as["user"], run_as["group"])
+        self.proc = subprocess.Popen([binary, str(self.dir / "pgbouncer.ini")], cwd=self.dir,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, **run_as)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"pgbouncer exited ({self.proc.returncode}): "
+                                   f"{self.proc.stderr.read().decode(errors='replace')}"
+                                   f"\n{self.log()[-2000:]}")
+            with contextlib.suppress(OSError), socket.create_connection(
+                    ("127.0.0.1", self.port), timeout=0.5):
+                return self
+            time.sleep(0.05)
+        raise RuntimeError(f"pgbouncer did not listen in 20 s:\n{self.log()[-2000:]}")
+
+    def close(self) -> None:
+        try:
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        finally:
+            if self.proc is not None and self.proc.stderr is not None:
+                self.proc.stderr.close()
+            self.proc = None
+            if self.dir is not None:
+                shutil.rmtree(self.dir, ignore_errors=True)
+                self.dir = None
+
+    def __enter__(self) -> PgBouncer:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -58,14 +58,16 @@ if __name__ != "__main__":
                         pytrace=False)
 
     def run_cases(cluster, database: str, cases: tuple[str, ...], var: Path,
-                  timeout: float) -> dict[str, str]:
-        """Run ``cases`` in one child process on a new, migrated database; returns each
-        case's outcome: "OK" or its traceback."""
+                  timeout: float, *, url: str | None = None,
+                  env: dict[str, str] | None = None) -> dict[str, str]:
+        """Run ``cases`` in one child process on a new, migrated database (reached at ``url``
+        when given: through PgBouncer), its environment plus ``env``; returns each case's
+        outcome: "OK" or its traceback."""
         cluster.psql(f'CREATE DATABASE "{database}"', database="postgres")
-        url = cluster.url.rsplit("/", 1)[0] + "/" + database
+        url = url or cluster.url.rsplit("/", 1)[0] + "/" + database
         proc = subprocess.Popen([sys.executable, __file__, *cases], cwd=ROOT, text=True,
-                                env=child_env(url, var), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+                                env={**child_env(url, var), **(env or {})},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -139,6 +141,29 @@ if __name__ != "__main__":
 
     def test_a_model_calls_record_alone_skips_its_wal_flush(engine_cases):
         assert "SET LOCAL in 5 of 5 call records" in check(engine_cases, "async_records")
+
+    BEHIND_PGBOUNCER = ("claim_race", "decide_race", "event_seq", "gate", "prepared",
+                        "history_search", "run_events", "pool", "async_records")
+
+    def test_the_engine_and_the_history_work_behind_pgbouncer_in_transaction_mode(
+            cluster, tmp_path):
+        """Issue 37: behind a transaction pooler (PgBouncer, pool_mode = transaction, 4 server
+        connections) with QUORUM_DB_TRANSACTION_POOLER=true, the migrations, the claims and
+        decisions, the history search (its SET LOCAL statement_timeout), the call records'
+        SET LOCAL and 40 runs at once on a pool of 4 all work as on PostgreSQL itself."""
+        require(cluster)
+        if pgmod.pgbouncer_bin() is None:
+            pytest.fail(pgmod.PGBOUNCER_HINT, pytrace=False)
+        with pgmod.PgBouncer(cluster, pool_size=4) as bouncer:
+            results = run_cases(cluster, "bouncer", BEHIND_PGBOUNCER, tmp_path, timeout=240,
+                                url=bouncer.url("bouncer"),
+                                env={"QUORUM_DB_TRANSACTION_POOLER": "true"})
+            log = bouncer.log()
+        for case in BEHIND_PGBOUNCER:
+            check(results, case)
+        # The child's connections were PgBouncer's clients, and its runs are in the database.
+        assert "login attempt: db=bouncer" in log, log[-2000:]
+        assert cluster.psql("SELECT count(*) FROM agents_app_run", database="bouncer")[0][0] > 40
 
     def test_worker_killed_mid_stage_recovers_without_duplicates(cluster, tmp_path):
         require(cluster)
