@@ -250,13 +250,18 @@
       var active = document.activeElement;
       var focused = active && active !== document.body && region.contains(active);
       var focusedId = focused ? active.id : "";
+      // A field without an id (a finding's comment, focused with C, nothing typed yet) is
+      // found again by its tag and name, so the redraw does not take the person out of it.
+      var focusedField = focused && !focusedId && active.name
+        ? active.tagName.toLowerCase() + '[name="' + CSS.escape(active.name) + '"]' : "";
       var open = Array.prototype.map.call(region.querySelectorAll("details[open][class]"),
         function (d) { return d.className; });
       htmx.swap(region, update.html, { swapStyle: "outerHTML" });
       var fresh = document.getElementById(id);
       if (fresh) reopenDetails(fresh, open);
       if (focused && fresh) {
-        var same = focusedId && document.getElementById(focusedId);
+        var same = focusedId ? document.getElementById(focusedId)
+          : focusedField ? fresh.querySelector(focusedField) : null;
         var to = same && fresh.contains(same) ? same : fresh;
         if (!to.matches("a[href], button, input, select, textarea, [tabindex]")) {
           to.setAttribute("tabindex", "-1");
@@ -540,14 +545,20 @@
       // The focused element, or the nearest one with an id around it (a finding's card), so
       // that the focus comes back to the same place rather than to the top of the region.
       var holder = active.id ? active : active.parentElement && active.parentElement.closest("[id]");
-      refocus = { region: region.id, id: holder && holder !== region && region.contains(holder) ? holder.id : "" };
+      refocus = { region: region.id, id: holder && holder !== region && region.contains(holder) ? holder.id : "",
+                  // a field without an id (a finding's comment, focused with C): its tag and
+                  // name, to find it again in the redrawn card rather than leave it
+                  field: !active.id && active.name
+                    ? active.tagName.toLowerCase() + '[name="' + CSS.escape(active.name) + '"]' : "" };
     }
   });
   document.addEventListener("htmx:oobAfterSwap", function () {
     if (!refocus) return;
     var region = document.getElementById(refocus.region);
     var same = refocus.id && document.getElementById(refocus.id);
+    var field = same && refocus.field ? same.querySelector(refocus.field) : null;
     refocus = null;
+    if (field && region && region.contains(field)) { field.focus(); return; }
     if (region) focusIn(same && region.contains(same) ? same : region);
   });
   document.addEventListener("htmx:wsAfterMessage", function () { liveStatuses(false); });
