@@ -12,16 +12,18 @@ from .patterns.registry import part_of
 def run_context(run: Run, **extra) -> dict:
     pattern = PATTERNS.get(run.pattern)
     template = pattern.panel_template if pattern else ""
+    shown = timeline(run)
+    events = shown["events"]
     ctx = {
         "run": run,
         "pattern": pattern,
         "panel_template": template,
         "pattern_panels": pattern.panels if template else (),
         "calls": list(run.model_calls.all()),
-        **(shown := timeline(run)),
+        **shown,
         # The status line (what a person last decided, what the run does now): drawn on the
         # page, in the answer to a decision and in every live update (notices.py).
-        "run_notice": run_notice(run, pattern, _with_last_decision(run, events := shown["events"])),
+        "run_notice": run_notice(run, pattern, _with_last_decision(run, events)),
     }
     if run.is_waiting and events and events[-1].kind == "gate_vote":
         # One approval of several (issue 35): said to every watcher, so a live update keeps it.

@@ -75,7 +75,40 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class PgCluster:
+def postgres_folder(prefix: str) -> tuple[Path, dict]:
+    """A new temporary folder for a server process, and how to run that process
+    (``subprocess`` keyword arguments): as root, as the ``postgres`` user (PostgreSQL and
+    PgBouncer refuse root), in a folder under /tmp that user can read."""
+    run_as: dict = {}
+    base = None
+    if os.geteuid() == 0:
+        entry = pwd.getpwnam("postgres")
+        run_as = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+        base = "/tmp" if os.path.isdir("/tmp") else None  # noqa: S108 - readable by postgres
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=base)), run_as
+
+
+class _Server:
+    """A context manager over ``start`` and ``close``: closed when starting fails too."""
+
+    def start(self):
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class PgCluster(_Server):
     """One PostgreSQL server in a temporary folder. ``fsync=False`` is faster and safe for
     anything but a machine crash (an immediate stop is still recovered from the WAL)."""
 
@@ -172,12 +205,7 @@ class PgCluster:
         return self
 
     def _init(self) -> None:
-        base = None
-        if os.geteuid() == 0:
-            entry = pwd.getpwnam("postgres")
-            self._run_as = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
-            base = "/tmp" if os.path.isdir("/tmp") else None  # noqa: S108 - readable by postgres
-        self.dir = Path(tempfile.mkdtemp(prefix=self.prefix, dir=base))
+        self.dir, self._run_as = postgres_folder(self.prefix)
         self.sockets.mkdir()
         if self._run_as:
             for path in (self.dir, self.sockets):
@@ -260,16 +288,6 @@ class PgCluster:
                 shutil.rmtree(self.dir, ignore_errors=True)
                 self.dir = None
 
-    def __enter__(self) -> PgCluster:
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
 
 @contextlib.contextmanager
 def cluster(**kwargs):
@@ -290,7 +308,7 @@ def pgbouncer_bin() -> str | None:
     return None
 
 
-class PgBouncer:
+class PgBouncer(_Server):
     """PgBouncer in transaction mode in front of ``cluster`` (every database of it), on a free
     loopback port, trust authentication, at most ``pool_size`` server connections a database
     and user: what a managed database's pooler does to its clients. As root it runs as the
@@ -321,13 +339,7 @@ class PgBouncer:
         binary = pgbouncer_bin()
         if binary is None:
             raise RuntimeError(PGBOUNCER_HINT)
-        run_as: dict = {}
-        base = None
-        if os.geteuid() == 0:
-            entry = pwd.getpwnam("postgres")
-            run_as = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
-            base = "/tmp" if os.path.isdir("/tmp") else None  # noqa: S108 - readable by postgres
-        self.dir = Path(tempfile.mkdtemp(prefix="quorum-pgbouncer-", dir=base))
+        self.dir, run_as = postgres_folder("quorum-pgbouncer-")
         self.port = free_port()
         (self.dir / "userlist.txt").write_text(f'"{self.cluster.user}" ""\n')
         (self.dir / "pgbouncer.ini").write_text(
@@ -374,13 +386,3 @@ class PgBouncer:
             if self.dir is not None:
                 shutil.rmtree(self.dir, ignore_errors=True)
                 self.dir = None
-
-    def __enter__(self) -> PgBouncer:
-        try:
-            return self.start()
-        except BaseException:
-            self.close()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -7,28 +7,14 @@ read it."""
 
 from __future__ import annotations
 
-import json
-from io import StringIO
-
 import pytest
-from django.core.management import call_command
 
 from reviews_app.models import Review
 from tests import review_corpus_infra as corpus
+from tests.review_cli import review
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-
-def review(tmp_path, text: str) -> tuple[int, dict, str]:
-    path = tmp_path / "change.diff"
-    path.write_text(text)
-    out, err = StringIO(), StringIO()
-    try:
-        call_command("review", str(path), "--format", "json", stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code)
-    return code, json.loads(out.getvalue()), err.getvalue()
 
 
 def found(data: dict) -> set[tuple[str, int, str]]:

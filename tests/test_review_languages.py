@@ -8,13 +8,12 @@ transactional)."""
 from __future__ import annotations
 
 import json
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 
 from common import analyzers
 from reviews_app.models import Review
+from tests.review_cli import review
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -94,17 +93,6 @@ CLEAN = {
 READERS = {"typescript": ["semgrep", "oxlint"], "javascript": ["semgrep", "oxlint"],
            "go": ["semgrep"], "shell": ["semgrep", "shellcheck"]}
 
-
-def review(tmp_path, text: str) -> tuple[int, dict, str]:
-    path = tmp_path / "change.diff"
-    path.write_text(text)
-    out, err = StringIO(), StringIO()
-    try:
-        call_command("review", str(path), "--format", "json", stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code)
-    return code, json.loads(out.getvalue()), err.getvalue()
 
 
 @pytest.mark.parametrize("language", sorted(BAD))
