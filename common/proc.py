@@ -159,7 +159,9 @@ class Child:
         watch = getattr(_watch, "current", None)
         if watch is None:
             return _exited(self.proc, timeout)
-        check, every = watch
+        check, every, begin = watch
+        if begin is not None:
+            begin()
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
@@ -174,13 +176,15 @@ _watch = threading.local()
 
 
 @contextlib.contextmanager
-def watched(check: Callable[[], None], every: float = 1.0) -> Iterator[None]:
+def watched(check: Callable[[], None], every: float = 1.0,
+            begin: Callable[[], None] | None = None) -> Iterator[None]:
     """While this thread waits on a child process (:meth:`Child.wait`), ``check`` is called
-    every ``every`` seconds; what it raises kills the child and ends the wait with that
-    exception. The engine watches a stage's thread for a cancel request. Other threads, and
-    waits outside the block, are not watched."""
+    every ``every`` seconds (and ``begin`` once as each wait begins); what they raise kills the
+    child and ends the wait with that exception. The engine watches a stage's thread for a
+    cancel request, and has the model call made before the command journaled. Other threads,
+    and waits outside the block, are not watched."""
     previous = getattr(_watch, "current", None)
-    _watch.current = (check, every)
+    _watch.current = (check, every, begin)
     try:
         yield
     finally:

@@ -58,6 +58,8 @@ def check_prepared_statements(owner) -> str:
             messages=[{"role": "user", "content": f'ünï {i} "quoted"'}],
             response=f"r{i}", prompt_tokens=10 + i, completion_tokens=5, cost_usd=float(cost),
             latency_ms=7, attempts=1))
+    assert not ModelCall.objects.filter(run_id=run.pk).exists()  # kept for the stage's commit
+    journal.flush()  # what the next call (or a command, or a stop) does first
     row = Run.objects.get(pk=run.pk)
     stored = list(ModelCall.objects.filter(run_id=run.pk).order_by("id"))
     assert [c.key for c in stored] == ["k0", "k1", "k2", "k3"]
@@ -75,6 +77,7 @@ def check_prepared_statements(owner) -> str:
     try:
         stale.record("late", CallOutcome(role="executor", model="offline/default",
                                          messages=[], cost_usd=5.0))
+        stale.flush()
         raise AssertionError("a call of an abandoned attempt was recorded")
     except leases.LeaseLost:
         pass
@@ -84,11 +87,22 @@ def check_prepared_statements(owner) -> str:
     # --- commits: next (fused and not), gate, end; only while the lease and stage hold ------
     fresh = Run.objects.get(pk=run.pk)
     seq = fresh.stage_seq
+    # The stage's last call is written by its commit: counted, journaled, its event first.
+    journal.record("k4", CallOutcome(role="executor", model="offline/default", messages=[],
+                                     response="r4", prompt_tokens=3, completion_tokens=2,
+                                     cost_usd=0.5, latency_ms=7, attempts=1))
     moved = commit_result(fresh, "tok|b", seq, StageResult(
         state={**fresh.state, "mark": [1, "ü"]}, next_stage="plan:1",
-        events=[Spec("note", "one", {"x": 1})]), 0.25, False, next_token="tok|n")
+        events=[Spec("note", "one", {"x": 1})]), 0.25, False, next_token="tok|n",
+        journal=journal)
     assert moved and moved.claimed_by == "tok|n" and moved.run is not None
     committed = moved.run
+    assert not journal.pending and committed.calls == 5
+    assert (committed.prompt_tokens, committed.completion_tokens) == (49, 22)
+    assert committed.cost_usd == fresh.cost_usd + Decimal("0.5")
+    assert ModelCall.objects.get(run_id=run.pk, key="k4").stage == fresh.stage
+    assert list(Event.objects.filter(run_id=run.pk, seq__gt=fresh.last_event_seq)
+                .order_by("seq").values_list("kind", flat=True))[:2] == ["model_call", "note"]
     assert committed.stage == "plan:1" and committed.stage_seq == seq + 1
     assert committed.lease_owner == "tok|n" and committed.stage_attempt == 1
     assert committed.state["mark"] == [1, "ü"] and committed.status == Status.PLANNING

@@ -114,34 +114,81 @@ def test_a_held_lease_blocks_a_concurrent_claim(alice):
     assert Run.objects.get(pk=run.pk).stage == "start"
 
 
-def test_crash_after_a_call_replays_it_without_calling_or_recording_twice(alice, scripted, monkeypatch):
-    # Crash the commit of the first step after its model call is journaled.
-    run = new_run(alice, models=scripted_models(), auto_approve=True)
-    engine.advance(run.pk, enqueue=False)  # start
-    engine.advance(run.pk, enqueue=False)  # plan:1 (auto-approved)
-    real_commit = engine.stages.commit_result
-
+def crash_the_next_commit(monkeypatch):
     def crash(*args, **kwargs):
         raise SystemExit("worker killed")
 
     monkeypatch.setattr(engine.stages, "commit_result", crash)
+
+
+def restart_the_worker(monkeypatch, run):
+    """The restarted worker recovers the lease this (dead) incarnation held."""
+    monkeypatch.setitem(engine.leases._identity, "boot", "new-boot")
+    node = engine.leases._identity["node"]
+    assert engine.recover_after_restart(node, enqueue=False) == [run.pk]
+
+
+def test_crash_after_a_call_replays_it_without_calling_or_recording_twice(alice, scripted,
+                                                                          monkeypatch):
+    # Step 1's executor replies with no JSON, so the stage calls it twice: the first call is
+    # journaled when the second is made; the second (the stage's last) joins the commit,
+    # which the worker never reaches.
+    run = new_run(alice, models=scripted_models(), auto_approve=True)
+    engine.advance(run.pk, enqueue=False)  # start
+    engine.advance(run.pk, enqueue=False)  # plan:1 (auto-approved)
+    first = {"left": 1}
+
+    def executor_unreadable_once(messages, info):
+        if info.role == "executor" and first["left"]:
+            first["left"] -= 1
+            return "Done, see above."
+        return scripted.offline_like(messages, info)
+
+    scripted.fn = executor_unreadable_once
+    real_commit = engine.stages.commit_result
+    crash_the_next_commit(monkeypatch)
+    calls_before = len(scripted.calls)
+    with pytest.raises(SystemExit):
+        engine.advance(run.pk, enqueue=False)
+    assert len(scripted.calls) == calls_before + 2
+    assert list(ModelCall.objects.filter(run=run, stage="step:1:0").values_list(
+        "key", flat=True)) == ["executor"]
+    assert not StepResult.objects.filter(run=run).exists()
+    monkeypatch.setattr(engine.stages, "commit_result", real_commit)
+    restart_the_worker(monkeypatch, run)
+    run = engine.run_inline(run.pk)
+    assert run.status == "completed"
+    # The first call was replayed, the unwritten one made again; each journaled once.
+    assert sorted(ModelCall.objects.filter(run=run, stage="step:1:0").values_list(
+        "key", flat=True)) == ["executor", "executor/retry"]
+    assert len([c for c in scripted.calls[calls_before:] if c.role == "executor"]) == 2 + 1 + 2
+    assert StepResult.objects.filter(run=run).count() == 3
+    assert run.calls == ModelCall.objects.filter(run=run).count()
+    assert Event.objects.filter(run=run, kind="stage_resumed").count() == 1
+
+
+def test_a_crash_before_a_one_call_stage_commits_makes_that_call_again_once(alice, scripted,
+                                                                             monkeypatch):
+    # The stage's only call is written by its commit, in the same transaction: a worker
+    # killed between the call and the commit loses it, and the stage makes it again.
+    run = new_run(alice, models=scripted_models(), auto_approve=True)
+    engine.advance(run.pk, enqueue=False)  # start
+    engine.advance(run.pk, enqueue=False)  # plan:1 (auto-approved)
+    real_commit = engine.stages.commit_result
+    crash_the_next_commit(monkeypatch)
     calls_before = len(scripted.calls)
     with pytest.raises(SystemExit):
         engine.advance(run.pk, enqueue=False)
     assert len(scripted.calls) == calls_before + 1
-    assert ModelCall.objects.filter(run=run, stage="step:1:0").count() == 1
-    assert not StepResult.objects.filter(run=run).exists()
+    assert not ModelCall.objects.filter(run=run, stage="step:1:0").exists()
     monkeypatch.setattr(engine.stages, "commit_result", real_commit)
-    # The restarted worker recovers the lease this (dead) incarnation held.
-    monkeypatch.setitem(engine.leases._identity, "boot", "new-boot")
-    node = engine.leases._identity["node"]
-    assert engine.recover_after_restart(node, enqueue=False) == [run.pk]
+    restart_the_worker(monkeypatch, run)
     run = engine.run_inline(run.pk)
     assert run.status == "completed"
     assert ModelCall.objects.filter(run=run, stage="step:1:0").count() == 1
-    assert len([c for c in scripted.calls[calls_before:] if c.role == "executor"]) == 3
+    assert len([c for c in scripted.calls[calls_before:] if c.role == "executor"]) == 1 + 3
+    assert run.calls == ModelCall.objects.filter(run=run).count() == 5
     assert StepResult.objects.filter(run=run).count() == 3
-    assert Event.objects.filter(run=run, kind="stage_resumed").count() == 1
 
 
 def test_the_database_refuses_a_duplicate_step(alice):

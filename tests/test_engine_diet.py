@@ -10,6 +10,7 @@ from decimal import Decimal
 
 import pytest
 from django.db import connections
+from django.db.models import F
 
 from agents_app import engine
 from agents_app.engine import journal as journal_mod
@@ -110,7 +111,9 @@ def test_a_calls_update_returns_the_cancel_and_the_counters(alice):
     run = new_run(alice)
     journal, _ = claimed_journal(run)
     Run.objects.filter(pk=run.pk).update(cancel_requested=True)
-    journal.record("planner", outcome())
+    journal.record("planner", outcome())  # kept for the stage's commit (the stage thread's)
+    assert not ModelCall.objects.filter(run=run).exists() and journal.pending
+    journal.flush()  # what the next call does first
     fresh = Run.objects.get(pk=run.pk)
     assert (fresh.calls, fresh.prompt_tokens, fresh.completion_tokens) == (1, 10, 5)
     assert fresh.cost_usd == Decimal("0.25")
@@ -125,8 +128,9 @@ def test_a_call_returning_after_another_claim_is_not_recorded(alice):
     journal, _ = claimed_journal(run)
     Run.objects.filter(pk=run.pk).update(lease_owner="another|worker|1")
     before = Run.objects.get(pk=run.pk)
+    journal.record("planner", outcome())
     with pytest.raises(engine.LeaseLost):
-        journal.record("planner", outcome())
+        journal.flush()
     after = Run.objects.get(pk=run.pk)
     assert not ModelCall.objects.filter(run=run).exists()
     assert (after.calls, after.cost_usd, after.last_event_seq) == \
@@ -138,8 +142,21 @@ def test_a_call_returning_after_its_lease_was_released_is_still_recorded_for_the
     journal, _ = claimed_journal(run)
     Run.objects.filter(pk=run.pk).update(lease_owner="", lease_expires_at=None)
     journal.record("planner", outcome())
+    journal.flush()
     assert ModelCall.objects.filter(run=run, stage="plan:1", key="planner").count() == 1
     assert Run.objects.get(pk=run.pk).calls == 1
+
+
+def test_a_call_is_not_written_again_once_the_stage_committed(alice):
+    # The commit wrote the call (its answer lost, say): a later flush finds the run moved on.
+    run = new_run(alice)
+    journal, token = claimed_journal(run)
+    journal.record("planner", outcome())
+    journal.restore(journal.take())  # taken by a commit that happened after all:
+    Run.objects.filter(pk=run.pk).update(stage_seq=F("stage_seq") + 1)
+    with pytest.raises(engine.LeaseLost):
+        journal.flush()
+    assert not ModelCall.objects.filter(run=run).exists()
 
 
 def test_helper_threads_keep_one_connection_for_the_stage_then_it_is_closed(alice):
@@ -191,3 +208,37 @@ def test_a_database_outage_during_a_command_is_logged_once_not_each_second(alice
         journal.while_waiting()
     said = [r.getMessage() for r in caplog.records]
     assert len(said) == 3 and "can be checked again" in said[1] and "cannot check" in said[2]
+
+
+def test_a_command_run_after_a_call_has_the_call_journaled_before_it_starts(alice, tmp_path):
+    # A stage's last call waits for its commit, unless the stage runs a command first: then
+    # it is written as the command's wait begins (a worker killed during a long test run
+    # replays the call instead of making it again).
+    from common import proc
+
+    run = new_run(alice)
+    journal, _ = claimed_journal(run)
+    journal.record("planner", outcome())
+    seen_during = []
+    with proc.watched(lambda: seen_during.append(
+            ModelCall.objects.filter(run=run).count()), every=0.05,
+            begin=journal.before_waiting):
+        done = proc.run(["sleep", "0.3"], cwd=tmp_path, timeout=30)
+    assert done.returncode == 0 and seen_during and set(seen_during) == {1}
+    assert not journal.pending and Run.objects.get(pk=run.pk).calls == 1
+
+
+def test_a_database_outage_as_a_command_begins_leaves_the_call_for_the_commit(alice,
+                                                                              monkeypatch):
+    from django.db import OperationalError
+
+    run = new_run(alice)
+    journal, _ = claimed_journal(run)
+    journal.record("planner", outcome())
+
+    def unavailable(*args, **kwargs):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(journal, "_record", unavailable)
+    journal.before_waiting()  # the command runs anyway
+    assert len(journal.pending) == 1 and not ModelCall.objects.filter(run=run).exists()

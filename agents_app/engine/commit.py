@@ -7,21 +7,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import partial
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Case, F, FloatField, IntegerField, QuerySet, Value, When
+from django.db.models import (
+    Case,
+    DecimalField,
+    F,
+    FloatField,
+    IntegerField,
+    QuerySet,
+    Value,
+    When,
+)
 from django.utils import timezone
 
 from .. import prepared, records
 from ..events import append_events, write_events
 from ..forking import checkpoints
-from ..models import RUNNABLE, Run, Status, gate_status
+from ..models import RUNNABLE, ModelCall, Run, Status, gate_status
 from ..patterns import PATTERNS, get_pattern
 from ..patterns.base import Event, Pattern, RunStopped, StageResult
 from ..prepared import Slot, slot
 from ..returning import instance_from
+from .journal import DbJournal, PendingCall, call_event, call_row, counted
 from .leases import lease_until
 from .scheduling import schedule_on_commit
 
@@ -108,17 +119,24 @@ def describe_stage(stage: str) -> str:
 
 
 def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: float,
-                  enqueue: bool, next_token: str = "") -> Next:
+                  enqueue: bool, next_token: str = "", journal: DbJournal | None = None) -> Next:
     """Write the stage's result in one conditional UPDATE of the run (it matches only while
-    ``token`` holds the lease and the run is at stage ``seq``), its records and its events.
+    ``token`` holds the lease and the run is at stage ``seq``), its records and its events,
+    and the stage's model calls its ``journal`` has not written yet (the UPDATE counts them).
     With ``next_token`` (the caller goes on in place) a next stage is claimed for it in the
     same UPDATE, and started, unless a cancel was asked for (then the claim only stops it)."""
     run_id = run.pk
     pattern = get_pattern(run.pattern)
     now = timezone.now()
+    calls = journal.take() if journal is not None else []
+    spent = [counted(c.outcome) for c in calls]
     binds: dict[str, Any] = {"run": run_id, "token": token, "seq": seq, "state": result.state,
-                             "elapsed": elapsed, "now": now}
-    events = list(result.events)
+                             "elapsed": elapsed, "now": now, "calls": len(calls),
+                             "cost": sum((c for c, _, _ in spent), Decimal(0)),
+                             "prompt": sum(p for _, p, _ in spent),
+                             "completion": sum(c for _, _, c in spent)}
+    events = [call_event(c.outcome) for c in calls]
+    events += result.events
     status = ""
     if result.outcome:
         kind = "end"
@@ -145,25 +163,19 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
     if fused:
         binds.update(next_token=next_token, lease_until=lease_until())
     binds.update(status=status, n=len(events))
-    with transaction.atomic():
-        row = prepared.update(("commit", kind, fused), lambda: _commit_statement(kind, fused),
-                              binds)
-        if row is None:
-            log.warning("run %s: stage result dropped, the run moved on", run_id)
-            return Next(False)
-        committed = instance_from(Run, row)
-        records.persist(committed, result.records)
-        # The commit's own last event: a fused claim reserved one more, the next stage's start.
-        started_next = 1 if fused and not committed.cancel_requested else 0
-        checkpoints.write(run_id, committed.stage_seq, stage=committed.stage,
-                          gate=committed.gate, state=result.state,
-                          event_seq=committed.last_event_seq - started_next)
-        if fused and not committed.cancel_requested:
-            events.append(stage_event(pattern, committed.stage, 1))
-        write_events(run_id, committed.last_event_seq, events)
-        if result.outcome:
-            after_terminal(run_id, run.pattern, run.experiment_id)
-        schedule_on_commit(run_id, enqueue and runnable)
+    try:
+        committed = _write(run, kind, fused, binds, calls, result, events, pattern, enqueue,
+                           runnable)
+    except BaseException:
+        if journal is not None:  # not committed: the calls are still to be written
+            journal.restore(calls)
+        raise
+    if committed is None:
+        log.warning("run %s: stage result dropped, the run moved on", run_id)
+        if calls and journal is not None:  # kept for a replay when the run still allows it
+            journal.restore(calls)
+            journal.flush_quietly()
+        return Next(False)
     if result.gate and ((run.forked_from_id and (run.fork or {}).get("gates"))
                         or run.experiment_id):
         # A fork's gate policy (ask again, reuse the original decision, approve) applies once
@@ -177,6 +189,37 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
         for gate_hook in GATE_OPEN_HOOKS:  # the stop's rules, assignee, deadline (issue 35)
             gate_hook(run_id)
     return Next(runnable, committed, next_token if fused else "")
+
+
+def _write(run: Run, kind: str, fused: bool, binds: dict[str, Any], calls: list[PendingCall],
+           result: StageResult, events: list[Event], pattern: Pattern, enqueue: bool,
+           runnable: bool) -> Run | None:
+    """The commit's transaction; the run as committed, or None when the UPDATE matched
+    nothing (the run moved on) and nothing was written."""
+    run_id = run.pk
+    committed = None
+    with transaction.atomic():
+        row = prepared.update(("commit", kind, fused), lambda: _commit_statement(kind, fused),
+                              binds)
+        if row is not None:
+            committed = instance_from(Run, row)
+            if calls:
+                prepared.insert(ModelCall, [call_row(run_id, run.stage, c.key, c.outcome)
+                                            for c in calls])
+            records.persist(committed, result.records)
+            # The commit's own last event: a fused claim reserved one more, the next stage's
+            # start.
+            started_next = 1 if fused and not committed.cancel_requested else 0
+            checkpoints.write(run_id, committed.stage_seq, stage=committed.stage,
+                              gate=committed.gate, state=result.state,
+                              event_seq=committed.last_event_seq - started_next)
+            if started_next:
+                events.append(stage_event(pattern, committed.stage, 1))
+            write_events(run_id, committed.last_event_seq, events)
+            if result.outcome:
+                after_terminal(run_id, run.pattern, run.experiment_id)
+            schedule_on_commit(run_id, enqueue and runnable)
+    return committed
 
 
 def _commit_statement(kind: str, fused: bool) -> tuple[QuerySet[Run], dict[str, Any]]:
@@ -199,6 +242,11 @@ def _commit_statement(kind: str, fused: bool) -> tuple[QuerySet[Run], dict[str, 
         values.update(gate=arg("gate"), stage=arg("stage"))
     else:
         values.update(stage=arg("stage"), gate="")
+    # The stage's calls not journaled yet are counted here, as their own records would have.
+    values.update(cost_usd=F("cost_usd") + Slot("cost", DecimalField()),
+                  prompt_tokens=F("prompt_tokens") + Slot("prompt", IntegerField()),
+                  completion_tokens=F("completion_tokens") + Slot("completion", IntegerField()),
+                  calls=F("calls") + Slot("calls", IntegerField()))
     seqs = F("last_event_seq") + Slot("n", IntegerField())
     if fused:
         values.update(lease_owner=arg("next_token", "lease_owner"),

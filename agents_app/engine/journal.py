@@ -42,6 +42,14 @@ def gateway_config(routes: dict[str, str]) -> GatewayConfig:
     )
 
 
+@dataclass(frozen=True)
+class PendingCall:
+    """A call made and not journaled yet (``DbJournal.record``)."""
+
+    key: str
+    outcome: CallOutcome
+
+
 @dataclass
 class _Limits:
     max_cost: Decimal | None
@@ -69,6 +77,7 @@ class DbJournal:
     def __init__(self, run: Run, stage: str, token: str):
         self.run_id = run.pk
         self.stage = stage
+        self.seq = run.stage_seq
         self.token = token
         max_seconds = (run.options or {}).get("max_run_seconds") or settings.QUORUM_MAX_RUN_SECONDS
         self.limits = _Limits(run.max_cost_usd, run.max_tokens, float(max_seconds),
@@ -91,6 +100,11 @@ class DbJournal:
         self.checked: set[int] = set()  # helper threads that have read the run themselves
         self.closed = False
         self.unreadable_since: float | None = None  # while_waiting could not read the run
+        # The stage thread's last successful call, not written yet: it joins the stage's
+        # commit (one transaction, not two) unless something comes first that needs it
+        # written (the next call, a replay, a command's wait, a stop); see ``record``.
+        self.pending: list[PendingCall] = []
+        self.flushing = threading.Lock()  # one writer of the pending calls at a time
 
     # --- helper threads' connections ----------------------------------------------------------
     def _busy(self) -> None:
@@ -147,6 +161,7 @@ class DbJournal:
             outcome = _outcome(original)
             self._busy()
             try:
+                self.flush()
                 self._record(key, outcome, replayed_from=original.pk)
             except DB_UNAVAILABLE as exc:
                 raise StageInterrupted(f"the database could not record the replayed {role} "
@@ -161,11 +176,15 @@ class DbJournal:
     def before_call(self, key: str, role: str, model: str) -> None:
         self._busy()
         try:
+            self.flush()  # the previous call is written before the next one is made
             self._check_and_extend(role)
         except DB_UNAVAILABLE as exc:
             self._release()
             raise StageInterrupted(f"the database could not be read before the {role} call: "
                                    f"{exc}") from exc
+        except StageInterrupted:
+            self._release()
+            raise
         except BaseException:
             self._release()
             raise
@@ -198,6 +217,18 @@ class DbJournal:
             with self.lock:
                 self.checked.add(ident)
 
+    def before_waiting(self) -> None:
+        """The stage's own thread starts waiting on a child process (a test command, an
+        analyzer): the call made before it is written now, not after the command. A database
+        that cannot take it leaves it pending (``while_waiting`` and the commit try again)."""
+        try:
+            self.flush()
+        except StageInterrupted as exc:
+            log.warning("run %s: a call could not be journaled before a command: %s",
+                        self.run_id, exc)
+        finally:
+            dbpool.release()  # the command runs on: the connection goes back to the pool
+
     def while_waiting(self) -> None:
         """Called about once a second while the stage's own thread waits on a child process
         (a test command, an analyzer; ``common.proc.watched``): extends the lease when due,
@@ -205,8 +236,10 @@ class DbJournal:
         run is to be cancelled. A database that cannot be read leaves the command running:
         the next model call checks again."""
         try:
+            if threading.get_ident() == self.thread:
+                self.flush()  # a command's wait writes the call made before it
             self._refresh()
-        except DB_UNAVAILABLE as exc:
+        except (*DB_UNAVAILABLE, StageInterrupted) as exc:
             dbpool.release()
             if self.unreadable_since is None:  # said once, not every second of an outage
                 self.unreadable_since = time.monotonic()
@@ -248,6 +281,22 @@ class DbJournal:
                                     f"{lim.max_seconds:.0f} s. Stopped before the {role} call.")
 
     def record(self, key: str, o: CallOutcome) -> None:
+        """Journal a call that was made. The stage thread's successful call is kept for the
+        stage's commit, which writes it in its own transaction (``take``): the call is then
+        written as soon as it would have been (the stage's work after its last call is
+        short; a command it runs meanwhile writes it within a second, ``while_waiting``),
+        without a transaction of its own. Anything else is written at once: a helper
+        thread's call (parallel calls return at different times), a failed call (the run's
+        failure names it)."""
+        if threading.get_ident() == self.thread and not o.error:
+            counted = (Decimal(str(o.cost_usd)), o.prompt_tokens, o.completion_tokens)
+            with self.lock:
+                self.pending.append(PendingCall(key, o))
+                # Checks made before it is written (a helper thread's call) count it.
+                self.snapshot["cost_usd"] += counted[0]
+                self.snapshot["prompt_tokens"] += counted[1]
+                self.snapshot["completion_tokens"] += counted[2]
+            return
         try:
             self._record(key, o)
         except DB_UNAVAILABLE as exc:
@@ -256,13 +305,46 @@ class DbJournal:
         finally:
             self._release()
 
+    def take(self) -> list[PendingCall]:
+        """The calls not written yet, for the stage's commit to write (and now its own)."""
+        with self.lock:
+            taken, self.pending = self.pending, []
+        return taken
+
+    def restore(self, calls: list[PendingCall]) -> None:
+        """Calls taken for a commit that did not happen: pending again, first."""
+        with self.lock:
+            self.pending[:0] = calls
+
+    def flush(self) -> None:
+        """Write the calls not written yet, each in its own transaction (before the next call
+        is made, while a command runs, when the stage stops without a commit). A call stays
+        pending until its write commits."""
+        with self.flushing:
+            while True:
+                with self.lock:
+                    if not self.pending:
+                        return
+                    call = self.pending[0]
+                try:
+                    self._record(call.key, call.outcome)
+                except DB_UNAVAILABLE as exc:
+                    raise StageInterrupted(f"the database could not record the "
+                                           f"{call.outcome.role} call: {exc}") from exc
+                with self.lock:
+                    self.pending.pop(0)
+
+    def flush_quietly(self) -> None:
+        """``flush`` for a stage that stops anyway (lease lost, database gone, run stopped):
+        the call is written for a later attempt's replay when it still can be."""
+        try:
+            self.flush()
+        except (LeaseLost, StageInterrupted) as exc:
+            log.warning("run %s: a call of stage %s could not be journaled: %s", self.run_id,
+                        self.stage, exc)
+
     def _record(self, key: str, o: CallOutcome, replayed_from: int | None = None) -> None:
-        tokens = o.prompt_tokens + o.completion_tokens
-        cost = Decimal(str(o.cost_usd))
-        # A call served from another run's journal costs this run nothing: it is kept (its
-        # tokens with it, for the trace) but not counted against the run's limits.
-        counted = (Decimal(0), 0, 0) if replayed_from else (cost, o.prompt_tokens,
-                                                            o.completion_tokens)
+        cost, prompt, completion = counted(o, replayed_from)
         with transaction.atomic():
             if settings.QUORUM_DB_ASYNC_CALL_RECORDS and connection.vendor == "postgresql":
                 # Not worth a WAL flush of its own (config/settings.py): the stage's commit,
@@ -272,39 +354,60 @@ class DbJournal:
             # One UPDATE adds the call to the run's counters, numbers its event and checks the
             # lease: a call that returns after its attempt was abandoned and the run claimed
             # again matches no row (not this attempt's to record: the new attempt makes and
-            # records it). A lease released since (nobody's) still records it, for the replay.
+            # records it). A lease released since (nobody's) still records it, for the replay;
+            # a stage committed since (its commit wrote the call) does not.
             row = prepared.update("journal.record", _record_statement, {
-                "run": self.run_id, "token": self.token, "cost": counted[0],
-                "prompt": counted[1], "completion": counted[2]},
+                "run": self.run_id, "token": self.token, "seq": self.seq, "cost": cost,
+                "prompt": prompt, "completion": completion},
                 (*SNAPSHOT, "last_event_seq"))
             if row is None:
                 raise LeaseLost()
-            prepared.insert(ModelCall, [{
-                "run_id": self.run_id, "stage": self.stage, "key": key, "role": o.role,
-                "model": o.model, "messages": o.messages, "response": o.response,
-                "prompt_tokens": o.prompt_tokens, "completion_tokens": o.completion_tokens,
-                "cost_usd": counted[0], "latency_ms": o.latency_ms, "attempts": o.attempts,
-                "error": redact(o.error), "retryable": o.retryable,
-                "replayed_from_id": replayed_from}])
-            if replayed_from:
-                msg = (f"{o.role} · {o.model}: replayed from the journal (call {replayed_from}): "
-                       "no provider call, no cost")
-            elif o.error:
-                msg = f"{o.role} call to {o.model} failed after {o.attempts} attempt(s): {o.error}"
-            else:
-                msg = (f"{o.role} · {o.model}: {tokens:,} tokens, ${o.cost_usd:.4f}, "
-                       f"{o.latency_ms} ms")
-            write_events(self.run_id, row["last_event_seq"], [Event("model_call", msg, {
-                "role": o.role, "model": o.model, "tokens": tokens, "error": bool(o.error),
-                "replayed": bool(replayed_from)})])
+            prepared.insert(ModelCall, [call_row(self.run_id, self.stage, key, o,
+                                                 replayed_from)])
+            write_events(self.run_id, row["last_event_seq"], [call_event(o, replayed_from)])
         self._sync(row)
+
+
+def counted(o: CallOutcome, replayed_from: int | None = None) -> tuple[Decimal, int, int]:
+    """What a call adds to its run's counters (cost, prompt and completion tokens). A call
+    served from another run's journal costs this run nothing: it is kept (its tokens with it,
+    for the trace) but not counted against the run's limits."""
+    if replayed_from:
+        return Decimal(0), 0, 0
+    return Decimal(str(o.cost_usd)), o.prompt_tokens, o.completion_tokens
+
+
+def call_row(run_id: int, stage: str, key: str, o: CallOutcome,
+             replayed_from: int | None = None) -> dict[str, Any]:
+    """A call's journal row, as ``prepared.insert`` takes it."""
+    return {"run_id": run_id, "stage": stage, "key": key, "role": o.role, "model": o.model,
+            "messages": o.messages, "response": o.response, "prompt_tokens": o.prompt_tokens,
+            "completion_tokens": o.completion_tokens,
+            "cost_usd": counted(o, replayed_from)[0], "latency_ms": o.latency_ms,
+            "attempts": o.attempts, "error": redact(o.error), "retryable": o.retryable,
+            "replayed_from_id": replayed_from}
+
+
+def call_event(o: CallOutcome, replayed_from: int | None = None) -> Event:
+    """A call's line in the run's timeline."""
+    tokens = o.prompt_tokens + o.completion_tokens
+    if replayed_from:
+        msg = (f"{o.role} · {o.model}: replayed from the journal (call {replayed_from}): "
+               "no provider call, no cost")
+    elif o.error:
+        msg = f"{o.role} call to {o.model} failed after {o.attempts} attempt(s): {o.error}"
+    else:
+        msg = f"{o.role} · {o.model}: {tokens:,} tokens, ${o.cost_usd:.4f}, {o.latency_ms} ms"
+    return Event("model_call", msg, {"role": o.role, "model": o.model, "tokens": tokens,
+                                     "error": bool(o.error), "replayed": bool(replayed_from)})
 
 
 def _record_statement() -> tuple[QuerySet[Run], dict[str, Any]]:
     """A call's UPDATE of its run (prepared once): the counters, one event number, the lease
-    held by the stage's claim (or by nobody)."""
+    held by the stage's claim (or by nobody), the run still at the stage."""
     return (Run.objects.filter(pk=slot(Run, "run", "id"),
-                               lease_owner__in=(slot(Run, "token", "lease_owner"), "")),
+                               lease_owner__in=(slot(Run, "token", "lease_owner"), ""),
+                               stage_seq=slot(Run, "seq", "stage_seq")),
             {"cost_usd": F("cost_usd") + Slot("cost", DecimalField()),
              "prompt_tokens": F("prompt_tokens") + Slot("prompt", IntegerField()),
              "completion_tokens": F("completion_tokens") + Slot("completion", IntegerField()),

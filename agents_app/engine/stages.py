@@ -115,15 +115,19 @@ def _run_stage(run: Run, pattern: Pattern, token: str, enqueue: bool, next_token
     started = time.monotonic()
     journal = DbJournal(run, stage, token)
     try:
-        with proc.watched(journal.while_waiting):  # a cancel stops a running command
+        # A cancel stops a running command; a call made before the command is written first.
+        with proc.watched(journal.while_waiting, begin=journal.before_waiting):
             result = run_checked(pattern, stage, run.state, Gateway(
                 gateway_config(run.models_used), journal))
     except LeaseLost:
+        journal.flush_quietly()  # a lease released since still takes the call, for a replay
         log.warning("run %s: lease lost during stage %s; result dropped", run_id, stage)
         return Next(False)
     except StageInterrupted as exc:
+        journal.flush_quietly()
         return _interrupted(run_id, (token,), stage, exc, enqueue)
     except RunStopped as stop:
+        journal.flush_quietly()
         return Next(stop_run(run_id, token, seq, stop, elapsed=time.monotonic() - started))
     except ModelError as exc:
         result = StageResult(state=run.state, outcome="failed",
@@ -134,8 +138,12 @@ def _run_stage(run: Run, pattern: Pattern, token: str, enqueue: bool, next_token
                              error=f"Internal error in stage {stage}: {type(exc).__name__}: {exc}")
     finally:
         journal.finish()
-    return commit_result(run, token, seq, result, time.monotonic() - started, enqueue,
-                         next_token)
+    # The stage's last call, not journaled yet, is written by its commit (``journal.take``).
+    try:
+        return commit_result(run, token, seq, result, time.monotonic() - started, enqueue,
+                             next_token, journal)
+    except DB_UNAVAILABLE as exc:  # the commit (most likely) did not happen
+        return _interrupted(run_id, (token, next_token), stage, exc, enqueue, journal=journal)
 
 
 def run_checked(pattern: Pattern, stage: str, state: dict[str, Any],
@@ -148,13 +156,14 @@ def run_checked(pattern: Pattern, stage: str, state: dict[str, Any],
 
 
 def _interrupted(run_id: int, tokens: tuple[str, ...], stage: str, exc: Exception,
-                 enqueue: bool, patience: float = 60.0) -> Next:
+                 enqueue: bool, patience: float = 60.0, journal: DbJournal | None = None) -> Next:
     """The database failed the claim or the stage (``stage`` empty: the claim): drop the
     stage's result (its model calls stay journaled), give the run back as soon as the database
     takes a write, and go on: queued again, or at once by a caller advancing in place (True).
     A write whose answer was lost may still have reached the database (a server that crashed
     after committing it), so a run found waiting for a worker goes on too, and a commit found
-    to have claimed the next stage for this caller (``tokens[1]``) is carried on. After
+    to have claimed the next stage for this caller (``tokens[1]``) is carried on. The stage's
+    ``journal`` writes the call its commit did not, for the next attempt's replay. After
     ``patience`` seconds without the database: queued again for later, or the error raised to
     a caller advancing in place (``advance_run`` queues the run again)."""
     what = f"stage {stage}" if stage else "the claim"
@@ -169,6 +178,8 @@ def _interrupted(run_id: int, tokens: tuple[str, ...], stage: str, exc: Exceptio
                 carried = Run.objects.filter(pk=run_id, lease_owner=next_token).first()
                 if carried is not None:  # the commit happened, and claimed the next stage
                     return Next(True, carried, next_token)
+            if journal is not None:  # refused when the commit did happen (the run moved on)
+                journal.flush_quietly()
             released = Run.objects.filter(pk=run_id, lease_owner=token).update(
                 lease_owner="", lease_expires_at=None)
             ready = bool(released) or Run.objects.filter(
