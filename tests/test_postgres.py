@@ -121,6 +121,28 @@ if __name__ != "__main__":
     def test_the_engines_prepared_statements_keep_their_semantics(engine_cases):
         assert "events" in check(engine_cases, "prepared")
 
+    # The engine's statements are prepared on the server only where nothing watches them:
+    # DEBUG=false (DEBUG's query log sends them through Django's cursor, as the other cases
+    # run). These cases run again that way.
+    PREPARED = ("prepared", "claim_race", "decide_race", "event_seq", "gate", "pool",
+                "pipeline_error")
+
+    def test_the_engines_statements_are_prepared_on_the_server_unless_a_pooler_stands_between(
+            cluster, tmp_path):
+        require(cluster)
+        # Without the pool, so that the run and the check share one server session.
+        results = run_cases(cluster, "prepared_one", ("server_prepared",), tmp_path,
+                            timeout=120, env={"QUORUM_DB_POOL_SIZE": "0", "DEBUG": "false"})
+        assert "prepared on the server: commit, record" in check(results, "server_prepared")
+
+    def test_the_engines_cases_hold_with_its_statements_prepared_on_the_server(cluster,
+                                                                               tmp_path):
+        require(cluster)
+        results = run_cases(cluster, "prepared_all", PREPARED, tmp_path, timeout=180,
+                            env={"DEBUG": "false"})
+        for case in PREPARED:
+            check(results, case)
+
     def test_a_diff_holding_nul_bytes_is_reviewed_and_stored(engine_cases):
         assert "nul_bytes" in check(engine_cases, "nul_review")
 
@@ -959,6 +981,74 @@ def case_async_records() -> str:
         settings.QUORUM_DB_ASYNC_CALL_RECORDS = True
     return (f"SET LOCAL in the 2 call records of their own, none in the {calls} stage commits "
             "that wrote their calls, none elsewhere")
+
+
+def case_server_prepared() -> str:
+    """The engine's hot statements are prepared on the connection's server session (planned
+    once), and run as before: with ``QUORUM_DB_TRANSACTION_POOLER`` none is prepared."""
+    from django.conf import settings
+    from django.db import connection
+
+    from agents_app import engine
+
+    alice = _setup()
+
+    def prepared() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return [row[0] for row in cursor.fetchall()]
+
+    def one_run() -> list[str]:
+        """A run in a new session (no pool here: the run keeps it), and what it prepared."""
+        connection.close()
+        assert prepared() == []
+        assert engine.run_inline(_create(alice, auto_approve=True).pk).status == "completed"
+        return prepared()
+
+    texts = one_run()
+    commit = [t for t in texts if t.startswith('UPDATE "agents_app_run" SET "state"')]
+    record = [t for t in texts if t.startswith('INSERT INTO "agents_app_modelcall"')]
+    assert commit and record and all("$1" in t for t in commit + record), texts
+    settings.QUORUM_DB_TRANSACTION_POOLER = True
+    try:
+        assert one_run() == []
+    finally:
+        settings.QUORUM_DB_TRANSACTION_POOLER = False
+    return f"{len(texts)} statements prepared on the server: commit, record; none behind a pooler"
+
+
+def case_pipeline_error() -> str:
+    """A statement sent ahead in a pipelined transaction (a stage's commit) that fails: the
+    error is raised by the block (as Django's IntegrityError), nothing of the transaction is
+    kept, and the connection goes on working."""
+    from django.db import IntegrityError, connection, transaction
+    from django.db.models import F
+
+    from agents_app import prepared
+    from agents_app.models import Event, Run
+
+    alice = _setup()
+    run = _create(alice)
+    assert not connection.queries_logged  # DEBUG=false: the engine's path, not Django's cursor
+    before = Run.objects.get(pk=run.pk).last_event_seq
+    try:
+        with prepared.pipelined(), transaction.atomic():
+            prepared.update("test.bump", lambda: (Run.objects.filter(pk=prepared.slot(
+                Run, "run", "id")), {"last_event_seq": F("last_event_seq") + 1}),
+                {"run": run.pk}, ["last_event_seq"])
+            row = {"run_id": run.pk, "seq": 1, "kind": "x", "message": "twice", "data": {}}
+            prepared.insert(Event, [row])
+            prepared.insert(Event, [row])  # the same number again: refused
+        raise AssertionError("the duplicate event was not refused")
+    except IntegrityError:
+        pass
+    assert Run.objects.get(pk=run.pk).last_event_seq == before
+    assert not Event.objects.filter(run_id=run.pk, message="twice").exists()
+    with prepared.pipelined(), transaction.atomic():  # and the next one commits
+        prepared.insert(Event, [{"run_id": run.pk, "seq": 1000, "kind": "x", "message": "once",
+                                 "data": {}}])
+    assert Event.objects.filter(run_id=run.pk, message="once").count() == 1
+    return "refused at the commit, rolled back, the connection works"
 
 
 if __name__ == "__main__":

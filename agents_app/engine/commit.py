@@ -198,7 +198,7 @@ def _write(run: Run, kind: str, fused: bool, binds: dict[str, Any], calls: list[
     nothing (the run moved on) and nothing was written."""
     run_id = run.pk
     committed = None
-    with transaction.atomic():
+    with prepared.pipelined(), transaction.atomic():
         row = prepared.update(("commit", kind, fused), lambda: _commit_statement(kind, fused),
                               binds)
         if row is not None:
