@@ -42,6 +42,19 @@ def test_without_langgraph_it_says_make_bench_installs_it(monkeypatch, capsys):
     assert "make bench installs it" in err and err.count("\n") == 1
 
 
+def test_on_postgres_it_needs_the_postgres_checkpointer_too(monkeypatch, capsys):
+    """--database postgres checkpoints LangGraph to PostgreSQL: without
+    langgraph-checkpoint-postgres it says so; the SQLite default does not need it."""
+    monkeypatch.setattr(bench, "_installed",
+                        lambda module: module != "langgraph.checkpoint.postgres")
+    bench.require_langgraph("sqlite")
+    with pytest.raises(SystemExit) as exit_:
+        bench.require_langgraph("postgres")
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "langgraph.checkpoint.postgres" in err and err.count("\n") == 1
+
+
 def test_langgraph_stays_out_of_the_app():
     """Only the benchmark imports LangGraph: no module of the app names it."""
     import re

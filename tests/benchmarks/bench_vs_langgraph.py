@@ -4,16 +4,24 @@ provider over HTTP (a process of its own, latency L per call), LiteLLM on both s
 interleaved (Quorum, LangGraph, Quorum, ...). DEBUG=false on the Quorum side.
 
 In process: LiteLLM alone (four ``litellm.completion`` calls in a loop), Quorum's
-``engine.run_inline`` and LangGraph's ``invoke`` (``SqliteSaver``), each timed and its CPU
-counted; Quorum's SQL statements are counted in runs of their own. Concurrent: N runs at once
-through Redis and the Celery worker(s) for Quorum, ``asyncio.gather`` of ``ainvoke``
-(``AsyncSqliteSaver``) in a process of its own for LangGraph; the makespan over one run's,
-the CPU per run and the peak RSS of the process(es) doing the work.
+``engine.run_inline`` and LangGraph's ``invoke``, each timed and its CPU counted; Quorum's SQL
+statements are counted in runs of their own. Concurrent: N runs at once through Redis and the
+Celery worker(s) for Quorum, ``asyncio.gather`` of ``ainvoke`` in a process of its own for
+LangGraph; the makespan over one run's, the CPU per run and the peak RSS of the process(es)
+doing the work.
+
+Each side on the same kind of database: by default Quorum on SQLite and LangGraph checkpointing
+to SQLite files (``SqliteSaver`` in process, ``AsyncSqliteSaver`` for the batches); with
+``--database postgres`` both on the one throwaway PostgreSQL cluster (tests/pg.py), Quorum in
+its database and LangGraph in a second one, ``langgraph`` (langgraph-checkpoint-postgres:
+``PostgresSaver`` on one connection in process, ``AsyncPostgresSaver`` on a connection pool of
+at most 20 for the batches).
 
     .venv/bin/python tests/benchmarks/bench_vs_langgraph.py [--runs 3] [--quick]
-        [--latency 0.5] [--workers 2] [--concurrency 100]
+        [--latency 0.5] [--workers 2] [--concurrency 100] [--database postgres]
 
-LangGraph is a benchmark-only dependency (requirements-bench.lock): ``make bench`` installs it.
+LangGraph and its checkpointers are benchmark-only dependencies (requirements-bench.lock):
+``make bench`` installs them.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from tests.benchmarks.common import (  # noqa: E402
     setup_django,
 )
 
+LANGGRAPH_DB = "langgraph"  # with --database postgres: LangGraph's database on the cluster
 CALLS = 4  # planner, two executor calls, synthesizer
 TASK = "Collect the logs of service {i}, then write a report on the errors."
 ROLES = ("planner", "executor", "synthesizer")
@@ -70,9 +79,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="Celery worker processes (default: QUORUM_WORKER_PROCESSES or one per "
                              "core, at most four, as make dev)")
     parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite",
-                        help="Quorum's database: SQLite (make dev's default) or a throwaway "
-                             "PostgreSQL cluster (tests/pg.py; production's); LangGraph keeps "
-                             "its SQLite checkpointer")
+                        help="the database: SQLite (make dev's default) or a throwaway "
+                             "PostgreSQL cluster (tests/pg.py; production's), Quorum's and "
+                             "LangGraph's checkpoints (a database of its own on the same "
+                             "cluster) alike")
     parser.add_argument("--max-connections", type=positive(int, 20, 10000), default=100,
                         help="with --database postgres: the cluster's max_connections (default "
                              "100, PostgreSQL's own default and compose.yaml's); each process "
@@ -131,9 +141,11 @@ def other_rows(args) -> list[tuple[str, float | None, float, str]]:
     return rows
 
 
-def require_langgraph() -> None:
-    missing = [m for m in ("langgraph", "langgraph.checkpoint.sqlite", "aiosqlite")
-               if not _installed(m)]
+def require_langgraph(database: str = "sqlite") -> None:
+    needed = ["langgraph", "langgraph.checkpoint.sqlite", "aiosqlite"]
+    if database == "postgres":
+        needed += ["langgraph.checkpoint.postgres", "psycopg_pool"]
+    missing = [m for m in needed if not _installed(m)]
     if missing:
         sys.stderr.write(f"bench_vs_langgraph: {', '.join(missing)} not installed; "
                          "make bench installs it (requirements-bench.lock)\n")
@@ -197,11 +209,13 @@ class FakeProcess:
         self.popen.wait(timeout=10)
 
 
-def langgraph_batch(url: str, db: Path, n: int) -> dict[str, float]:
-    """N LangGraph runs at once in a process of their own (langgraph_side.py)."""
+def langgraph_batch(url: str, n: int, db: Path, pg: str | None = None) -> dict[str, float]:
+    """N LangGraph runs at once in a process of their own (langgraph_side.py), checkpointed to
+    the SQLite file ``db`` or, given ``pg``, to that PostgreSQL database."""
+    where = ["--pg", pg] if pg else ["--db", str(db)]
     out = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("langgraph_side.py")), "--url", url,
-         "--n", str(n), "--db", str(db)], capture_output=True, text=True, cwd=ROOT,
+         "--n", str(n), *where], capture_output=True, text=True, cwd=ROOT,
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}, timeout=1200, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"the LangGraph batch failed:\n{out.stderr[-3000:]}")
@@ -267,14 +281,15 @@ def quorum_batch(owner, models: dict, n: int, pids: list[int],
                  max(times) / statistics.median(times))
 
 
-def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, var: Path):
+def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, var: Path,
+                      lg_pg: str | None):
     import litellm
     from django.db import connection
 
     from agents_app import engine
     from tests.benchmarks.langgraph_side import SyncRunner
 
-    lg = SyncRunner(fake.url, var / "langgraph-sync.sqlite3")
+    lg = SyncRunner(fake.url, var / "langgraph-sync.sqlite3", pg=lg_pg)
     rows = {"direct": [], "quorum": [], "langgraph": []}
     statements, creating = [], []
     messages = [{"role": "user", "content": TASK.format(i=0)}]
@@ -321,7 +336,7 @@ def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, v
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    require_langgraph()
+    require_langgraph(args.database)
     args.load_before = os.getloadavg()[0]
     from tests.fakeprovider import fake_models
     from tests.stack import free_port
@@ -333,6 +348,7 @@ def main(argv: list[str] | None = None) -> None:
         env = {"QUORUM_API_BASE": fake.url, "OPENAI_API_KEY": "sk-bench-fake", "DEBUG": "false",
                "QUORUM_LOG_LEVEL": "ERROR",
                "SECRET_KEY": "bench-not-secret"}
+        lg_pg = None  # LangGraph's PostgreSQL database (None: its SQLite files under var)
         if args.database == "postgres":
             from tests import pg
 
@@ -342,6 +358,9 @@ def main(argv: list[str] | None = None) -> None:
             # run waiting on its model holds none (common/dbpool.py).
             cluster = cleanup.enter_context(pg.PgCluster(max_connections=args.max_connections))
             env["DATABASE_URL"] = cluster.url
+            # LangGraph's checkpoints on the same server, in a database of their own.
+            cluster.psql(f'CREATE DATABASE "{LANGGRAPH_DB}"', database="postgres")
+            lg_pg = cluster.dsn(LANGGRAPH_DB)
         try:
             setup_django(var, free_port(), **env)
             from django.conf import settings
@@ -366,9 +385,13 @@ def main(argv: list[str] | None = None) -> None:
                 pids = [w.popen.pid for w in workers]
             try:
                 inline, statements, creating = in_process_rounds(args, fake, owner, models,
-                                                                 sql, var)
+                                                                 sql, var, lg_pg)
                 args.sql_sets = sql.sets  # over the 3 counted runs
-                conc = concurrent_rounds(args, fake, owner, models, pids, var)
+                conc = concurrent_rounds(args, fake, owner, models, pids, var, lg_pg)
+                if args.database == "postgres":  # LangGraph's checkpoints did land there
+                    args.lg_rows = cluster.psql(
+                        "SELECT count(DISTINCT thread_id), count(*) FROM checkpoints",
+                        database=LANGGRAPH_DB)[0]
                 rss = sum(peak_rss_mb(pid) for pid in pids)
                 pss = max(conc["q_pss"])
             finally:
@@ -381,7 +404,8 @@ def main(argv: list[str] | None = None) -> None:
     report(args, inline, statements, creating, conc, (rss, pss), others)
 
 
-def concurrent_rounds(args, fake: FakeProcess, owner, models, pids, var: Path) -> dict:
+def concurrent_rounds(args, fake: FakeProcess, owner, models, pids, var: Path,
+                      lg_pg: str | None) -> dict:
     out: dict[str, list] = {k: [] for k in (
         "q_large", "q_small", "q_cpu", "lg_large", "lg_small", "lg_cpu", "lg_rss", "q_pss",
         "q_large_created", "q_small_created", "q_large_tail", "q_small_tail")}
@@ -400,7 +424,7 @@ def concurrent_rounds(args, fake: FakeProcess, owner, models, pids, var: Path) -
             if memory:
                 out["q_cpu"].append(1000 * cpu / n)
                 out["q_pss"].append(memory.peak)
-            got = langgraph_batch(fake.url, var / f"langgraph-{key}-{r}.sqlite3", n)
+            got = langgraph_batch(fake.url, n, var / f"langgraph-{key}-{r}.sqlite3", lg_pg)
             out[f"lg_{key}"].append(got["makespan"] / got["one"])
             if key == "large":
                 out["lg_cpu"].append(1000 * got["cpu"] / n)
@@ -428,13 +452,28 @@ def report(args, inline, statements, creating, conc, memory, others) -> None:
     print(f"# load average (1 min) {args.load_before:.1f} before, {os.getloadavg()[0]:.1f} "
           f"after, on {os.cpu_count()} cores: other work on the machine shows as overhead")
     if args.database == "postgres":
-        print(f"# PostgreSQL max_connections = {args.max_connections}; each process's pool at "
-              f"most QUORUM_DB_POOL_SIZE = {os.environ.get('QUORUM_DB_POOL_SIZE') or 10} "
-              "connections")
+        from tests.benchmarks.langgraph_side import PG_POOL_MAX
+
+        print(f"# PostgreSQL max_connections = {args.max_connections}; each Quorum process's "
+              f"pool at most QUORUM_DB_POOL_SIZE = "
+              f"{os.environ.get('QUORUM_DB_POOL_SIZE') or 10} connections; LangGraph's batch "
+              f"process's pool at most {PG_POOL_MAX}, its in-process saver 1")
+        threads, checkpoints = args.lg_rows
+        print(f"# LangGraph's database `{LANGGRAPH_DB}` afterwards: {checkpoints} checkpoints "
+              f"of {threads} runs (threads)")
+        checkpointers = (
+            f"checkpointing to the same PostgreSQL cluster (database `{LANGGRAPH_DB}`; "
+            f"langgraph-checkpoint-postgres {_version('langgraph-checkpoint-postgres')}): "
+            f"PostgresSaver on one connection in process, AsyncPostgresSaver on an "
+            f"AsyncConnectionPool (max_size {PG_POOL_MAX})")
+    else:
+        checkpointers = (
+            f"checkpointing to SQLite files (langgraph-checkpoint-sqlite "
+            f"{_version('langgraph-checkpoint-sqlite')}): SqliteSaver in process, "
+            f"AsyncSqliteSaver")
     print(f"# Quorum: {'PostgreSQL' if args.database == 'postgres' else 'SQLite'}, embedded "
-          f"Redis, {mode}. LangGraph "
-          f"{_version('langgraph')}, SqliteSaver in process, AsyncSqliteSaver + asyncio.gather "
-          f"of ainvoke in a process of its own")
+          f"Redis, {mode}. LangGraph {_version('langgraph')}, {checkpointers} + "
+          f"asyncio.gather of ainvoke in a process of its own")
     print("| figure | Quorum | LangGraph | Quorum ÷ LangGraph | target | |")
     print("|---|---:|---:|---:|---|---|")
 

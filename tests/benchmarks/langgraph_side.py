@@ -1,21 +1,25 @@
 """The LangGraph side of bench_vs_langgraph: the same four-call Plan-and-Execute graph as
 Quorum's pattern (start → plan → step → step → synthesize; planner, two executor calls,
-synthesizer), as a LangGraph StateGraph checkpointed to SQLite, whose nodes call LiteLLM
-against the same fake OpenAI-compatible provider.
+synthesizer), as a LangGraph StateGraph checkpointed to SQLite (``SqliteSaver``) or, given a
+PostgreSQL connection string, to PostgreSQL (``PostgresSaver``, langgraph-checkpoint-postgres),
+whose nodes call LiteLLM against the same fake OpenAI-compatible provider.
 
 Only the benchmark imports this module (LangGraph is a benchmark-only dependency:
 requirements-bench.lock, installed by ``make bench``). Run as a script it is the "worker" of
 the concurrent figures: N runs at once with ``asyncio.gather`` of ``ainvoke`` on an
-``AsyncSqliteSaver``, printing one JSON line (makespan, CPU, peak RSS) so that its CPU and
-memory are its own, as a Celery worker's are.
+``AsyncSqliteSaver`` (``--db``) or an ``AsyncPostgresSaver`` on a connection pool of at most
+``PG_POOL_MAX`` connections (``--pg``), printing one JSON line (makespan, CPU, peak RSS) so
+that its CPU and memory are its own, as a Celery worker's are.
 
     python tests/benchmarks/langgraph_side.py --url http://127.0.0.1:PORT/v1 --n 200 --db x.sqlite3
+    python tests/benchmarks/langgraph_side.py --url ... --n 200 --pg "host=... dbname=langgraph"
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -23,6 +27,7 @@ import sqlite3
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -66,6 +71,13 @@ litellm.register_model({f"openai/fake-{role}": {
     "cache_read_input_token_cost": 0.0} for role in ("planner", "executor", "synthesizer")})
 
 # Two steps: planner + 2 executor calls + synthesizer = 4 model calls, 5 stages.
+# The batch's AsyncConnectionPool: at most 20 connections, which with Quorum's own pools (each
+# process at most QUORUM_DB_POOL_SIZE) keeps within PostgreSQL's stock max_connections = 100
+# on the cluster the two share. AsyncPostgresSaver holds an asyncio.Lock around each of its
+# statements (langgraph/checkpoint/postgres/aio.py, ``_cursor``), so one saver uses one pooled
+# connection at a time whatever the pool's size: this is the package's documented way.
+PG_POOL_MAX = 20
+
 TASK_TEXT = "Collect the logs of service {i}, then write a report on the errors."
 API_KEY = "sk-bench-fake"
 
@@ -165,11 +177,29 @@ def build(url: str, *, asynchronous: bool) -> StateGraph:
 
 
 class SyncRunner:
-    """In process: ``invoke`` on a graph with a ``SqliteSaver`` (one connection)."""
+    """In process: ``invoke`` on a graph with a ``SqliteSaver`` on ``db`` or, given ``pg`` (a
+    PostgreSQL connection string), a ``PostgresSaver``; either on one connection."""
 
-    def __init__(self, url: str, db: Path):
-        self.conn = sqlite3.connect(str(db), check_same_thread=False)
-        self.app = build(url, asynchronous=False).compile(checkpointer=SqliteSaver(self.conn))
+    def __init__(self, url: str, db: Path | None = None, *, pg: str | None = None):
+        self.conn: Any
+        if pg is None:
+            if db is None:
+                raise ValueError("SyncRunner needs db (SQLite) or pg (PostgreSQL)")
+            self.conn = sqlite3.connect(str(db), check_same_thread=False)
+            saver: Any = SqliteSaver(self.conn)
+        else:
+            import psycopg
+            from langgraph.checkpoint.postgres import PostgresSaver
+            from psycopg.rows import dict_row
+
+            # What langgraph-checkpoint-postgres requires of a connection it is handed (its
+            # README and ``from_conn_string``): autocommit (setup's tables), no server-side
+            # prepared statements, rows as dicts.
+            self.conn = psycopg.connect(pg, autocommit=True, prepare_threshold=0,
+                                        row_factory=dict_row)
+            saver = PostgresSaver(self.conn)
+            saver.setup()  # the checkpoint tables (idempotent: its migrations are versioned)
+        self.app = build(url, asynchronous=False).compile(checkpointer=saver)
 
     def run(self, i: int) -> PlanState:
         out = self.app.invoke({"task": TASK_TEXT.format(i=i)},
@@ -182,8 +212,28 @@ class SyncRunner:
         self.conn.close()
 
 
-async def _batch(url: str, db: Path, n: int) -> dict[str, float]:
-    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+@contextlib.asynccontextmanager
+async def _async_saver(db: Path | None, pg: str | None) -> AsyncIterator[Any]:
+    """An ``AsyncSqliteSaver`` on ``db``, or an ``AsyncPostgresSaver`` on a pool to ``pg``."""
+    if pg is None:
+        async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+            yield saver
+        return
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    async with AsyncConnectionPool(pg, max_size=PG_POOL_MAX, open=False,
+                                   kwargs={"autocommit": True, "prepare_threshold": 0,
+                                           "row_factory": dict_row}) as pool:
+        saver = AsyncPostgresSaver(pool)  # the same connection settings as in process
+        await saver.setup()
+        yield saver
+
+
+async def _batch(url: str, n: int, db: Path | None = None,
+                 pg: str | None = None) -> dict[str, float]:
+    async with _async_saver(db, pg) as saver:
         app = build(url, asynchronous=True).compile(checkpointer=saver)
 
         async def one(i: int) -> None:
@@ -219,9 +269,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True)
     parser.add_argument("--n", type=int, required=True)
-    parser.add_argument("--db", type=Path, required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--db", type=Path, help="checkpoint to this SQLite file")
+    where.add_argument("--pg", help="checkpoint to this PostgreSQL database (connection string)")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(_batch(args.url, args.db, args.n))), flush=True)
+    print(json.dumps(asyncio.run(_batch(args.url, args.n, db=args.db, pg=args.pg))), flush=True)
 
 
 if __name__ == "__main__":
