@@ -201,9 +201,12 @@ class SyncRunner:
             saver.setup()  # the checkpoint tables (idempotent: its migrations are versioned)
         self.app = build(url, asynchronous=False).compile(checkpointer=saver)
 
-    def run(self, i: int) -> PlanState:
+    def run(self, i: int, durability: str | None = None) -> PlanState:
+        """One run; ``durability`` as ``invoke`` takes it (None: LangGraph's default,
+        "async")."""
         out = self.app.invoke({"task": TASK_TEXT.format(i=i)},
-                              {"configurable": {"thread_id": uuid.uuid4().hex}})
+                              {"configurable": {"thread_id": uuid.uuid4().hex}},
+                              durability=durability)
         if not out.get("answer") or len(out["results"]) != 2:
             raise RuntimeError(f"LangGraph run {i} did not finish: {out}")
         return out
