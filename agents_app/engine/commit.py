@@ -122,13 +122,16 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
                   enqueue: bool, next_token: str = "", journal: DbJournal | None = None) -> Next:
     """Write the stage's result in one conditional UPDATE of the run (it matches only while
     ``token`` holds the lease and the run is at stage ``seq``), its records and its events,
-    and the stage's model calls its ``journal`` has not written yet (the UPDATE counts them).
+    and the stage's model calls its ``journal`` has not written yet (the UPDATE counts them;
+    they stay the journal's to write if the commit fails or is refused).
     With ``next_token`` (the caller goes on in place) a next stage is claimed for it in the
     same UPDATE, and started, unless a cancel was asked for (then the claim only stops it)."""
     run_id = run.pk
     pattern = get_pattern(run.pattern)
     now = timezone.now()
-    calls = journal.take() if journal is not None else []
+    # Still the journal's until the commit has written them (a commit that fails or is refused
+    # leaves them to be written on their own).
+    calls = journal.unwritten() if journal is not None else []
     spent = [counted(c.outcome) for c in calls]
     binds: dict[str, Any] = {"run": run_id, "token": token, "seq": seq, "state": result.state,
                              "elapsed": elapsed, "now": now, "calls": len(calls),
@@ -163,19 +166,15 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
     if fused:
         binds.update(next_token=next_token, lease_until=lease_until())
     binds.update(status=status, n=len(events))
-    try:
-        committed = _write(run, kind, fused, binds, calls, result, events, pattern, enqueue,
-                           runnable)
-    except BaseException:
-        if journal is not None:  # not committed: the calls are still to be written
-            journal.restore(calls)
-        raise
+    committed = _write(run, kind, fused, binds, calls, result, events, pattern, enqueue,
+                       runnable)
     if committed is None:
         log.warning("run %s: stage result dropped, the run moved on", run_id)
         if calls and journal is not None:  # kept for a replay when the run still allows it
-            journal.restore(calls)
             journal.flush_quietly()
         return Next(False)
+    if journal is not None:
+        journal.written(calls)
     if result.gate and ((run.forked_from_id and (run.fork or {}).get("gates"))
                         or run.experiment_id):
         # A fork's gate policy (ask again, reuse the original decision, approve) applies once

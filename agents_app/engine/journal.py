@@ -282,10 +282,10 @@ class DbJournal:
 
     def record(self, key: str, o: CallOutcome) -> None:
         """Journal a call that was made. The stage thread's successful call is kept for the
-        stage's commit, which writes it in its own transaction (``take``): the call is then
+        stage's commit, which writes it in its own transaction (``unwritten``): the call is then
         written as soon as it would have been (the stage's work after its last call is
-        short; a command it runs meanwhile writes it within a second, ``while_waiting``),
-        without a transaction of its own. Anything else is written at once: a helper
+        short; a command it runs meanwhile writes it first, ``before_waiting``), without a
+        transaction of its own. Anything else is written at once: a helper
         thread's call (parallel calls return at different times), a failed call (the run's
         failure names it)."""
         if threading.get_ident() == self.thread and not o.error:
@@ -305,16 +305,16 @@ class DbJournal:
         finally:
             self._release()
 
-    def take(self) -> list[PendingCall]:
-        """The calls not written yet, for the stage's commit to write (and now its own)."""
+    def unwritten(self) -> list[PendingCall]:
+        """The calls not written yet, for the stage's commit to write."""
         with self.lock:
-            taken, self.pending = self.pending, []
-        return taken
+            return list(self.pending)
 
-    def restore(self, calls: list[PendingCall]) -> None:
-        """Calls taken for a commit that did not happen: pending again, first."""
+    def written(self, calls: list[PendingCall]) -> None:
+        """``calls`` were written (by the stage's commit): no longer pending."""
+        done = {id(c) for c in calls}
         with self.lock:
-            self.pending[:0] = calls
+            self.pending = [c for c in self.pending if id(c) not in done]
 
     def flush(self) -> None:
         """Write the calls not written yet, each in its own transaction (before the next call

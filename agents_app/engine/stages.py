@@ -138,7 +138,7 @@ def _run_stage(run: Run, pattern: Pattern, token: str, enqueue: bool, next_token
                              error=f"Internal error in stage {stage}: {type(exc).__name__}: {exc}")
     finally:
         journal.finish()
-    # The stage's last call, not journaled yet, is written by its commit (``journal.take``).
+    # The stage's last call, not journaled yet, is written by its commit (``journal.unwritten``).
     try:
         return commit_result(run, token, seq, result, time.monotonic() - started, enqueue,
                              next_token, journal)
