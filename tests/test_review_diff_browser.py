@@ -245,3 +245,33 @@ def test_a_new_user_triages_from_the_diff_by_keyboard_at_390(live_stack, page, a
     page.wait_for_timeout(300)
     assert box(page, "#verdict-panel")["top"] < 844
     assert page.errors == []
+
+
+def test_a_live_redraw_of_a_finding_keeps_the_focus_in_its_comment_field(live_stack, page,
+                                                                          alice):
+    # C put the focus in the finding's comment field; a live update then redraws that
+    # finding's thread whole, out of band (the thread its own region): the focus stays in the
+    # comment field of the new thread, not on the thread (the flake the keyboard test hit
+    # once under load, where the undo's own live update landed after C).
+    run, _review, _keys = review_at_triage(alice)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    sign_in(page, live_stack)
+    page.goto(f"{live_stack}/reviews/{run.pk}/")
+    key = page.locator("#diff-panel [data-finding]").first.get_attribute("data-finding")
+    page.keyboard.press("j")
+    page.wait_for_function(f"() => document.activeElement.id === 'thread-{key}'")
+    page.keyboard.press("c")
+    assert page.evaluate("() => document.activeElement.name") == "comment"
+    redrawn = page.evaluate("""key => {
+        const old = document.getElementById('thread-' + key);
+        old.dataset.old = 'yes';
+        const html = old.outerHTML.replace(' data-old="yes"', '')
+          .replace('id="thread-' + key + '"', 'id="thread-' + key + '" hx-swap-oob="true"');
+        htmx.swap(document.body, html, {swapStyle: 'none'});
+        const now = document.getElementById('thread-' + key);
+        return now !== old && !now.dataset.old;
+    }""", key)
+    assert redrawn  # the thread was replaced, not patched
+    assert page.evaluate("() => document.activeElement.name") == "comment"
+    assert page.evaluate(f"() => document.getElementById('thread-{key}')"
+                         ".contains(document.activeElement)")

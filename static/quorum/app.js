@@ -556,7 +556,10 @@
     if (!refocus) return;
     var region = document.getElementById(refocus.region);
     var same = refocus.id && document.getElementById(refocus.id);
-    var field = same && refocus.field ? same.querySelector(refocus.field) : null;
+    // The field is looked for in its card, or in the region when the region is the card (a
+    // finding's thread redrawn whole by a live update).
+    var scope = same || region;
+    var field = scope && refocus.field ? scope.querySelector(refocus.field) : null;
     refocus = null;
     if (field && region && region.contains(field)) { field.focus(); return; }
     if (region) focusIn(same && region.contains(same) ? same : region);
