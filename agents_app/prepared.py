@@ -14,9 +14,8 @@ field but the automatic key, prepared the way ``Model.save`` prepares them (defa
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -120,23 +119,29 @@ def run_sql(connection, sql: Sql, params: Sequence[Any], fetch: bool) -> Any:
     statement (``_run_prepared``). Django's cursor runs it when something watches statements
     (an execute wrapper, such as a statement count; the query log of DEBUG), behind a pooler
     in transaction mode, and on other databases."""
-    if connection.execute_wrappers or connection.queries_logged or connection.vendor not in (
-            "sqlite", "postgresql") or (connection.vendor == "postgresql" and not _prepares()):
+    on_driver = not (connection.execute_wrappers or connection.queries_logged)
+    if on_driver and connection.vendor == "postgresql" and _prepares():
+        return _run_prepared(connection, sql, params, fetch)
+    if not (on_driver and connection.vendor == "sqlite"):
         with connection.cursor() as cursor:
             cursor.execute(sql.text, params)
             return cursor.fetchone() if fetch else None
-    if connection.vendor == "postgresql":
-        return _run_prepared(connection, sql, params, fetch)
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    connection.validate_no_broken_transaction()
+    _checked(connection)
     with connection.wrap_database_errors:
         cursor = connection.connection.execute(sql.qmark, params)
         try:
             return cursor.fetchone() if fetch else None
         finally:
             cursor.close()
+
+
+def _checked(connection) -> None:
+    """The checks Django's cursor makes before a statement (health check, connection, thread,
+    broken transaction), for a statement sent on the driver's own cursor."""
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    connection.validate_no_broken_transaction()
 
 
 def _prepares() -> bool:
@@ -151,35 +156,13 @@ def _prepares() -> bool:
 ONLY_WHEN_ASKED = 2**31
 
 
-@contextlib.contextmanager
-def pipelined(using: str = "default") -> Iterator[None]:
-    """Around a transaction (``with pipelined(), transaction.atomic():``): on PostgreSQL its
-    statements go out without waiting for each one's answer (psycopg's pipeline mode), and the
-    driver waits where an answer is read (an UPDATE's RETURNING row) and at the commit, which
-    then also brings the answers of the statements before it: a stage's commit waits on the
-    server twice, not once per statement. Elsewhere, and where the statements run through
-    Django's cursor (see ``run_sql``), it changes nothing. An error of a statement sent ahead
-    is raised at the next wait: at the latest by the commit, which then rolls back."""
-    connection = connections[using]
-    if (connection.vendor != "postgresql" or connection.in_atomic_block or not _prepares()
-            or connection.execute_wrappers or connection.queries_logged):
-        yield
-        return
-    connection.ensure_connection()
-    with connection.wrap_database_errors, connection.connection.pipeline():
-        yield
-
-
 def _run_prepared(connection, sql: Sql, params: Sequence[Any], fetch: bool) -> Any:
     """``sql`` on PostgreSQL as a prepared statement: the driver's server-binding cursor
     (Django's binds values into the text on the client, which cannot be prepared), after the
     checks Django's cursor makes, under its error translation."""
     import psycopg
 
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    connection.validate_thread_sharing()
-    connection.validate_no_broken_transaction()
+    _checked(connection)
     raw = connection.connection
     if raw.prepare_threshold is None:
         # Django turns preparing off (None), which ``prepare=True`` cannot override. A threshold

@@ -123,8 +123,8 @@ QUORUM_DB_POOL_SIZE = env.int("QUORUM_DB_POOL_SIZE", default=10, high=1000)
 QUORUM_DB_POOL_TIMEOUT = env.float("QUORUM_DB_POOL_TIMEOUT", default=30.0, high=3600.0)
 # Behind PgBouncer in transaction mode (or another transaction pooler): no server-side
 # cursors (a named cursor outlives the transaction that opened it), and the engine's
-# statements are neither prepared on the server nor pipelined (agents_app/prepared.py). See
-# README, "Production".
+# statements are not prepared on the server (agents_app/prepared.py). See README,
+# "Production".
 QUORUM_DB_TRANSACTION_POOLER = env.bool("QUORUM_DB_TRANSACTION_POOLER", default=False)
 # PostgreSQL: a model call's record (its journal row, the run's counters, its event) commits
 # without waiting for its WAL flush (``SET LOCAL synchronous_commit TO OFF``). Only a crash of

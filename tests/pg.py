@@ -16,6 +16,7 @@ PostgreSQL cannot be used here, or returns "".
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import glob
 import os
@@ -88,14 +89,15 @@ def postgres_folder(prefix: str) -> tuple[Path, dict]:
     return Path(tempfile.mkdtemp(prefix=prefix, dir=base)), run_as
 
 
-class _Server:
-    """A context manager over ``start`` and ``close``: closed when starting fails too."""
+class _Server(abc.ABC):
+    """A context manager over ``start`` and ``close`` (each server's own): closed when
+    starting fails too."""
 
-    def start(self):
-        raise NotImplementedError
+    @abc.abstractmethod
+    def start(self): ...
 
-    def close(self) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def close(self) -> None: ...
 
     def __enter__(self):
         try:

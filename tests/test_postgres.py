@@ -124,8 +124,7 @@ if __name__ != "__main__":
     # The engine's statements are prepared on the server only where nothing watches them:
     # DEBUG=false (DEBUG's query log sends them through Django's cursor, as the other cases
     # run). These cases run again that way.
-    PREPARED = ("prepared", "claim_race", "decide_race", "event_seq", "gate", "pool",
-                "pipeline_error")
+    PREPARED = ("prepared", "claim_race", "decide_race", "event_seq", "gate", "pool")
 
     def test_the_engines_statements_are_prepared_on_the_server_unless_a_pooler_stands_between(
             cluster, tmp_path):
@@ -1015,40 +1014,6 @@ def case_server_prepared() -> str:
     finally:
         settings.QUORUM_DB_TRANSACTION_POOLER = False
     return f"{len(texts)} statements prepared on the server: commit, record; none behind a pooler"
-
-
-def case_pipeline_error() -> str:
-    """A statement sent ahead in a pipelined transaction (a stage's commit) that fails: the
-    error is raised by the block (as Django's IntegrityError), nothing of the transaction is
-    kept, and the connection goes on working."""
-    from django.db import IntegrityError, connection, transaction
-    from django.db.models import F
-
-    from agents_app import prepared
-    from agents_app.models import Event, Run
-
-    alice = _setup()
-    run = _create(alice)
-    assert not connection.queries_logged  # DEBUG=false: the engine's path, not Django's cursor
-    before = Run.objects.get(pk=run.pk).last_event_seq
-    try:
-        with prepared.pipelined(), transaction.atomic():
-            prepared.update("test.bump", lambda: (Run.objects.filter(pk=prepared.slot(
-                Run, "run", "id")), {"last_event_seq": F("last_event_seq") + 1}),
-                {"run": run.pk}, ["last_event_seq"])
-            row = {"run_id": run.pk, "seq": 1, "kind": "x", "message": "twice", "data": {}}
-            prepared.insert(Event, [row])
-            prepared.insert(Event, [row])  # the same number again: refused
-        raise AssertionError("the duplicate event was not refused")
-    except IntegrityError:
-        pass
-    assert Run.objects.get(pk=run.pk).last_event_seq == before
-    assert not Event.objects.filter(run_id=run.pk, message="twice").exists()
-    with prepared.pipelined(), transaction.atomic():  # and the next one commits
-        prepared.insert(Event, [{"run_id": run.pk, "seq": 1000, "kind": "x", "message": "once",
-                                 "data": {}}])
-    assert Event.objects.filter(run_id=run.pk, message="once").count() == 1
-    return "refused at the commit, rolled back, the connection works"
 
 
 if __name__ == "__main__":

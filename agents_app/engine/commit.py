@@ -197,7 +197,7 @@ def _write(run: Run, kind: str, fused: bool, binds: dict[str, Any], calls: list[
     nothing (the run moved on) and nothing was written."""
     run_id = run.pk
     committed = None
-    with prepared.pipelined(), transaction.atomic():
+    with transaction.atomic():
         row = prepared.update(("commit", kind, fused), lambda: _commit_statement(kind, fused),
                               binds)
         if row is not None:

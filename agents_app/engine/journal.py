@@ -182,9 +182,6 @@ class DbJournal:
             self._release()
             raise StageInterrupted(f"the database could not be read before the {role} call: "
                                    f"{exc}") from exc
-        except StageInterrupted:
-            self._release()
-            raise
         except BaseException:
             self._release()
             raise
@@ -289,13 +286,13 @@ class DbJournal:
         thread's call (parallel calls return at different times), a failed call (the run's
         failure names it)."""
         if threading.get_ident() == self.thread and not o.error:
-            counted = (Decimal(str(o.cost_usd)), o.prompt_tokens, o.completion_tokens)
+            cost, prompt, completion = counted(o)
             with self.lock:
                 self.pending.append(PendingCall(key, o))
                 # Checks made before it is written (a helper thread's call) count it.
-                self.snapshot["cost_usd"] += counted[0]
-                self.snapshot["prompt_tokens"] += counted[1]
-                self.snapshot["completion_tokens"] += counted[2]
+                self.snapshot["cost_usd"] += cost
+                self.snapshot["prompt_tokens"] += prompt
+                self.snapshot["completion_tokens"] += completion
             return
         try:
             self._record(key, o)

@@ -123,9 +123,8 @@ def _run_stage(run: Run, pattern: Pattern, token: str, enqueue: bool, next_token
         journal.flush_quietly()  # a lease released since still takes the call, for a replay
         log.warning("run %s: lease lost during stage %s; result dropped", run_id, stage)
         return Next(False)
-    except StageInterrupted as exc:
-        journal.flush_quietly()
-        return _interrupted(run_id, (token,), stage, exc, enqueue)
+    except StageInterrupted as exc:  # the call not written yet is, once the database is back
+        return _interrupted(run_id, (token,), stage, exc, enqueue, journal=journal)
     except RunStopped as stop:
         journal.flush_quietly()
         return Next(stop_run(run_id, token, seq, stop, elapsed=time.monotonic() - started))
