@@ -132,6 +132,12 @@ QUORUM_DB_TRANSACTION_POOLER = env.bool("QUORUM_DB_TRANSACTION_POOLER", default=
 # has not committed either and runs again, calling that model again. Claims, stage commits,
 # decisions and everything else still wait for the flush. README, "Production".
 QUORUM_DB_ASYNC_CALL_RECORDS = env.bool("QUORUM_DB_ASYNC_CALL_RECORDS", default=True)
+# A worker going on in place commits a stage that leads to another in a committer thread while
+# the next stage's first model call is out (agents_app/engine/ahead.py): nothing of the next
+# stage is written before that commit has succeeded. QUORUM_COMMIT_AHEAD_THREADS committer
+# threads per process, each holding a connection only while it commits. README, "Production".
+QUORUM_COMMIT_AHEAD = env.bool("QUORUM_COMMIT_AHEAD", default=True)
+QUORUM_COMMIT_AHEAD_THREADS = max(1, env.int("QUORUM_COMMIT_AHEAD_THREADS", default=4, high=64))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     if QUORUM_DB_POOL_SIZE:
         if DATABASES["default"]["CONN_MAX_AGE"]:

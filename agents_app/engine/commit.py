@@ -32,6 +32,7 @@ from ..patterns import PATTERNS, get_pattern
 from ..patterns.base import Event, Pattern, RunStopped, StageResult
 from ..prepared import Slot, slot
 from ..returning import instance_from
+from . import ahead as commit_ahead
 from .journal import DbJournal, PendingCall, call_event, call_row, counted
 from .leases import lease_until
 from .scheduling import schedule_on_commit
@@ -99,6 +100,8 @@ class Next:
     runnable: bool
     run: Run | None = None
     claimed_by: str = ""
+    # The commit that claimed it, still in flight (``ahead.py``): ``run`` is as it will leave it.
+    ahead: commit_ahead.Ahead | None = None
 
     def __bool__(self) -> bool:
         return self.runnable
@@ -166,6 +169,23 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
     if fused:
         binds.update(next_token=next_token, lease_until=lease_until())
     binds.update(status=status, n=len(events))
+    if kind == "next" and fused and journal is not None and commit_ahead.possible():
+        figures = journal.figures()
+        if not figures["cancel_requested"]:  # a cancel known now stops the run at this commit
+            # The next stage starts now and its first call goes out while this commits.
+            nxt = commit_ahead.predicted(run, {
+                "stage": result.next_stage, "gate": "", "status": status, "stage_seq": seq + 1,
+                "stage_attempt": 1, "lease_owner": next_token,
+                "lease_expires_at": binds["lease_until"], "updated_at": now,
+                "active_seconds": run.active_seconds + elapsed,
+                "cost_usd": figures["cost_usd"], "prompt_tokens": figures["prompt_tokens"],
+                "completion_tokens": figures["completion_tokens"]}, result.state)
+            handed = commit_ahead.hand_off(
+                partial(_write, run, kind, fused, binds, calls, result, events, pattern,
+                        enqueue, runnable),
+                run_id=run_id, tokens=(token, next_token), stage=run.stage, journal=journal,
+                calls=calls)
+            return Next(True, nxt, next_token, ahead=handed)
     committed = _write(run, kind, fused, binds, calls, result, events, pattern, enqueue,
                        runnable)
     if committed is None:

@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
@@ -28,6 +28,9 @@ from ..prepared import Slot, slot
 from ..returning import update_returning
 from .latency import stall_timeout
 from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, lease_until
+
+if TYPE_CHECKING:
+    from .ahead import Ahead
 
 
 def gateway_config(routes: dict[str, str]) -> GatewayConfig:
@@ -74,7 +77,7 @@ class DbJournal:
     Its first call reads the run through that connection; later ones use the figures the
     stage's own updates returned, like the stage thread's calls."""
 
-    def __init__(self, run: Run, stage: str, token: str):
+    def __init__(self, run: Run, stage: str, token: str, ahead: Ahead | None = None):
         self.run_id = run.pk
         self.stage = stage
         self.seq = run.stage_seq
@@ -105,6 +108,31 @@ class DbJournal:
         # written (the next call, a replay, a command's wait, a stop); see ``record``.
         self.pending: list[PendingCall] = []
         self.flushing = threading.Lock()  # one writer of the pending calls at a time
+        # The commit that claimed this stage, when still in flight (``ahead.py``): ``run`` is
+        # as it will leave it, and nothing is written or read back before ``confirm``.
+        self.ahead = ahead
+        self.confirming = threading.Lock()
+
+    def confirm(self) -> None:
+        """Wait for the commit this stage builds on, if it is still in flight: raises
+        ``AheadFailed`` when it did not happen, ``Cancelled`` when a cancel came before it."""
+        if self.ahead is None:
+            return
+        with self.confirming:
+            ahead = self.ahead
+            if ahead is None:
+                return
+            committed = ahead.settle()
+            self._sync({name: getattr(committed, name) for name in SNAPSHOT})
+            self.ahead = None
+        if committed.cancel_requested:
+            raise Cancelled("Cancelled on request.")
+
+    def figures(self) -> dict[str, Any]:
+        """The run's lease, cancel flag and counters as this stage knows them (its own calls
+        included, written or not)."""
+        with self.lock:
+            return dict(self.snapshot)
 
     # --- helper threads' connections ----------------------------------------------------------
     def _busy(self) -> None:
@@ -202,6 +230,8 @@ class DbJournal:
             ident = threading.get_ident()
             if ident != self.thread and ident not in self.checked:
                 stale = True
+        if due or stale:
+            self.confirm()
         if due:
             row = update_returning(Run.objects.filter(pk=self.run_id, lease_owner=self.token),
                                    {"lease_expires_at": lease_until()}, SNAPSHOT)
@@ -341,6 +371,7 @@ class DbJournal:
                         self.stage, exc)
 
     def _record(self, key: str, o: CallOutcome, replayed_from: int | None = None) -> None:
+        self.confirm()
         cost, prompt, completion = counted(o, replayed_from)
         with transaction.atomic():
             if settings.QUORUM_DB_ASYNC_CALL_RECORDS and connection.vendor == "postgresql":

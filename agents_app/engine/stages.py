@@ -28,6 +28,7 @@ from ..patterns.base import (
 )
 from ..patterns.role_models import RoleModels
 from . import scheduling
+from .ahead import Ahead, AheadFailed
 from .commit import Next, commit_result, stage_event, stop_run
 from .journal import DbJournal, gateway_config
 from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, claim_run, lease_token
@@ -81,9 +82,15 @@ def step(run_id: int, *, enqueue: bool, claimed: Next | None = None,
         except DB_UNAVAILABLE as exc:  # the claim (most likely) did not happen
             return _interrupted(run_id, (token,), "", exc, enqueue)
     next_token = lease_token() if fuse and not enqueue else ""
+    ahead = claimed.ahead if claimed is not None else None
     try:
-        return _run_stage(run, pattern, token, enqueue, next_token)
+        return _run_stage(run, pattern, token, enqueue, next_token, ahead)
     except DB_UNAVAILABLE as exc:  # the stage's commit (or its end) could not be written
+        if ahead is not None:  # failed before it knew whether the run reached it
+            try:
+                ahead.settle()
+            except AheadFailed as failed:
+                return _dropped(run_id, failed, enqueue)
         return _interrupted(run_id, (token, next_token), run.stage, exc, enqueue)
 
 
@@ -108,41 +115,68 @@ def _in_place(run_id: int, deadline: float | None, max_stages: int) -> Next:
 RETRY_AFTER_DB_ERROR = 5.0
 
 
-def _run_stage(run: Run, pattern: Pattern, token: str, enqueue: bool, next_token: str) -> Next:
+def _run_stage(run: Run, pattern: Pattern, token: str, enqueue: bool, next_token: str,
+               ahead: Ahead | None = None) -> Next:
+    """Run the stage and commit its result. With ``ahead`` (the commit that claimed this stage
+    is still in flight, ``ahead.py``) ``run`` is as that commit will leave it: the stage goes
+    on to its first model call meanwhile and confirms the commit before it writes anything."""
     run_id, stage, seq = run.pk, run.stage, run.stage_seq
     if run.cancel_requested:
         return Next(stop_run(run_id, token, seq, Cancelled("Cancelled on request.")))
     started = time.monotonic()
-    journal = DbJournal(run, stage, token)
+    journal = DbJournal(run, stage, token, ahead=ahead)
+    result: StageResult | None = None
+    caught: Exception | None = None
     try:
         # A cancel stops a running command; a call made before the command is written first.
         with proc.watched(journal.while_waiting, begin=journal.before_waiting):
             result = run_checked(pattern, stage, run.state, Gateway(
                 gateway_config(run.models_used), journal))
-    except LeaseLost:
+    except Exception as exc:  # handled below, once the commit this stage builds on is known
+        caught = exc
+    finally:
+        journal.finish()
+    try:
+        journal.confirm()
+    except AheadFailed as failed:
+        return _dropped(run_id, failed, enqueue)
+    except RunStopped as stop:  # a cancel that came before that commit
+        caught = stop
+    if isinstance(caught, LeaseLost):
         journal.flush_quietly()  # a lease released since still takes the call, for a replay
         log.warning("run %s: lease lost during stage %s; result dropped", run_id, stage)
         return Next(False)
-    except StageInterrupted as exc:  # the call not written yet is, once the database is back
-        return _interrupted(run_id, (token,), stage, exc, enqueue, journal=journal)
-    except RunStopped as stop:
+    if isinstance(caught, StageInterrupted):  # the call not written yet is, once the db is back
+        return _interrupted(run_id, (token,), stage, caught, enqueue, journal=journal)
+    if isinstance(caught, RunStopped):
         journal.flush_quietly()
-        return Next(stop_run(run_id, token, seq, stop, elapsed=time.monotonic() - started))
-    except ModelError as exc:
+        return Next(stop_run(run_id, token, seq, caught, elapsed=time.monotonic() - started))
+    if isinstance(caught, ModelError):
         result = StageResult(state=run.state, outcome="failed",
-                             error=model_failure(run_id, stage, exc))
-    except Exception as exc:  # a bug must fail the run with a reason, not kill the worker
-        log.exception("run %s: stage %s crashed", run_id, stage)
-        result = StageResult(state=run.state, outcome="failed",
-                             error=f"Internal error in stage {stage}: {type(exc).__name__}: {exc}")
-    finally:
-        journal.finish()
+                             error=model_failure(run_id, stage, caught))
+    elif caught is not None:  # a bug must fail the run with a reason, not kill the worker
+        log.error("run %s: stage %s crashed", run_id, stage, exc_info=caught)
+        result = StageResult(state=run.state, outcome="failed", error=(
+            f"Internal error in stage {stage}: {type(caught).__name__}: {caught}"))
+    assert result is not None
     # The stage's last call, not journaled yet, is written by its commit (``journal.unwritten``).
     try:
         return commit_result(run, token, seq, result, time.monotonic() - started, enqueue,
                              next_token, journal)
     except DB_UNAVAILABLE as exc:  # the commit (most likely) did not happen
         return _interrupted(run_id, (token, next_token), stage, exc, enqueue, journal=journal)
+
+
+def _dropped(run_id: int, failed: AheadFailed, enqueue: bool) -> Next:
+    """A stage started on a commit that did not happen is dropped (its calls with it), and
+    the stage that commit was for is recovered as when its commit fails in its own thread: a
+    refusal leaves the run to whoever moved it on, a database error runs it again."""
+    if failed.error is None:
+        return Next(False)
+    if not isinstance(failed.error, DB_UNAVAILABLE):
+        raise failed.error from failed
+    return _interrupted(run_id, failed.tokens, failed.stage, failed.error, enqueue,
+                        journal=failed.journal)
 
 
 def run_checked(pattern: Pattern, stage: str, state: dict[str, Any],

@@ -1,0 +1,176 @@
+"""A stage's commit made while the next stage's first model call is out
+(agents_app/engine/ahead.py): the overlap itself, and each way that commit can end (made,
+refused, failed by the database, overtaken by a cancel), on the real database with committed
+transactions (the committer thread has a connection of its own), scripted models behind
+LiteLLM."""
+
+import threading
+import time
+from decimal import Decimal
+
+import pytest
+from django.db import OperationalError
+
+from agents_app import engine
+from agents_app.engine import ahead
+from agents_app.models import Event, ModelCall, Run, StepResult
+from tests.conftest import scripted_models
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def new_run(owner):
+    return engine.create_run(owner, "plan_execute",
+                             "Collect logs, then find the error, and finally write a report.",
+                             options={"auto_approve": True}, models=scripted_models(),
+                             max_cost_usd=Decimal("1"), max_tokens=100_000, enqueue=False)
+
+
+def hold_commits(monkeypatch, scripted, before_write=None):
+    """Every commit made ahead waits in its committer thread until the next stage's model
+    call has reached the provider (10 s at most), then runs ``before_write(stage, n)`` (n:
+    the commits made ahead so far, from 1) and writes. Returns, for each: the stage, whether
+    its next stage's call arrived during the wait, and the thread it was made in."""
+    seen: list[tuple[str, bool, str]] = []
+    real = ahead.hand_off
+
+    def held_hand_off(write, **kw):
+        before = len(scripted.calls)
+
+        def held():
+            deadline = time.monotonic() + 10
+            while len(scripted.calls) == before and time.monotonic() < deadline:
+                time.sleep(0.002)
+            seen.append((kw["stage"], len(scripted.calls) > before,
+                         threading.current_thread().name))
+            if before_write is not None:
+                before_write(kw["stage"], len(seen))
+            return write()
+
+        return real(held, **kw)
+
+    monkeypatch.setattr(ahead, "hand_off", held_hand_off)
+    return seen
+
+
+def gapless(run):
+    seqs = list(Event.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
+    return seqs == list(range(1, len(seqs) + 1))
+
+
+def test_the_next_call_goes_out_while_the_commit_before_it_is_made(alice, scripted,
+                                                                   monkeypatch):
+    seen = hold_commits(monkeypatch, scripted)
+    run = engine.run_inline(new_run(alice).pk)
+    assert run.status == "completed"
+    # Each commit that led to another stage waited for that stage's call and saw it arrive:
+    # with the commit in the stage's own thread the call could only come after it.
+    assert [s for s, _, _ in seen] == ["start", "plan:1", "step:1:0", "step:1:1", "step:1:2"]
+    assert all(arrived for _, arrived, _ in seen)
+    assert all(thread.startswith("quorum-commit") for _, _, thread in seen)
+    assert ModelCall.objects.filter(run=run).count() == run.calls == len(scripted.calls) == 5
+    assert StepResult.objects.filter(run=run, status="done").count() == 3
+    assert gapless(run)
+
+
+def test_made_ahead_or_not_the_run_writes_the_same(alice, scripted, settings):
+    def written(run):
+        return (list(Event.objects.filter(run=run).order_by("seq").values_list("kind", "seq")),
+                sorted(ModelCall.objects.filter(run=run).values_list("stage", "key")),
+                list(StepResult.objects.filter(run=run).order_by("index").values_list(
+                    "index", "status", "output")))
+
+    ahead_run = engine.run_inline(new_run(alice).pk)
+    settings.QUORUM_COMMIT_AHEAD = False
+    plain_run = engine.run_inline(new_run(alice).pk)
+    assert ahead_run.status == plain_run.status == "completed"
+    assert written(ahead_run) == written(plain_run)
+    for field in ("calls", "prompt_tokens", "completion_tokens", "cost_usd", "answer",
+                  "stage_seq"):
+        assert getattr(ahead_run, field) == getattr(plain_run, field), field
+
+
+def test_off_by_setting_the_commit_is_made_in_the_stages_thread(alice, scripted, settings,
+                                                                monkeypatch):
+    settings.QUORUM_COMMIT_AHEAD = False
+    seen = hold_commits(monkeypatch, scripted)
+    assert engine.run_inline(new_run(alice).pk).status == "completed"
+    assert seen == []
+
+
+@pytest.mark.django_db  # inside the test's transaction, which another connection cannot see
+def test_inside_a_transaction_the_commit_is_not_made_ahead(alice, scripted, monkeypatch):
+    seen = hold_commits(monkeypatch, scripted)
+    assert engine.run_inline(new_run(alice).pk).status == "completed"
+    assert seen == []
+
+
+def test_a_refused_commit_drops_the_next_stage_and_its_answer(alice, scripted, monkeypatch):
+    pk = new_run(alice).pk
+
+    def another_worker_takes_the_run(stage, n):
+        if n == 2:  # plan:1's commit, which writes the planner's call
+            Run.objects.filter(pk=pk).update(lease_owner="other-host|boot|1.1|1")
+
+    seen = hold_commits(monkeypatch, scripted, another_worker_takes_the_run)
+    run = engine.run_inline(pk)
+    assert [s for s, _, _ in seen] == ["start", "plan:1"]
+    assert run.lease_owner == "other-host|boot|1.1|1" and run.stage == "plan:1"
+    # Neither call is kept, as when the commit is made in the stage's thread: the planner's
+    # call is not this worker's to record once the run is another's, and the executor's went
+    # out for a stage that never existed.
+    assert not ModelCall.objects.filter(run=run).exists()
+    assert len(scripted.calls) == 2 and run.calls == 0
+    assert not StepResult.objects.filter(run=run).exists()
+    assert gapless(run)
+
+
+def test_a_commit_the_database_failed_runs_its_stage_again_and_drops_the_next(
+        alice, scripted, monkeypatch):
+    def the_server_goes_away(stage, n):
+        if n == 2:  # plan:1's commit
+            raise OperationalError("server closed the connection unexpectedly")
+
+    seen = hold_commits(monkeypatch, scripted, the_server_goes_away)
+    run = engine.run_inline(new_run(alice).pk)
+    assert run.status == "completed"
+    assert [s for s, _, _ in seen][:3] == ["start", "plan:1", "plan:1"]  # it ran again
+    # The planner's call was written once (by the recovery) and replayed; the executor's
+    # first call, made for a stage that was dropped, went out twice and is recorded once.
+    assert sorted(ModelCall.objects.filter(run=run).values_list("stage", "key")) == [
+        ("plan:1", "planner"), ("step:1:0", "executor"), ("step:1:1", "executor"),
+        ("step:1:2", "executor"), ("synthesize", "synthesizer")]
+    assert [c.role for c in scripted.calls] == [
+        "planner", "executor", "executor", "executor", "executor", "synthesizer"]
+    assert run.calls == 5
+    assert Event.objects.filter(run=run, kind="stage_resumed").count() == 1
+    assert StepResult.objects.filter(run=run, status="done").count() == 3
+    assert gapless(run)
+
+
+def test_a_cancel_before_the_commit_stops_the_next_stage_with_its_call_recorded(
+        alice, scripted, monkeypatch):
+    pk = new_run(alice).pk
+
+    def cancel_now(stage, n):
+        if n == 2:  # plan:1's commit
+            engine.cancel(Run.objects.get(pk=pk), alice)
+
+    hold_commits(monkeypatch, scripted, cancel_now)
+    run = engine.run_inline(pk)
+    assert run.status == "cancelled" and run.lease_owner == ""
+    assert sorted(ModelCall.objects.filter(run=run).values_list("stage", "key")) == [
+        ("plan:1", "planner"), ("step:1:0", "executor")]
+    assert run.calls == 2 == len(scripted.calls)
+    assert Event.objects.filter(run=run, kind="run_cancelled").count() == 1
+    assert not StepResult.objects.filter(run=run).exists()
+    assert gapless(run)
+
+
+def test_a_bug_in_the_commit_is_raised_in_the_stages_thread(alice, scripted, monkeypatch):
+    def a_bug(stage, n):
+        raise ZeroDivisionError("a bug in a record writer")
+
+    hold_commits(monkeypatch, scripted, a_bug)
+    with pytest.raises(ZeroDivisionError):
+        engine.run_inline(new_run(alice).pk)
