@@ -97,6 +97,16 @@ def check_prepared_statements(owner) -> str:
         journal=journal)
     assert moved and moved.claimed_by == "tok|n" and moved.run is not None
     committed = moved.run
+    if moved.ahead is not None:  # made by a committer thread (engine/ahead.py)
+        predicted, committed = committed, moved.ahead.settle()
+        # The next stage ran from the prediction: it must be the run as committed.
+        for name in ("stage", "gate", "status", "stage_seq", "stage_attempt", "lease_owner",
+                     "lease_expires_at", "state", "prompt_tokens",
+                     "completion_tokens", "cancel_requested", "models_used", "options"):
+            assert getattr(predicted, name) == getattr(committed, name), name
+        assert abs(predicted.active_seconds - committed.active_seconds) < 1e-9
+        # Within a unit of the last place per call (see above): the database rounds each sum.
+        assert abs(predicted.cost_usd - committed.cost_usd) <= Decimal("0.000005")
     assert not journal.pending and committed.calls == 5
     assert (committed.prompt_tokens, committed.completion_tokens) == (49, 22)
     assert committed.cost_usd == fresh.cost_usd + Decimal("0.5")

@@ -12,9 +12,10 @@ import pytest
 from django.db import OperationalError
 
 from agents_app import engine
-from agents_app.engine import ahead
+from agents_app.engine import ahead, cancels
 from agents_app.models import Event, ModelCall, Run, StepResult
 from tests.conftest import scripted_models
+from tests.stack import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -162,6 +163,10 @@ def test_a_cancel_before_the_commit_stops_the_next_stage_with_its_call_recorded(
     assert sorted(ModelCall.objects.filter(run=run).values_list("stage", "key")) == [
         ("plan:1", "planner"), ("step:1:0", "executor")]
     assert run.calls == 2 == len(scripted.calls)
+    # The stage that made the call is on the timeline, though the cancel came before its claim
+    # was committed: it had started.
+    assert list(Event.objects.filter(run=run, kind="stage_started").order_by("seq")
+                .values_list("data__stage", flat=True)) == ["start", "plan:1", "step:1:0"]
     assert Event.objects.filter(run=run, kind="run_cancelled").count() == 1
     assert not StepResult.objects.filter(run=run).exists()
     assert gapless(run)
@@ -174,3 +179,54 @@ def test_a_bug_in_the_commit_is_raised_in_the_stages_thread(alice, scripted, mon
     hold_commits(monkeypatch, scripted, a_bug)
     with pytest.raises(ZeroDivisionError):
         engine.run_inline(new_run(alice).pk)
+
+
+def cancel_during_the_first_step(run, alice, scripted):
+    """A person cancels while the first step's executor call is out (the stage's only call,
+    so its last)."""
+    asked = []
+
+    def reply(messages, info):
+        if info.role == "executor" and not asked:
+            asked.append(info)
+            assert "stops before its next model call" in engine.cancel(
+                Run.objects.get(pk=run.pk), alice)
+        return scripted.offline_like(messages, info)
+
+    scripted.fn = reply
+
+
+@pytest.mark.integration
+def test_a_cancel_told_through_redis_stops_the_run_before_the_next_stage_s_call(
+        alice, scripted, redis_server, monkeypatch):
+    """A cancel asked for during a stage's last call: the worker hears of it from Redis (no
+    read of the run) and commits that stage in its own thread, which stops the run."""
+    answers = []
+    real = cancels.asked
+
+    def asked(run_id):
+        answers.append(real(run_id))
+        return answers[-1]
+
+    monkeypatch.setattr(cancels, "asked", asked)
+    monkeypatch.setattr(cancels, "_client", None)
+    run = new_run(alice)
+    cancel_during_the_first_step(run, alice, scripted)
+    run = engine.run_inline(run.pk)
+    assert run.status == "cancelled" and not run.lease_owner
+    assert scripted.roles() == ["planner", "executor"]  # no call after the cancel
+    assert answers[-1] is True and None not in answers, answers
+    assert real(run.pk) is True
+
+
+def test_without_redis_a_cancel_is_read_from_the_database(alice, scripted, settings,
+                                                          monkeypatch, caplog):
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    monkeypatch.setattr(cancels, "_client", None)
+    assert cancels.asked(1) is None
+    run = new_run(alice)
+    cancel_during_the_first_step(run, alice, scripted)
+    run = engine.run_inline(run.pk)
+    assert run.status == "cancelled"
+    assert scripted.roles() == ["planner", "executor"]  # read from the run instead
+    assert "could not tell the workers of the cancel" in caplog.text

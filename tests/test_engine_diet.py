@@ -39,6 +39,8 @@ def test_a_commit_claims_the_next_stage_and_a_duplicate_task_finds_it_taken(alic
 
     def commit_then_duplicate(*args, **kwargs):
         done = real(*args, **kwargs)
+        if done.ahead is not None:  # made by a committer thread (engine/ahead.py): wait for it
+            done.ahead.settle()
         if done.claimed_by:  # the next stage is this worker's already
             fresh = Run.objects.get(pk=run.pk)
             assert fresh.lease_owner == done.claimed_by and fresh.stage_attempt == 1

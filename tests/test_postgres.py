@@ -40,7 +40,7 @@ if __name__ != "__main__":
     pytestmark = pytest.mark.integration
     IN_PROCESS = ("claim_race", "decide_race", "event_seq", "gate", "triage_race", "prepared",
                   "nul_review", "history", "history_search", "run_events", "pool",
-                  "async_records")
+                  "async_records", "ahead")
 
     @pytest.fixture(scope="module")
     def cluster():
@@ -124,7 +124,7 @@ if __name__ != "__main__":
     # The engine's statements are prepared on the server only where nothing watches them:
     # DEBUG=false (DEBUG's query log sends them through Django's cursor, as the other cases
     # run). These cases run again that way.
-    PREPARED = ("prepared", "claim_race", "decide_race", "event_seq", "gate", "pool")
+    PREPARED = ("prepared", "claim_race", "decide_race", "event_seq", "gate", "pool", "ahead")
 
     def test_the_engines_statements_are_prepared_on_the_server_unless_a_pooler_stands_between(
             cluster, tmp_path):
@@ -163,6 +163,9 @@ if __name__ != "__main__":
     def test_a_model_calls_record_alone_skips_its_wal_flush(engine_cases):
         assert "SET LOCAL in the 2 call records of their own, none in the 5 stage commits" \
             in check(engine_cases, "async_records")
+
+    def test_a_commit_made_ahead_that_the_server_ends_runs_its_stage_again(engine_cases):
+        assert "one ended by the server" in check(engine_cases, "ahead")
 
     BEHIND_PGBOUNCER = ("claim_race", "decide_race", "event_seq", "gate", "prepared",
                         "history_search", "run_events", "pool", "async_records")
@@ -947,8 +950,15 @@ def case_async_records() -> str:
         other = _create(alice, auto_approve=True)
         token = engine.leases.lease_token()
         claimed = engine.leases.claim_run(other.pk, token)
+        # Commits made ahead (agents_app/engine/ahead.py) are the same transactions on a
+        # committer thread's connection, which this thread's wrapper does not watch.
+        settings.QUORUM_COMMIT_AHEAD = False
+        try:
+            with connection.execute_wrapper(watch):
+                assert engine.run_inline(pk).status == "completed"
+        finally:
+            settings.QUORUM_COMMIT_AHEAD = True
         with connection.execute_wrapper(watch):
-            assert engine.run_inline(pk).status == "completed"
             journal = DbJournal(claimed, claimed.stage, token)
             for key in ("a", "b", "c"):
                 journal.before_call(key, "planner", "offline/default")
@@ -980,6 +990,56 @@ def case_async_records() -> str:
         settings.QUORUM_DB_ASYNC_CALL_RECORDS = True
     return (f"SET LOCAL in the 2 call records of their own, none in the {calls} stage commits "
             "that wrote their calls, none elsewhere")
+
+
+def case_ahead() -> str:
+    """Issue 37: a stage's commit made ahead (agents_app/engine/ahead.py) whose session the
+    server ends just before it writes (``pg_terminate_backend``, as a failover or an
+    administrator would): the stage runs again, the next stage started on it is dropped, and
+    the run completes with every call recorded once, one resumed stage, no gap in its events;
+    the broken connection is not used again."""
+    import psycopg
+    from django.db import connection
+
+    from agents_app import engine
+    from agents_app.engine import ahead
+    from agents_app.models import Event, ModelCall
+
+    alice = _setup()
+    pk = _create(alice, auto_approve=True).pk
+    params = connection.get_connection_params()
+    dsn = {k: params[k] for k in ("dbname", "user", "host", "port") if k in params}
+    connection.close()
+    real, made = ahead.hand_off, []
+
+    def hand_off(write, **kw):
+        def end_the_session_once():
+            made.append(kw["stage"])
+            if len(made) == 2:  # plan:1's commit, which writes the planner's call
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_backend_pid()")
+                    pid = cursor.fetchone()[0]
+                with psycopg.connect(**dsn, autocommit=True) as other:
+                    other.execute("SELECT pg_terminate_backend(%s)", [pid])
+            return write()
+
+        return real(end_the_session_once, **kw)
+
+    ahead.hand_off = hand_off
+    try:
+        run = engine.run_inline(pk)
+    finally:
+        ahead.hand_off = real
+    assert run.status == "completed", (run.status, run.error)
+    assert made[:3] == ["start", "plan:1", "plan:1"], made
+    keys = list(ModelCall.objects.filter(run=run).values_list("stage", "key"))
+    assert len(keys) == len(set(keys)) == run.calls, keys
+    assert Event.objects.filter(run=run, kind="stage_resumed").count() == 1
+    seqs = list(Event.objects.filter(run=run).order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
+    assert engine.run_inline(_create(alice, auto_approve=True).pk).status == "completed"
+    return (f"commits made ahead: {len(made)}, one ended by the server; {run.calls} calls "
+            "recorded once each; the next run completed")
 
 
 def case_server_prepared() -> str:

@@ -15,6 +15,7 @@ from ..models import TERMINAL, Run, Status
 from ..notices import DECIDED_BY
 from ..patterns import get_pattern
 from ..patterns.base import Decision, Event
+from . import cancels
 from .commit import GATE_CLOSE_HOOKS, finish_run
 from .scheduling import schedule_on_commit
 
@@ -103,6 +104,7 @@ def cancel(run: Run, user: User, reason: str = "") -> str:
             finish_run(locked, Status.CANCELLED, reason or f"Cancelled by {user}.")
             return "Run cancelled."
         Run.objects.filter(pk=locked.pk).update(cancel_requested=True)
+        cancels.told([locked.pk])
         append_events(locked.pk, [Event("cancel_requested", f"{user} asked to cancel: the run "
                                         "stops before its next model call, or within a second "
                                         "if it is running a command.")])

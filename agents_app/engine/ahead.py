@@ -36,18 +36,14 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from decimal import Decimal
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import connection
 
-from common import dbpool
-
 from ..models import Run
-from ..patterns.base import Cancelled, StageAbandoned
-
-if TYPE_CHECKING:
-    from .journal import DbJournal, PendingCall
+from ..patterns.base import StageAbandoned
 
 log = logging.getLogger("quorum.engine")
 
@@ -82,9 +78,18 @@ def _commit(write: Callable[[], Run | None]) -> Run | None:
     try:
         return write()
     finally:
-        if connection.errors_occurred:  # a broken connection is not kept for the next commit
-            connection.close_if_unusable_or_obsolete()
-        dbpool.release()
+        # As a task's end does (Django's close_old_connections): a broken connection, or one
+        # past CONN_MAX_AGE (0 by default, and always with the pool), is closed; a pooled one
+        # goes back to its pool.
+        connection.close_if_unusable_or_obsolete()
+
+
+class Journal(Protocol):
+    """What the commit needs of the committed stage's journal (``journal.DbJournal``)."""
+
+    def written(self, calls: list[Any]) -> None: ...
+
+    def flush_quietly(self) -> None: ...
 
 
 class AheadFailed(StageAbandoned):
@@ -109,8 +114,8 @@ class Ahead:
     future: Future
     tokens: tuple[str, str]  # the stage's claim, and the next stage's (made by this commit)
     stage: str
-    journal: DbJournal | None
-    calls: list[PendingCall]
+    journal: Journal | None
+    calls: list[Any]
     run_id: int
     _settled: Run | AheadFailed | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -142,7 +147,7 @@ class Ahead:
 
 
 def hand_off(write: Callable[[], Run | None], *, run_id: int, tokens: tuple[str, str],
-             stage: str, journal: DbJournal | None, calls: list[PendingCall]) -> Ahead:
+             stage: str, journal: Journal | None, calls: list[Any]) -> Ahead:
     """Start the commit ``write`` in the committer pool."""
     future = _committers().submit(_commit, write)
     return Ahead(future, tokens, stage, journal, calls, run_id)
@@ -158,9 +163,10 @@ def predicted(run: Run, values: dict[str, Any], state: Any) -> Run:
     nxt.state = json.loads(json.dumps(state, cls=json_field.encoder), cls=json_field.decoder)
     for name, value in values.items():
         setattr(nxt, name, value)
+    for name in ("cost_usd", "max_cost_usd"):  # as the database's column gives it back
+        places = Run._meta.get_field(name).decimal_places
+        value = getattr(nxt, name)
+        if value is not None:
+            setattr(nxt, name, value.quantize(Decimal(1).scaleb(-places)))
     return nxt
 
-
-def cancelled(committed: Run) -> Cancelled | None:
-    """A cancel asked for before the commit: the next stage stops."""
-    return Cancelled("Cancelled on request.") if committed.cancel_requested else None

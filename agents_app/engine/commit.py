@@ -169,23 +169,23 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
     if fused:
         binds.update(next_token=next_token, lease_until=lease_until())
     binds.update(status=status, n=len(events))
-    if kind == "next" and fused and journal is not None and commit_ahead.possible():
+    if kind == "next" and fused and journal is not None and commit_ahead.possible() \
+            and journal.may_go_on():  # else this commit stops the run, or is refused
+        # The next stage starts now and its first call goes out while this commits.
         figures = journal.figures()
-        if not figures["cancel_requested"]:  # a cancel known now stops the run at this commit
-            # The next stage starts now and its first call goes out while this commits.
-            nxt = commit_ahead.predicted(run, {
-                "stage": result.next_stage, "gate": "", "status": status, "stage_seq": seq + 1,
-                "stage_attempt": 1, "lease_owner": next_token,
-                "lease_expires_at": binds["lease_until"], "updated_at": now,
-                "active_seconds": run.active_seconds + elapsed,
-                "cost_usd": figures["cost_usd"], "prompt_tokens": figures["prompt_tokens"],
-                "completion_tokens": figures["completion_tokens"]}, result.state)
-            handed = commit_ahead.hand_off(
-                partial(_write, run, kind, fused, binds, calls, result, events, pattern,
-                        enqueue, runnable),
-                run_id=run_id, tokens=(token, next_token), stage=run.stage, journal=journal,
-                calls=calls)
-            return Next(True, nxt, next_token, ahead=handed)
+        nxt = commit_ahead.predicted(run, {
+            "stage": result.next_stage, "gate": "", "status": status, "stage_seq": seq + 1,
+            "stage_attempt": 1, "lease_owner": next_token,
+            "lease_expires_at": binds["lease_until"], "updated_at": now,
+            "active_seconds": run.active_seconds + elapsed,
+            "cost_usd": figures["cost_usd"], "prompt_tokens": figures["prompt_tokens"],
+            "completion_tokens": figures["completion_tokens"]}, result.state)
+        handed = commit_ahead.hand_off(
+            partial(_write, run, kind, fused, binds, calls, result, events, pattern,
+                    enqueue, runnable, started=True),
+            run_id=run_id, tokens=(token, next_token), stage=run.stage, journal=journal,
+            calls=calls)
+        return Next(True, nxt, next_token, ahead=handed)
     committed = _write(run, kind, fused, binds, calls, result, events, pattern, enqueue,
                        runnable)
     if committed is None:
@@ -212,14 +212,16 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
 
 def _write(run: Run, kind: str, fused: bool, binds: dict[str, Any], calls: list[PendingCall],
            result: StageResult, events: list[Event], pattern: Pattern, enqueue: bool,
-           runnable: bool) -> Run | None:
+           runnable: bool, started: bool = False) -> Run | None:
     """The commit's transaction; the run as committed, or None when the UPDATE matched
-    nothing (the run moved on) and nothing was written."""
+    nothing (the run moved on) and nothing was written. ``started``: the next stage, claimed
+    by this commit, has started already (``ahead.py``), so its start is logged even if a
+    cancel came meanwhile (that stage then stops itself)."""
     run_id = run.pk
     committed = None
     with transaction.atomic():
-        row = prepared.update(("commit", kind, fused), lambda: _commit_statement(kind, fused),
-                              binds)
+        row = prepared.update(("commit", kind, fused, started),
+                              lambda: _commit_statement(kind, fused, started), binds)
         if row is not None:
             committed = instance_from(Run, row)
             if calls:
@@ -228,7 +230,7 @@ def _write(run: Run, kind: str, fused: bool, binds: dict[str, Any], calls: list[
             records.persist(committed, result.records)
             # The commit's own last event: a fused claim reserved one more, the next stage's
             # start.
-            started_next = 1 if fused and not committed.cancel_requested else 0
+            started_next = 1 if fused and (started or not committed.cancel_requested) else 0
             checkpoints.write(run_id, committed.stage_seq, stage=committed.stage,
                               gate=committed.gate, state=result.state,
                               event_seq=committed.last_event_seq - started_next)
@@ -241,11 +243,13 @@ def _write(run: Run, kind: str, fused: bool, binds: dict[str, Any], calls: list[
     return committed
 
 
-def _commit_statement(kind: str, fused: bool) -> tuple[QuerySet[Run], dict[str, Any]]:
+def _commit_statement(kind: str, fused: bool,
+                      started: bool = False) -> tuple[QuerySet[Run], dict[str, Any]]:
     """A stage's commit (prepared once per shape): the run's UPDATE matching only while the
     stage's claim holds the lease and the run is at the stage it ran. ``kind``: the run ends
     ("end"), waits at a gate ("gate") or goes on to a stage ("next"); ``fused``: the next
-    stage is claimed in the same UPDATE."""
+    stage is claimed in the same UPDATE, and numbers its start event unless a cancel is asked
+    for, or always when it has ``started`` already."""
     def arg(name: str, field: str | None = None) -> Slot:
         return slot(Run, name, field)
 
@@ -270,7 +274,8 @@ def _commit_statement(kind: str, fused: bool) -> tuple[QuerySet[Run], dict[str, 
     if fused:
         values.update(lease_owner=arg("next_token", "lease_owner"),
                       lease_expires_at=arg("lease_until", "lease_expires_at"), stage_attempt=1)
-        seqs = seqs + Case(When(cancel_requested=True, then=Value(0)), default=Value(1))
+        seqs = seqs + (Value(1) if started else Case(When(cancel_requested=True, then=Value(0)),
+                                                      default=Value(1)))
     values.update(status=arg("status"), last_event_seq=seqs)
     return (Run.objects.filter(pk=arg("run", "id"), lease_owner=arg("token", "lease_owner"),
                                stage_seq=arg("seq", "stage_seq")), values)

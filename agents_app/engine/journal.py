@@ -26,6 +26,7 @@ from ..models import ModelCall, Run
 from ..patterns.base import BudgetExceeded, Cancelled, Event, RunStopped, TimeLimitExceeded
 from ..prepared import Slot, slot
 from ..returning import update_returning
+from . import cancels
 from .latency import stall_timeout
 from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, lease_until
 
@@ -127,6 +128,18 @@ class DbJournal:
             self.ahead = None
         if committed.cancel_requested:
             raise Cancelled("Cancelled on request.")
+
+    def may_go_on(self) -> bool:
+        """Read the run's lease and cancel flag now: whether the next stage may start before
+        this stage's commit is made (``ahead.py``). A cancel asked for during this stage's last
+        call stops the run before the next stage's first call, as the commit's own check does
+        when the commit is made first. Asked of Redis (``cancels.py``), else the database."""
+        said = cancels.asked(self.run_id)
+        if said is not None:
+            return not said
+        row = Run.objects.filter(pk=self.run_id).values_list(
+            "lease_owner", "cancel_requested").first()
+        return row is not None and row[0] == self.token and not row[1]
 
     def figures(self) -> dict[str, Any]:
         """The run's lease, cancel flag and counters as this stage knows them (its own calls

@@ -346,7 +346,11 @@ def _stop(experiment: Experiment, status: str, note: str) -> None:
                                                        finished_at=timezone.now())
     if status != ExperimentStatus.COMPLETED:
         # Its runs still going stop at their next stage (the engine's own cancel).
-        experiment.runs.exclude(status__in=TERMINAL).update(cancel_requested=True)
+        from ..engine import cancels
+
+        going = experiment.runs.exclude(status__in=TERMINAL)
+        cancels.told(going.values_list("pk", flat=True))
+        going.update(cancel_requested=True)
 
 
 def cancel(experiment: Experiment) -> bool:

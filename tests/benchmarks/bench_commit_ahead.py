@@ -3,7 +3,9 @@ agents_app/engine/ahead.py), against the commit in the stage's own thread: one p
 4-call Plan-and-Execute run in process (``engine.run_inline``), the fake provider (a process
 of its own, over HTTP) answering each call after ``--latency`` seconds, the two ways
 interleaved round by round with four direct LiteLLM calls, so the machine's noise falls on
-both. Framework time per call: (the run's wall − the four direct calls' wall) ÷ 4, as
+both; the commit made ahead once more with Redis out of reach, so that the worker reads the
+run for a cancel at each stage instead of asking Redis (agents_app/engine/cancels.py).
+Framework time per call: (the run's wall − the four direct calls' wall) ÷ 4, as
 ``bench_vs_langgraph.py`` counts it. On a throwaway PostgreSQL cluster (tests/pg.py) with
 ``--database postgres``, else on SQLite.
 
@@ -60,12 +62,19 @@ def main(argv: list[str] | None = None) -> None:
         from django.conf import settings
 
         from agents_app import engine
+        from agents_app.engine import cancels
         from tests.fakeprovider import fake_models
+        from tests.stack import start_redis
+
+        cleanup.callback(start_redis(Path(tmp)).stop)
+        redis_url, away = settings.REDIS_URL, f"redis://127.0.0.1:{free_port()}/0"
 
         settings.QUORUM_API_BASE = fake.url
         owner, models = make_user(), fake_models(*ROLES)
         messages = [{"role": "user", "content": TASK.format(i=0)}]
-        walls: dict[str, list[float]] = {"direct": [], "ahead": [], "in the stage's thread": []}
+        ways = {"in the stage's thread": (False, redis_url), "ahead": (True, redis_url),
+                "ahead, Redis out of reach": (True, away)}
+        walls: dict[str, list[float]] = {"direct": [], **{way: [] for way in ways}}
         for i in range(args.rounds + 2):  # two warm-up rounds
             started = time.perf_counter()
             for _ in range(CALLS):
@@ -73,23 +82,22 @@ def main(argv: list[str] | None = None) -> None:
                                    api_key="sk-bench-fake", messages=messages, timeout=60,
                                    num_retries=0)
             direct = time.perf_counter() - started
-            timed = {}
-            # Which way goes first alternates, so neither always runs on a warmer cache.
-            ways = [True, False] if i % 2 else [False, True]
-            for on in ways:
-                settings.QUORUM_COMMIT_AHEAD = on
+            # The order rotates, so that no way always runs on a warmer cache.
+            order = list(ways)[i % 3:] + list(ways)[:i % 3]
+            for way in order:
+                settings.QUORUM_COMMIT_AHEAD, settings.REDIS_URL = ways[way]
+                cancels._client = None
                 pk = engine.create_run(owner, "plan_execute", TASK.format(i=i),
                                        options={"auto_approve": True}, models=models,
                                        enqueue=False).pk
                 started = time.perf_counter()
                 run = engine.run_inline(pk)
-                timed[on] = time.perf_counter() - started
+                if i >= 2:
+                    walls[way].append(time.perf_counter() - started)
                 if run.status != "completed":
                     raise RuntimeError(f"run {pk}: {run.status} {run.error}")
             if i >= 2:
                 walls["direct"].append(direct)
-                walls["ahead"].append(timed[True])
-                walls["in the stage's thread"].append(timed[False])
         med = statistics.median
         base = med(walls["direct"])
         print(f"# bench_commit_ahead — {machine()}; "
@@ -97,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
               f"; fake provider L = {args.latency:g} s; {args.rounds} interleaved rounds")
         print("| the stage's commit | run wall, ms (median) | framework time per call, ms |")
         print("|---|---:|---:|")
-        for way in ("in the stage's thread", "ahead"):
+        for way in ways:
             print(f"| {way} | {1000 * med(walls[way]):.1f} | "
                   f"{1000 * (med(walls[way]) - base) / CALLS:.2f} |")
         print(f"| (four direct LiteLLM calls) | {1000 * base:.1f} | |")

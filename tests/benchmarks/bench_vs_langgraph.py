@@ -286,6 +286,7 @@ def quorum_batch(owner, models: dict, n: int, pids: list[int],
 def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, var: Path,
                       lg_pg: str | None):
     import litellm
+    from django.conf import settings
     from django.db import connection
 
     from agents_app import engine
@@ -296,6 +297,7 @@ def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, v
     statements, creating = [], []
     messages = [{"role": "user", "content": TASK.format(i=0)}]
     rounds = 3 * args.runs
+    ahead = settings.QUORUM_COMMIT_AHEAD
     try:
         for i in range(2 + rounds):  # two warm-up rounds: imports, connections, caches
             keep = i >= 2
@@ -328,7 +330,11 @@ def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, v
                 rows["quorum"].append(quorum)
                 rows["langgraph"].append(langgraph)
                 rows["langgraph_sync"].append(langgraph_sync)
-        for i in range(3):  # counted, not timed (see SqlCounter)
+        # Counted, not timed (see SqlCounter), with every commit in this thread: a commit made
+        # ahead (agents_app/engine/ahead.py) runs the same statements on a committer thread's
+        # connection, which this thread's wrapper does not see.
+        settings.QUORUM_COMMIT_AHEAD = False
+        for i in range(3):
             with connection.execute_wrapper(sql):
                 pk = engine.create_run(owner, "plan_execute", TASK.format(i=i),
                                        options={"auto_approve": True}, models=models,
@@ -338,6 +344,7 @@ def in_process_rounds(args, fake: FakeProcess, owner, models, sql: SqlCounter, v
                     raise RuntimeError(f"Quorum run {pk} did not complete")
                 statements.append(sql.take())
     finally:
+        settings.QUORUM_COMMIT_AHEAD = ahead
         lg.close()
     return rows, statements, creating
 
