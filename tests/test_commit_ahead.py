@@ -181,16 +181,21 @@ def test_a_bug_in_the_commit_is_raised_in_the_stages_thread(alice, scripted, mon
         engine.run_inline(new_run(alice).pk)
 
 
-def cancel_during_the_first_step(run, alice, scripted):
-    """A person cancels while the first step's executor call is out (the stage's only call,
-    so its last)."""
-    asked = []
+def cancel_during_the_first_steps_last_call(run, alice, scripted):
+    """The first step's executor answers without JSON, so the step calls it again; a person
+    cancels while that second call (the stage's last) is out. By then the commit before the
+    step is confirmed (the first call's record waited for it), so nothing but the check before
+    the step's own commit can stop the next step's call."""
+    calls = []
 
     def reply(messages, info):
-        if info.role == "executor" and not asked:
-            asked.append(info)
-            assert "stops before its next model call" in engine.cancel(
-                Run.objects.get(pk=run.pk), alice)
+        if info.role == "executor":
+            calls.append(info)
+            if len(calls) == 1:
+                return "Done, see above."
+            if len(calls) == 2:
+                assert "stops before its next model call" in engine.cancel(
+                    Run.objects.get(pk=run.pk), alice)
         return scripted.offline_like(messages, info)
 
     scripted.fn = reply
@@ -211,10 +216,10 @@ def test_a_cancel_told_through_redis_stops_the_run_before_the_next_stage_s_call(
     monkeypatch.setattr(cancels, "asked", asked)
     monkeypatch.setattr(cancels, "_client", None)
     run = new_run(alice)
-    cancel_during_the_first_step(run, alice, scripted)
+    cancel_during_the_first_steps_last_call(run, alice, scripted)
     run = engine.run_inline(run.pk)
     assert run.status == "cancelled" and not run.lease_owner
-    assert scripted.roles() == ["planner", "executor"]  # no call after the cancel
+    assert scripted.roles() == ["planner", "executor", "executor"]  # none after the cancel
     assert answers[-1] is True and None not in answers, answers
     assert real(run.pk) is True
 
@@ -225,8 +230,33 @@ def test_without_redis_a_cancel_is_read_from_the_database(alice, scripted, setti
     monkeypatch.setattr(cancels, "_client", None)
     assert cancels.asked(1) is None
     run = new_run(alice)
-    cancel_during_the_first_step(run, alice, scripted)
+    cancel_during_the_first_steps_last_call(run, alice, scripted)
     run = engine.run_inline(run.pk)
     assert run.status == "cancelled"
-    assert scripted.roles() == ["planner", "executor"]  # read from the run instead
+    assert scripted.roles() == ["planner", "executor", "executor"]  # read from the run
     assert "could not tell the workers of the cancel" in caplog.text
+
+
+def test_with_every_committer_busy_the_commit_is_made_in_the_stages_thread(
+        alice, scripted, settings, monkeypatch):
+    settings.QUORUM_COMMIT_AHEAD_THREADS = 2
+    monkeypatch.setattr(ahead, "_out", 2)  # two commits of other runs still being made
+    seen = hold_commits(monkeypatch, scripted)
+    assert engine.run_inline(new_run(alice).pk).status == "completed"
+    assert seen == []
+    monkeypatch.setattr(ahead, "_out", 1)  # one free: every commit goes ahead again
+    assert engine.run_inline(new_run(alice).pk).status == "completed"
+    assert [s for s, _, _ in seen] == ["start", "plan:1", "step:1:0", "step:1:1", "step:1:2"]
+    assert ahead._out == 1  # each counted out and back in
+
+
+def test_with_more_runs_in_flight_than_committers_each_commits_in_its_own_thread(
+        alice, scripted, settings, monkeypatch):
+    settings.QUORUM_COMMIT_AHEAD_THREADS = 2
+    monkeypatch.setattr(ahead, "_advancing", 2)  # two other runs advancing in this process
+    seen = hold_commits(monkeypatch, scripted)
+    assert engine.run_inline(new_run(alice).pk).status == "completed"
+    assert seen == []
+    monkeypatch.setattr(ahead, "_advancing", 1)
+    assert engine.run_inline(new_run(alice).pk).status == "completed"
+    assert len(seen) == 5 and ahead._advancing == 1

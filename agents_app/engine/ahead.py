@@ -33,8 +33,9 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
@@ -52,17 +53,42 @@ _pool_lock = threading.Lock()
 
 
 def _forget_pool() -> None:
-    global _pool
-    _pool = None  # a forked child has none of its parent's threads
+    global _pool, _out, _advancing, _pool_lock
+    _pool, _out, _advancing = None, 0, 0  # a forked child has none of its parent's threads
+    _pool_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_pool)
 
 
+_out = 0  # commits handed off and not finished yet, in this process
+_advancing = 0  # runs this process is advancing in place now
+
+
+@contextmanager
+def advancing() -> Iterator[None]:
+    """Around a run advanced in place (``stages._in_place``): counted, for ``possible``."""
+    global _advancing
+    with _pool_lock:
+        _advancing += 1
+    try:
+        yield
+    finally:
+        with _pool_lock:
+            _advancing -= 1
+
+
 def possible() -> bool:
-    """Whether a commit may be made ahead here: the setting is on and the calling thread is
-    not inside a transaction (whose rows another connection could not see)."""
-    return bool(settings.QUORUM_COMMIT_AHEAD) and not connection.in_atomic_block
+    """Whether a commit may be made ahead here: the setting is on, the calling thread is not
+    inside a transaction (whose rows another connection could not see), and the process has
+    time to spare: no more runs in flight than committers, and one of them free. A worker
+    busy with many runs commits in each stage's thread, as before. There the overlap gains
+    nothing (other runs' work fills the waits) and costs CPU: with 200 runs at once in two
+    processes, CPU a run in the worker measured 31–37 ms with every commit made ahead against
+    30 without (docs/BENCHMARKS.md, "Issue 37, fourth round")."""
+    limit = settings.QUORUM_COMMIT_AHEAD_THREADS
+    return (bool(settings.QUORUM_COMMIT_AHEAD) and not connection.in_atomic_block
+            and _out < limit and _advancing <= limit)
 
 
 def _committers() -> ThreadPoolExecutor:
@@ -75,6 +101,7 @@ def _committers() -> ThreadPoolExecutor:
 
 
 def _commit(write: Callable[[], Run | None]) -> Run | None:
+    global _out
     try:
         return write()
     finally:
@@ -82,6 +109,8 @@ def _commit(write: Callable[[], Run | None]) -> Run | None:
         # past CONN_MAX_AGE (0 by default, and always with the pool), is closed; a pooled one
         # goes back to its pool.
         connection.close_if_unusable_or_obsolete()
+        with _pool_lock:
+            _out -= 1
 
 
 class Journal(Protocol):
@@ -149,7 +178,16 @@ class Ahead:
 def hand_off(write: Callable[[], Run | None], *, run_id: int, tokens: tuple[str, str],
              stage: str, journal: Journal | None, calls: list[Any]) -> Ahead:
     """Start the commit ``write`` in the committer pool."""
-    future = _committers().submit(_commit, write)
+    global _out
+    pool = _committers()
+    with _pool_lock:
+        _out += 1
+    try:
+        future = pool.submit(_commit, write)
+    except BaseException:
+        with _pool_lock:
+            _out -= 1
+        raise
     return Ahead(future, tokens, stage, journal, calls, run_id)
 
 

@@ -29,6 +29,7 @@ from ..patterns.base import (
 from ..patterns.role_models import RoleModels
 from . import scheduling
 from .ahead import Ahead, AheadFailed
+from .ahead import advancing as ahead_counted
 from .commit import Next, commit_result, stage_event, stop_run
 from .journal import DbJournal, gateway_config
 from .leases import DB_UNAVAILABLE, LeaseLost, StageInterrupted, claim_run, lease_token
@@ -104,11 +105,12 @@ def advance_in_place(run_id: int, *, deadline: float | None = None,
 
 def _in_place(run_id: int, deadline: float | None, max_stages: int) -> Next:
     last = Next(False)
-    for n in range(max_stages):
-        fuse = n + 1 < max_stages and (deadline is None or time.monotonic() < deadline)
-        last = step(run_id, enqueue=False, claimed=last, fuse=fuse)
-        if not last or not fuse:
-            break
+    with ahead_counted():
+        for n in range(max_stages):
+            fuse = n + 1 < max_stages and (deadline is None or time.monotonic() < deadline)
+            last = step(run_id, enqueue=False, claimed=last, fuse=fuse)
+            if not last or not fuse:
+                break
     return last
 
 
