@@ -136,7 +136,11 @@ QUORUM_DB_ASYNC_CALL_RECORDS = env.bool("QUORUM_DB_ASYNC_CALL_RECORDS", default=
 # the next stage's first model call is out (agents_app/engine/ahead.py): nothing of the next
 # stage is written before that commit has succeeded. QUORUM_COMMIT_AHEAD_THREADS committer
 # threads per process, each holding a connection only while it commits. README, "Production".
-QUORUM_COMMIT_AHEAD = env.bool("QUORUM_COMMIT_AHEAD", default=True)
+# On by default on PostgreSQL only: on SQLite a commit is a local write (~0.5 ms), no more than
+# the check before going ahead costs (docs/BENCHMARKS.md, "Issue 37, fourth round").
+QUORUM_COMMIT_AHEAD = env.bool(
+    "QUORUM_COMMIT_AHEAD",
+    default=DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql")
 QUORUM_COMMIT_AHEAD_THREADS = max(1, env.int("QUORUM_COMMIT_AHEAD_THREADS", default=4, high=64))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     if QUORUM_DB_POOL_SIZE:

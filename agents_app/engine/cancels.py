@@ -18,6 +18,7 @@ and the run stops there, that call recorded."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 import redis
@@ -27,8 +28,10 @@ from django.db import transaction
 log = logging.getLogger("quorum.engine")
 
 TTL = 24 * 3600  # s a key is kept: far longer than a stage runs between two checks
-TIMEOUT = 2.0  # s a Redis that stops answering holds a worker or a request
+TIMEOUT = 0.5  # s a Redis that stops answering holds a worker or a request
+RECHECK = 5.0  # s after a failure during which the worker reads the database without asking
 _client: redis.Redis | None = None
+_unanswered_until = 0.0
 UNANSWERED = (redis.RedisError, OSError, ValueError)  # down, unreachable, a bad REDIS_URL
 
 
@@ -63,8 +66,14 @@ def _tell(ids: list[int]) -> None:
 
 
 def asked(run_id: int) -> bool | None:
-    """Whether a cancel was asked for the run (True, False), or None when Redis cannot say."""
+    """Whether a cancel was asked for the run (True, False), or None when Redis cannot say:
+    it failed to answer now, or within the last ``RECHECK`` seconds (so that a Redis that is
+    away costs each stage one failed attempt at most every few seconds, not a timeout)."""
+    global _unanswered_until
+    if time.monotonic() < _unanswered_until:
+        return None
     try:
         return bool(_redis().exists(_key(run_id)))
     except UNANSWERED:  # the caller reads the database instead
+        _unanswered_until = time.monotonic() + RECHECK
         return None

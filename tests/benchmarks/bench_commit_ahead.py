@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
             order = list(ways)[i % 3:] + list(ways)[:i % 3]
             for way in order:
                 settings.QUORUM_COMMIT_AHEAD, settings.REDIS_URL = ways[way]
-                cancels._client = None
+                cancels._client, cancels._unanswered_until = None, 0.0
                 pk = engine.create_run(owner, "plan_execute", TASK.format(i=i),
                                        options={"auto_approve": True}, models=models,
                                        enqueue=False).pk
