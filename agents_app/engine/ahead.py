@@ -108,9 +108,11 @@ def _commit(write: Callable[[], Run | None]) -> Run | None:
         # As a task's end does (Django's close_old_connections): a broken connection, or one
         # past CONN_MAX_AGE (0 by default, and always with the pool), is closed; a pooled one
         # goes back to its pool.
-        connection.close_if_unusable_or_obsolete()
-        with _pool_lock:
-            _out -= 1
+        try:
+            connection.close_if_unusable_or_obsolete()
+        finally:
+            with _pool_lock:
+                _out -= 1
 
 
 class Journal(Protocol):

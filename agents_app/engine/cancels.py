@@ -20,10 +20,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import redis
 from django.conf import settings
 from django.db import transaction
+
+if TYPE_CHECKING:
+    import redis
 
 log = logging.getLogger("quorum.engine")
 
@@ -32,12 +35,22 @@ TIMEOUT = 0.5  # s a Redis that stops answering holds a worker or a request
 RECHECK = 5.0  # s after a failure during which the worker reads the database without asking
 _client: redis.Redis | None = None
 _unanswered_until = 0.0
-UNANSWERED = (redis.RedisError, OSError, ValueError)  # down, unreachable, a bad REDIS_URL
+
+
+def _unanswered() -> tuple[type[Exception], ...]:
+    """Redis down, unreachable, or a bad REDIS_URL. (redis loads on first use: a process
+    that never cancels or advances a run in place, such as an offline review from the command
+    line, never loads it.)"""
+    import redis
+
+    return (redis.RedisError, OSError, ValueError)
 
 
 def _redis() -> redis.Redis:
     global _client
     if _client is None:
+        import redis
+
         _client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=TIMEOUT,
                                        socket_connect_timeout=TIMEOUT)
     return _client
@@ -60,7 +73,7 @@ def _tell(ids: list[int]) -> None:
         for run_id in ids:
             pipe.set(_key(run_id), 1, ex=TTL)
         pipe.execute()
-    except UNANSWERED as exc:  # the flag is safe in the database (see the module)
+    except _unanswered() as exc:  # the flag is safe in the database (see the module)
         log.warning("could not tell the workers of the cancel of run(s) %s through Redis "
                     "(they find it at the run's next check): %s", ids[:10], exc)
 
@@ -74,6 +87,6 @@ def asked(run_id: int) -> bool | None:
         return None
     try:
         return bool(_redis().exists(_key(run_id)))
-    except UNANSWERED:  # the caller reads the database instead
+    except _unanswered():  # the caller reads the database instead
         _unanswered_until = time.monotonic() + RECHECK
         return None
