@@ -20,12 +20,17 @@ What does not change:
   when it did happen after all) and the next stage dropped. A cancel asked for meanwhile
   stops the next stage as cancelled, its call recorded.
 
+- A cancel asked for during the stage's last call still stops the run before the next
+  stage's first call: the commit goes ahead only when ``cancels.asked`` (Redis, else the run
+  read) says none was asked for (``journal.DbJournal.may_go_on``).
+
 What it costs: the next stage's first call goes out before the commit is durable, so a
 worker killed in those milliseconds makes that call again (as it makes again a stage's last
 call, which the commit writes).
 
 Off (the commit in the stage's own thread, as before) inside a transaction the caller holds
-(a test's) and when ``QUORUM_COMMIT_AHEAD`` is false."""
+(a test's), when the process is busy (``possible``), and when ``QUORUM_COMMIT_AHEAD`` is false
+(its default on SQLite, where a commit costs no more than the check)."""
 
 from __future__ import annotations
 
@@ -87,6 +92,10 @@ def possible() -> bool:
     processes, CPU a run in the worker measured 31–37 ms with every commit made ahead against
     30 without (docs/BENCHMARKS.md, "Issue 37, fourth round")."""
     limit = settings.QUORUM_COMMIT_AHEAD_THREADS
+    pool = (connection.settings_dict.get("OPTIONS") or {}).get("pool")
+    if isinstance(pool, dict) and pool.get("max_size"):
+        # Committers and the stages waiting on them never take more than the pool holds.
+        limit = min(limit, max(1, int(pool["max_size"]) // 2))
     return (bool(settings.QUORUM_COMMIT_AHEAD) and not connection.in_atomic_block
             and _out < limit and _advancing <= limit)
 

@@ -130,10 +130,11 @@ class DbJournal:
             raise Cancelled("Cancelled on request.")
 
     def may_go_on(self) -> bool:
-        """Read the run's lease and cancel flag now: whether the next stage may start before
-        this stage's commit is made (``ahead.py``). A cancel asked for during this stage's last
-        call stops the run before the next stage's first call, as the commit's own check does
-        when the commit is made first. Asked of Redis (``cancels.py``), else the database."""
+        """Whether the next stage may start before this stage's commit is made (``ahead.py``):
+        no cancel was asked for, so that a cancel asked during this stage's last call stops the
+        run before the next stage's first call, as the commit's own check does when the commit
+        is made first. Asked of Redis (``cancels.py``); when Redis cannot say, the run is read
+        (its cancel flag, and its lease still this stage's)."""
         said = cancels.asked(self.run_id)
         if said is not None:
             return not said
