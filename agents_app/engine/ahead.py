@@ -47,6 +47,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import DecimalField
 
 from ..models import Run
 from ..patterns.base import StageAbandoned
@@ -151,7 +152,7 @@ class AheadFailed(StageAbandoned):
 class Ahead:
     """A stage's commit in flight in the committer pool."""
 
-    future: Future
+    future: Future[Run | None]
     tokens: tuple[str, str]  # the stage's claim, and the next stage's (made by this commit)
     stage: str
     journal: Journal | None
@@ -213,7 +214,9 @@ def predicted(run: Run, values: dict[str, Any], state: Any) -> Run:
     for name, value in values.items():
         setattr(nxt, name, value)
     for name in ("cost_usd", "max_cost_usd"):  # as the database's column gives it back
-        places = Run._meta.get_field(name).decimal_places
+        column = Run._meta.get_field(name)
+        assert isinstance(column, DecimalField)
+        places = column.decimal_places
         value = getattr(nxt, name)
         if value is not None:
             setattr(nxt, name, value.quantize(Decimal(1).scaleb(-places)))

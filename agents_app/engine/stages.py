@@ -28,7 +28,7 @@ from ..patterns.base import (
 )
 from ..patterns.role_models import RoleModels
 from . import scheduling
-from .ahead import Ahead, AheadFailed
+from .ahead import Ahead, AheadFailed, Journal
 from .ahead import advancing as ahead_counted
 from .commit import Next, commit_result, stage_event, stop_run
 from .journal import DbJournal, gateway_config
@@ -191,7 +191,8 @@ def run_checked(pattern: Pattern, stage: str, state: dict[str, Any],
 
 
 def _interrupted(run_id: int, tokens: tuple[str, ...], stage: str, exc: Exception,
-                 enqueue: bool, patience: float = 60.0, journal: DbJournal | None = None) -> Next:
+                 enqueue: bool, patience: float = 60.0,
+                 journal: DbJournal | Journal | None = None) -> Next:
     """The database failed the claim or the stage (``stage`` empty: the claim): drop the
     stage's result (its model calls stay journaled), give the run back as soon as the database
     takes a write, and go on: queued again, or at once by a caller advancing in place (True).
