@@ -76,6 +76,7 @@ bench: install $(BENCH_STAMP)
 	$(PY) tests/benchmarks/bench_pg_commit.py
 	$(PY) tests/benchmarks/bench_commit_ahead.py --database postgres
 	$(PY) tests/benchmarks/bench_commit_ahead.py
+	$(PY) tests/benchmarks/bench_wait_on_loop.py
 	@echo "== PostgreSQL, the history at 1,000,000 runs (issue 37; 6–15 min to build, ~15 GB on disk while it runs)"
 	$(PY) tests/benchmarks/bench_history_pg.py
 

@@ -1,0 +1,132 @@
+"""Where a waiting run's memory goes, by how its model call waits (issue 37's memory target,
+≤ 100 kB a run in flight). A probe for the next design step, not the engine: the engine is
+not changed by it.
+
+Three ways to hold N model calls in flight in one process, each measured in a fresh child
+(the allocator keeps what a batch freed, so a second batch in the same process says little):
+  - **thread**: N threads, each making its call with ``litellm.completion`` (today's worker:
+    a run's thread makes the HTTP request and blocks in ``recv``);
+  - **thread, call on a loop**: N threads, each handing its call to one shared asyncio loop
+    (``litellm.acompletion``) and blocking on the future (the engine's threads and sync
+    pattern code kept, the HTTP waits moved off them);
+  - **coroutine**: N coroutines on that loop, no thread each (the asyncio design measured in
+    ``bench_memory_design.py``).
+Each child runs a batch of N, then one of 2N, against the fake provider (its own process,
+answering after ``--latency`` s), samples its PSS every 0.05 s, and reports the growth of the
+peak from N to 2N, ÷ N: kB a call in flight holds.
+
+    .venv/bin/python tests/benchmarks/bench_wait_on_loop.py [--n 100] [--latency 2] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess  # nosec B404: this repository's own script as a child
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.benchmarks.common import machine, positive, pss_mb  # noqa: E402
+
+WAYS = ("thread", "thread, call on a loop", "coroutine")
+MESSAGES = [{"role": "user", "content": "Collect the logs, then find the error."}]
+
+
+def _call_kwargs(url: str) -> dict:
+    return {"model": "openai/fake-executor", "api_base": url, "api_key": "sk-bench-fake",
+            "messages": MESSAGES, "timeout": 60, "num_retries": 0}
+
+
+def child(way: str, n: int, url: str) -> dict[str, float]:
+    import litellm
+
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    kwargs = _call_kwargs(url)
+
+    def on_loop() -> object:
+        future: Future = asyncio.run_coroutine_threadsafe(litellm.acompletion(**kwargs), loop)
+        return future.result()
+
+    def batch(size: int) -> float:
+        """Peak PSS (MB) while ``size`` calls are in flight."""
+        peak, done = [pss_mb(os.getpid())], threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], pss_mb(os.getpid()))
+                time.sleep(0.05)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            if way == "coroutine":
+                async def many() -> None:
+                    await asyncio.gather(*(litellm.acompletion(**kwargs) for _ in range(size)))
+
+                asyncio.run_coroutine_threadsafe(many(), loop).result()
+            else:
+                target = on_loop if way == "thread, call on a loop" else (
+                    lambda: litellm.completion(**kwargs))
+                threads = [threading.Thread(target=target) for _ in range(size)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+        finally:
+            done.set()
+            sampler.join()
+        return peak[0]
+
+    on_loop() if way != "thread" else litellm.completion(**kwargs)  # warm: imports, pools
+    first = batch(n)
+    second = batch(2 * n)
+    return {"kb": 1024 * (second - first) / n, "first_peak_mb": first}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=positive(int, 10, 1000), default=100)
+    parser.add_argument("--latency", type=positive(float, 0.5, 30.0), default=2.0)
+    parser.add_argument("--rounds", type=positive(int, 1, 10), default=2,
+                        help="fresh children per way")
+    parser.add_argument("--child", choices=WAYS, help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child, args.n, args.url)))
+        return
+    from tests.benchmarks.bench_vs_langgraph import FakeProcess
+
+    fake = FakeProcess(args.latency)
+    results: dict[str, list[float]] = {way: [] for way in WAYS}
+    try:
+        for _ in range(args.rounds):
+            for way in WAYS:
+                out = subprocess.run(  # nosec B603: this script, fixed arguments
+                    [sys.executable, __file__, "--child", way, "--n", str(args.n), "--url",
+                     fake.url], capture_output=True, text=True, check=True,
+                    env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+                results[way].append(json.loads(out.stdout.strip().splitlines()[-1])["kb"])
+    finally:
+        fake.stop()
+    print(f"# bench_wait_on_loop — {machine()}; fake provider L = {args.latency:g} s; "
+          f"batches of {args.n} then {2 * args.n} calls in flight; {args.rounds} fresh "
+          "children per way")
+    print("| how a call waits | kB a call in flight holds (each child) | median |")
+    print("|---|---|---:|")
+    for way in WAYS:
+        each = ", ".join(f"{kb:.0f}" for kb in results[way])
+        print(f"| {way} | {each} | {statistics.median(results[way]):.0f} |")
+
+
+if __name__ == "__main__":
+    main()
