@@ -9,8 +9,13 @@ each figure takes a fresh process: run the script again for another. On PostgreS
 process pools its connections (``QUORUM_DB_POOL_SIZE``) and a waiting run holds none; the
 server's connections to the database are counted at the same moments.
 
+Two probes of where it comes from: ``--stages N`` advances each run N stages only (the
+Plan-and-Execute run has six: start, plan, three steps, synthesis; its calls are in the last
+five), and ``--trim S`` has glibc give back its free memory (``malloc_trim(0)``) as a thread
+starts to wait, at most every S seconds in the process (the time it takes is printed).
+
     .venv/bin/python tests/benchmarks/bench_run_memory.py [--database postgres] [--n 100]
-        [--latency 3]
+        [--latency 3] [--stages N] [--trim S]
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import math
 import os
 import resource
 import statistics
@@ -77,7 +83,8 @@ def pss_by_kind(pid: int) -> dict[str, int]:
 
 
 def one_round(owner, models, fake: FakeProcess, n: int, latency: float,
-              dsn: dict | None, kinds: dict | None = None) -> tuple[float, int, float, float]:
+              dsn: dict | None, kinds: dict | None = None,
+              stages: int = 1000) -> tuple[float, int, float, float]:
     """((peak − before) ÷ n in kB, peak server connections, seconds of the batch, peak MB).
     With ``kinds``, the PSS by kind of mapping is put there while every run is in its first
     model call (0.6 L after the batch started)."""
@@ -103,8 +110,8 @@ def one_round(owner, models, fake: FakeProcess, n: int, latency: float,
 
     def advance(pk: int) -> None:
         try:
-            run = engine.run_inline(pk)
-            if run.status != "completed":
+            run = engine.run_inline(pk, max_stages=stages)
+            if stages >= 1000 and run.status != "completed":
                 raise RuntimeError(f"run {pk}: {run.status} {run.error}")
         finally:
             connection.close()
@@ -132,6 +139,10 @@ def main() -> None:
     parser.add_argument("--n", type=positive(int, 1, 1000), default=100)
     parser.add_argument("--latency", type=positive(float, 0.1, 30.0), default=3.0)
     parser.add_argument("--max-connections", type=positive(int, 20, 10000), default=100)
+    parser.add_argument("--stages", type=positive(int, 1, 1000), default=1000,
+                        help="advance each run this many stages only (a probe)")
+    parser.add_argument("--trim", type=positive(float, 0.0, 60.0), default=None,
+                        help="malloc_trim(0) as a thread starts to wait, at most every S s")
     args = parser.parse_args()
     from tests.fakeprovider import fake_models
     from tests.stack import free_port
@@ -163,8 +174,10 @@ def main() -> None:
         gc.collect()
         gc.freeze()
         kinds: tuple[dict, dict] = ({}, {})
-        first = one_round(owner, models, fake, args.n, args.latency, dsn, kinds[0])
-        second = one_round(owner, models, fake, 2 * args.n, args.latency, dsn, kinds[1])
+        trims = trim_before_waits(args.trim) if args.trim is not None else None
+        first = one_round(owner, models, fake, args.n, args.latency, dsn, kinds[0], args.stages)
+        second = one_round(owner, models, fake, 2 * args.n, args.latency, dsn, kinds[1],
+                           args.stages)
         rows = [(first, second, 1024 * (second[3] - first[3]) / args.n)]
     pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
     print(f"# bench_run_memory — {machine()}; load {os.getloadavg()[0]:.1f}; "
@@ -184,6 +197,37 @@ def main() -> None:
     print("|" + "---:|" * (len(KINDS) + 1))
     growth = [(kinds[1][k] - kinds[0][k]) / args.n for k in KINDS]
     print("| " + " | ".join(f"{g:.0f}" for g in growth) + f" | {sum(growth):.0f} |")
+    if args.stages < 1000:
+        print(f"\n(each run advanced {args.stages} stage(s) only)")
+    if trims is not None:
+        print(f"\nmalloc_trim(0) before a wait, at most every {args.trim:g} s: {trims[0]} times, "
+              f"{1000 * trims[1]:.1f} ms in all")
+
+
+def trim_before_waits(every: float) -> list:
+    """Have each wait start with ``malloc_trim(0)``, at most every ``every`` s in the process
+    (glibc's, through ctypes); returns [times, seconds spent], updated as it goes."""
+    import ctypes
+
+    from common import dbpool, turns
+
+    libc = ctypes.CDLL("libc.so.6")
+    last, lock, tally = [-math.inf], threading.Lock(), [0, 0.0]
+
+    def hook() -> None:
+        dbpool.release()  # what the hook does in the app (agents_app/apps.py)
+        now = time.monotonic()
+        with lock:
+            if now - last[0] < every:
+                return
+            last[0] = now
+        started = time.perf_counter()
+        libc.malloc_trim(0)
+        tally[0] += 1
+        tally[1] += time.perf_counter() - started
+
+    turns.before_wait(hook)
+    return tally
 
 
 if __name__ == "__main__":
