@@ -172,14 +172,8 @@ def commit_result(run: Run, token: str, seq: int, result: StageResult, elapsed: 
     if kind == "next" and fused and journal is not None and commit_ahead.possible() \
             and journal.may_go_on():  # else this commit stops the run, or is refused
         # The next stage starts now and its first call goes out while this commits.
-        figures = journal.figures()
-        nxt = commit_ahead.predicted(run, {
-            "stage": result.next_stage, "gate": "", "status": status, "stage_seq": seq + 1,
-            "stage_attempt": 1, "lease_owner": next_token,
-            "lease_expires_at": binds["lease_until"], "updated_at": now,
-            "active_seconds": run.active_seconds + elapsed,
-            "cost_usd": figures["cost_usd"], "prompt_tokens": figures["prompt_tokens"],
-            "completion_tokens": figures["completion_tokens"]}, result.state)
+        nxt = commit_ahead.predicted(run, _fused_next_values(binds, run, journal.figures()),
+                                     result.state)
         handed = commit_ahead.hand_off(
             partial(_write, run, kind, fused, binds, calls, result, events, pattern,
                     enqueue, runnable, started=True),
@@ -279,6 +273,19 @@ def _commit_statement(kind: str, fused: bool,
     values.update(status=arg("status"), last_event_seq=seqs)
     return (Run.objects.filter(pk=arg("run", "id"), lease_owner=arg("token", "lease_owner"),
                                stage_seq=arg("seq", "stage_seq")), values)
+
+
+def _fused_next_values(binds: dict[str, Any], run: Run, figures: dict[str, Any]) -> dict[str, Any]:
+    """What ``_commit_statement("next", fused=True)`` sets, computed here from its binds: the
+    run as that commit will leave it, for a next stage started before it is made
+    (``ahead.py``). The counters are the stage journal's (its calls counted, written or not);
+    ``tests/prepared_checks.py`` holds the two to the same values."""
+    return {"stage": binds["stage"], "gate": "", "status": binds["status"],
+            "stage_seq": binds["seq"] + 1, "stage_attempt": 1, "lease_owner": binds["next_token"],
+            "lease_expires_at": binds["lease_until"], "updated_at": binds["now"],
+            "active_seconds": run.active_seconds + binds["elapsed"],
+            "cost_usd": figures["cost_usd"], "prompt_tokens": figures["prompt_tokens"],
+            "completion_tokens": figures["completion_tokens"]}
 
 
 def gate_message(gate: str) -> str:

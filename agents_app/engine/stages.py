@@ -192,7 +192,7 @@ def run_checked(pattern: Pattern, stage: str, state: dict[str, Any],
 
 def _interrupted(run_id: int, tokens: tuple[str, ...], stage: str, exc: Exception,
                  enqueue: bool, patience: float = 60.0,
-                 journal: DbJournal | Journal | None = None) -> Next:
+                 journal: Journal | None = None) -> Next:
     """The database failed the claim or the stage (``stage`` empty: the claim): drop the
     stage's result (its model calls stay journaled), give the run back as soon as the database
     takes a write, and go on: queued again, or at once by a caller advancing in place (True).
