@@ -52,7 +52,8 @@ lock: $(UV)
 	$(UV) pip compile pyproject.toml --extra test --python-version 3.11 --generate-hashes -o requirements.lock
 	$(UV) pip compile requirements-bench.in -c requirements.lock --python-version 3.11 --generate-hashes -o requirements-bench.lock
 
-# The benchmark-only packages (LangGraph for bench_vs_langgraph), on top of the app's.
+# The benchmark-only packages (LangGraph for bench_vs_langgraph, gevent for bench_wait_on_loop),
+# on top of the app's.
 BENCH_STAMP := $(VENV)/.bench-$(shell sha1sum requirements-bench.lock | cut -c1-12)
 $(BENCH_STAMP): $(STAMP) requirements-bench.lock
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check --require-hashes -r requirements-bench.lock
@@ -76,7 +77,7 @@ bench: install $(BENCH_STAMP)
 	$(PY) tests/benchmarks/bench_pg_commit.py
 	$(PY) tests/benchmarks/bench_commit_ahead.py --database postgres
 	$(PY) tests/benchmarks/bench_commit_ahead.py
-	$(PY) tests/benchmarks/bench_wait_on_loop.py
+	$(PY) tests/benchmarks/bench_wait_on_loop.py --live
 	@echo "== PostgreSQL, the history at 1,000,000 runs (issue 37; 6–15 min to build, ~15 GB on disk while it runs)"
 	$(PY) tests/benchmarks/bench_history_pg.py
 
