@@ -244,6 +244,56 @@ def test_without_redis_a_cancel_is_read_from_the_database(alice, scripted, setti
     assert "could not tell the workers of the cancel" in caplog.text
 
 
+def count_run_reads(monkeypatch) -> list[dict]:
+    """From now on, the keyword arguments of every ``Run.objects.filter``, in a list."""
+    reads: list[dict] = []
+    real = Run.objects.filter
+
+    def counted(*args, **kwargs):
+        reads.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(Run.objects, "filter", counted)
+    return reads
+
+
+def test_a_lease_older_than_half_its_length_is_read_before_going_ahead(alice, scripted,
+                                                                      settings, monkeypatch):
+    """Redis says no cancel, but the stage's only call outlived half its lease, and another
+    worker took the run meanwhile: the run is read, the commit is made in the stage's thread
+    and refused, and the next stage's call never goes out."""
+    settings.QUORUM_STAGE_LEASE_SECONDS = 2
+    monkeypatch.setattr(cancels, "asked", lambda run_id: False)
+    seen = hold_commits(monkeypatch, scripted)
+    run = new_run(alice)
+    reads: list[list[dict]] = []  # the reads made after the lease changed hands
+
+    def reply(messages, info):
+        if info.role == "planner":
+            time.sleep(1.1)  # past half the lease since the call set it
+            Run.objects.filter(pk=run.pk).update(lease_owner="another-worker")
+            reads.append(count_run_reads(monkeypatch))
+        return scripted.offline_like(messages, info)
+
+    scripted.fn = reply
+    engine.run_inline(run.pk)
+    assert scripted.roles() == ["planner"]  # no executor call for a stage never committed
+    assert [s for s, _, _ in seen] == ["start"]  # only the commit before the plan went ahead
+    assert {"pk": run.pk} in reads[0]
+    run.refresh_from_db()
+    assert run.lease_owner == "another-worker" and run.stage == "plan:1"
+    assert not ModelCall.objects.filter(run=run, role="executor").exists()
+
+
+def test_a_young_lease_and_redis_saying_no_cancel_read_nothing(alice, scripted, monkeypatch):
+    monkeypatch.setattr(cancels, "asked", lambda run_id: False)
+    seen = hold_commits(monkeypatch, scripted)
+    run = new_run(alice)
+    reads = count_run_reads(monkeypatch)
+    assert engine.run_inline(run.pk).status == "completed"
+    assert len(seen) == 5 and {"pk": run.pk} not in reads
+
+
 def test_with_every_committer_busy_the_commit_is_made_in_the_stages_thread(
         alice, scripted, settings, monkeypatch):
     settings.QUORUM_COMMIT_AHEAD_THREADS = 2

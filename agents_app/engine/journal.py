@@ -133,10 +133,14 @@ class DbJournal:
         """Whether the next stage may start before this stage's commit is made (``ahead.py``):
         no cancel was asked for, so that a cancel asked during this stage's last call stops the
         run before the next stage's first call, as the commit's own check does when the commit
-        is made first. Asked of Redis (``cancels.py``); when Redis cannot say, the run is read
-        (its cancel flag, and its lease still this stage's)."""
+        is made first, and the lease is still this stage's. Asked of Redis (``cancels.py``);
+        the run is read (its cancel flag and its lease) when Redis cannot say, and when this
+        stage last set its lease more than half a lease ago (a call that long may have
+        outlived it, and the sweeper given the run to another worker)."""
         said = cancels.asked(self.run_id)
-        if said is not None:
+        with self.lock:
+            lease_age = time.monotonic() - self.extended_at
+        if said or (said is not None and lease_age < settings.QUORUM_STAGE_LEASE_SECONDS / 2):
             return not said
         row = Run.objects.filter(pk=self.run_id).values_list(
             "lease_owner", "cancel_requested").first()
