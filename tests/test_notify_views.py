@@ -220,6 +220,33 @@ def make_endpoint(owner, team=None, url="https://hooks.example.org/x", name="hoo
                                    secret_sealed=sealed.seal("whsec_" + "A" * 44))
 
 
+def notify(ep, n, state="sent", error=""):
+    return Notification.objects.create(key=f"{ep.pk}-{n}", kind="opened", channel="webhook",
+                                       endpoint=ep, subject=f"note {n}", state=state,
+                                       last_error=error)
+
+
+def test_each_endpoint_shows_its_own_latest_notification_in_a_fixed_number_of_queries(
+        alice, alice_client, django_assert_max_num_queries):
+    def page():
+        return alice_client.get(SETTINGS).content.decode()
+
+    first = make_endpoint(alice, name="first")
+    notify(first, 1, "failed", "older failure")
+    notify(first, 2, "failed", "refused by the receiver")
+    with django_assert_max_num_queries(100) as one:
+        page()
+    for i in range(8):  # more endpoints, each with notifications of its own
+        ep = make_endpoint(alice, url=f"https://hooks.example.org/{i}", name=f"more {i}")
+        notify(ep, 1)
+        notify(ep, 2, "pending")
+    make_endpoint(alice, url="https://hooks.example.org/quiet", name="quiet")
+    with django_assert_max_num_queries(len(one.captured_queries)):
+        html = page()
+    assert "refused by the receiver" in html and "older failure" not in html
+    assert html.count("Waiting to be sent") == 8 and "none yet" in html
+
+
 def test_another_user_cannot_test_or_delete(alice, bob_client):
     ep = make_endpoint(alice)
     for what in ("test", "delete"):

@@ -99,7 +99,10 @@ class Notification(models.Model):
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["next_attempt_at"], condition=Q(state="pending"),
-                                name="notification_due")]
+                                name="notification_due"),
+                   # An endpoint's latest notification (the settings page), without a scan of
+                   # all it was ever sent.
+                   models.Index(fields=["endpoint", "-id"], name="notification_endpoint_latest")]
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.channel} ({self.state})"

@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +20,7 @@ from common.web import go
 
 from . import links, outbox
 from .forms import EndpointForm, PreferenceForm, admin_teams
-from .models import ALL_KINDS, Endpoint, Kind, Preference
+from .models import ALL_KINDS, Endpoint, Kind, Notification, Preference
 
 log = logging.getLogger("quorum.notify")
 
@@ -49,9 +49,13 @@ def _page(request, *, prefs_form=None, endpoint_form=None, status=200):
     stored = request.session.pop(_SESSION_KEY, None)
     new_secret = _unsealed(stored)
     kinds = dict(Kind.choices)
-    endpoints = list(_manageable(request.user).order_by("team__name", "name", "pk"))
+    # Each endpoint's latest notification: two queries however many endpoints there are.
+    endpoints = list(_manageable(request.user).annotate(last_pk=Subquery(
+        Notification.objects.filter(endpoint=OuterRef("pk")).order_by("-pk").values("pk")[:1]))
+        .order_by("team__name", "name", "pk"))
+    latest = Notification.objects.in_bulk([ep.last_pk for ep in endpoints if ep.last_pk])
     for ep in endpoints:
-        ep.last_notification = ep.notifications.order_by("-pk").first()  # type: ignore[attr-defined]
+        ep.last_notification = latest.get(ep.last_pk)  # type: ignore[attr-defined]
         ep.kind_words = ", ".join(str(kinds.get(k, k)) for k in ep.kinds or [])  # type: ignore[attr-defined]
     prefs_form = prefs_form or PreferenceForm(initial=initial)
     return render(request, "agents_app/notify/settings.html", {
