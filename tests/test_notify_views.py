@@ -189,6 +189,10 @@ BAD = [
     ({"name": "a", "style": "signed", "url": "https://x.example.org/" + "a" * 10_000},
      "at most 2,000 characters"),
     ({"name": "n" * 101, "style": "signed", "url": "https://x.example.org/"}, "at most 100"),
+    ({"name": "a", "style": "signed", "url": "https://" + "a" * 64 + ".example.org/"},
+     "too long to exist"),
+    ({"name": "a", "style": "signed", "url": "https://" + "abcdefghi." * 26 + "org/"},
+     "too long to exist"),
     ({"name": "a", "style": "chat", "url": "nonsense://whatever"}, "Apprise does not understand"),
     ({"name": "a", "style": "carrier-pigeon", "url": "https://x.example.org/"},
      "not one of the available choices"),
@@ -201,6 +205,13 @@ def test_bad_endpoints_are_refused_with_a_clear_message(alice, alice_client, dat
     assert response.status_code == 400
     assert message in response.content.decode()
     assert not Endpoint.objects.exists()
+
+
+@pytest.mark.parametrize("url", ["https://" + "a" * 63 + ".example.org/hook",
+                                 "http://receiver:8080/hook", "https://[2001:db8::1]/hook",
+                                 "https://hooks.example.org./x"])
+def test_host_names_at_the_limits_are_taken(alice, alice_client, url):
+    assert alice_client.post(NEW, {"name": "ok", "style": "signed", "url": url}).status_code == 302
 
 
 def test_a_double_submission_saves_one(alice, alice_client):

@@ -91,6 +91,9 @@ class EndpointForm(forms.Form):
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 self.add_error("url", "A signed endpoint's address starts with https:// (or "
                                       "http://) and names a host.")
+            elif not _host_fits_dns(parts.hostname):
+                self.add_error("url", "This host name is too long to exist: at most 253 "
+                                      "characters, and at most 63 between two dots.")
             elif parts.username or parts.password:
                 self.add_error("url", "Put no user name or password in the address: the "
                                       "signature proves the message comes from Quorum.")
@@ -121,6 +124,14 @@ class EndpointForm(forms.Form):
 
 def admin_teams(user):
     return Team.objects.filter(memberships__user=user, memberships__role=Role.ADMIN)
+
+
+def _host_fits_dns(host: str) -> bool:
+    """A name DNS could hold (RFC 1035: 253 characters, 63 a label), or an address literal."""
+    if host.startswith("[") or ":" in host:  # an IPv6 literal (urlsplit drops the brackets)
+        return len(host) <= 45
+    labels = host.rstrip(".").split(".")
+    return len(host) <= 253 and all(len(label) <= 63 for label in labels)
 
 
 def _literal_never_called(host: str) -> bool:
