@@ -4,12 +4,16 @@ an HTTP server in a thread that answers what each test scripts."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import socket
+import ssl
 import threading
 from datetime import timedelta
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 from django.core import mail
 from django.db import transaction
@@ -450,6 +454,107 @@ def test_addresses_no_webhook_lives_at_are_refused(monkeypatch):
     assert deliver._address_refusal("127.0.0.1", 80) == ""
     monkeypatch.setattr(netguard, "ALLOW_REMOTE_HOSTS", False)
     assert "blocked here" in deliver._address_refusal("192.0.2.10", 80)
+
+
+def rebinding_dns(monkeypatch, host: str, *answers: str) -> list[str]:
+    """``host`` resolves to each of ``answers`` in turn (the last one again once used up), as
+    a hostile name server does; other names as usual. Returns the answers given."""
+    real, given = socket.getaddrinfo, []
+
+    def getaddrinfo(name, port, *args, **kwargs):
+        if name != host:
+            return real(name, port, *args, **kwargs)
+        given.append(answers[min(len(given), len(answers) - 1)])
+        return real(given[-1], port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return given
+
+
+def test_a_name_that_rebinds_after_the_check_is_still_sent_where_it_was_checked(
+        alice, opening, receiver, monkeypatch):
+    """The name passes the check at a loopback address, then answers another one (where
+    nothing listens); the request goes to the checked address, under its own Host."""
+    r = receiver((200, {}))
+    port = r.server.server_address[1]
+    given = rebinding_dns(monkeypatch, "hooks.rebind.test", "127.0.0.1", "127.0.0.2")
+    signed_endpoint(alice, f"http://hooks.rebind.test:{port}/hook")
+    (n,) = outbox.announce(Kind.OPENED, opening, [alice])
+    assert deliver.deliver_one(n.pk) == "sent"
+    assert given == ["127.0.0.1"]  # looked up once: by the check
+    (headers, _, path), = r.requests
+    assert headers["host"] == f"hooks.rebind.test:{port}" and path == "/hook"
+
+
+def test_a_name_that_rebinds_to_a_refused_address_is_not_called(alice, opening, receiver,
+                                                                 monkeypatch):
+    monkeypatch.setattr(netguard, "ALLOW_REMOTE_HOSTS", True)
+    r = receiver((200, {}))
+    rebinding_dns(monkeypatch, "hooks.rebind.test", "169.254.169.254", "127.0.0.1")
+    signed_endpoint(alice, f"http://hooks.rebind.test:{r.server.server_address[1]}/hook")
+    (n,) = outbox.announce(Kind.OPENED, opening, [alice])
+    assert deliver.deliver_one(n.pk) == "failed" and r.requests == []
+    n.refresh_from_db()
+    assert "link-local" in n.last_error
+
+
+def test_https_keeps_the_name_for_the_certificate():
+    url, host, extensions = deliver.pinned("https://hooks.example.org:8443/x?y=1",
+                                           [ipaddress.ip_address("203.0.113.7")])
+    assert url == "https://203.0.113.7:8443/x?y=1"
+    assert host == {"host": "hooks.example.org:8443"}
+    assert extensions == {"sni_hostname": "hooks.example.org"}
+    v6, _, _ = deliver.pinned("https://hooks.example.org/x", [ipaddress.ip_address("2001:db8::7")])
+    assert v6 == "https://[2001:db8::7]/x"
+    assert deliver.pinned("http://127.0.0.1:9/x", [ipaddress.ip_address("127.0.0.1")]) == \
+        ("http://127.0.0.1:9/x", {}, {})
+
+
+def self_signed(tmp_path, name: str) -> tuple[str, str]:
+    """A certificate for ``name`` (its own authority) and its key, as PEM files."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = timezone.now()
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(minutes=1)).not_valid_after(now + timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+def test_over_https_the_pinned_request_names_the_host_and_checks_its_certificate(
+        tmp_path, receiver):
+    """A real TLS server whose certificate names the host, not the address: the request sent
+    to the address still offers the name (SNI) and verifies the certificate against it."""
+    cert, key = self_signed(tmp_path, "hooks.pin.test")
+    r = receiver((204, {}))
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    offered: list[str | None] = []
+    server_tls.sni_callback = lambda sock, name, ctx: offered.append(name)
+    r.server.socket = server_tls.wrap_socket(r.server.socket, server_side=True)
+    port = r.server.server_address[1]
+    url, host, extensions = deliver.pinned(f"https://hooks.pin.test:{port}/hook",
+                                           [ipaddress.ip_address("127.0.0.1")])
+    with httpx.Client(verify=ssl.create_default_context(cafile=cert)) as client:
+        assert client.post(url, content=b"{}", headers=host,
+                           extensions=extensions).status_code == 204
+        assert offered == ["hooks.pin.test"]
+        assert r.requests[0][0]["host"] == f"hooks.pin.test:{port}"
+        with pytest.raises(httpx.ConnectError, match="IP address mismatch"):
+            client.post(url, content=b"{}", headers=host)  # the name left out: refused
 
 
 def test_a_turned_off_endpoint_is_not_called(alice, opening, receiver):

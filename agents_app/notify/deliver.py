@@ -23,7 +23,7 @@ import smtplib
 import socket
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from django.conf import settings
@@ -105,25 +105,60 @@ def _scrub(text: str, *secret_texts: str) -> str:
     return text[:500]
 
 
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
 def _address_refusal(host: str, port: int | None) -> str:
-    """Why a request to ``host`` is refused here (empty: it is not). Outside the tests any host
-    is called, except addresses no webhook lives at (link-local, such as a cloud's metadata
-    service, multicast, unspecified, reserved); with QUORUM_ALLOW_PROVIDER_REQUESTS false
-    (the tests) only loopback ones."""
+    """Why a request to ``host`` is refused here (empty: it is not); see ``_checked``."""
+    return _checked(host, port)[0]
+
+
+def _checked(host: str, port: int | None) -> tuple[str, list[Address]]:
+    """Why a request to ``host`` is refused here (empty: it is not), and the addresses it
+    resolved to, in the resolver's order (empty: it did not resolve). Outside the tests any
+    host is called, except addresses no webhook lives at (link-local, such as a cloud's
+    metadata service, multicast, unspecified, reserved); with QUORUM_ALLOW_PROVIDER_REQUESTS
+    false (the tests) only loopback ones."""
     if not host:
-        return "The endpoint's address has no host."
+        return "The endpoint's address has no host.", []
     try:
         infos = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError):
-        return ""  # not resolved: the request itself fails and says so (and is retried)
-    addresses = {ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos}
+        return "", []  # not resolved: the request itself fails and says so (and is retried)
+    addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0])
+                                   for info in infos))
     if not netguard.ALLOW_REMOTE_HOSTS and not all(a.is_loopback for a in addresses):
         return ("Requests to this host are blocked here (QUORUM_ALLOW_PROVIDER_REQUESTS is "
-                "false): only loopback hosts are called.")
+                "false): only loopback hosts are called."), addresses
     if any(never_called(a) for a in addresses):
         return ("The endpoint's host resolves to an address no webhook is sent to "
-                "(link-local, multicast or reserved); it was not called.")
-    return ""
+                "(link-local, multicast or reserved); it was not called."), addresses
+    return "", addresses
+
+
+def pinned(url: str, addresses: list[Address]) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The request to ``url`` sent to the first of the ``addresses`` its host was checked at:
+    (the URL with that address for its host, the Host header, httpx's extensions). A name is
+    not looked up a second time when the request connects, so DNS that answers one address to
+    the check and another to the connection (rebinding) cannot move the request to an address
+    the check refuses. HTTPS still names the host to the server (SNI) and checks the
+    certificate against it. A URL whose host is an address, or one that did not resolve, is
+    sent as it is."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        ipaddress.ip_address(host)
+        return url, {}, {}
+    except ValueError:
+        pass
+    if not addresses:
+        return url, {}, {}
+    first = addresses[0]
+    literal = f"[{first}]" if first.version == 6 else str(first)
+    netloc = literal + (f":{parts.port}" if parts.port is not None else "")
+    extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
+    return (urlunsplit(parts._replace(netloc=netloc)),
+            {"host": parts.netloc.rpartition("@")[2]}, extensions)
 
 
 def never_called(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
@@ -203,16 +238,18 @@ def _send_signed(n: Notification, ep: Endpoint) -> Outcome:
         return Outcome(False, "The endpoint's address has a port that is not a number.",
                        permanent=True)
     with turns.waiting():  # a DNS lookup: a wait outside the process
-        refusal = _address_refusal(parts.hostname or "", port)
+        refusal, addresses = _checked(parts.hostname or "", port)
     if refusal:
         return Outcome(False, refusal, permanent=True)
     body, headers = signed_request(secret, n.payload, f"msg_quorum_{n.pk}")
+    target, host_header, extensions = pinned(url, addresses)
     netguard.before_network(f"A webhook to the endpoint {ep.pk}")
     what = f"The endpoint {ep.name!r}"
     try:
         with turns.waiting(), httpx.Client(timeout=settings.QUORUM_NOTIFY_TIMEOUT,
                                            follow_redirects=False, trust_env=False) as client, \
-                client.stream("POST", url, content=body, headers=headers) as resp:
+                client.stream("POST", target, content=body, headers={**headers, **host_header},
+                              extensions=extensions) as resp:
             return _http_outcome(resp.status_code, resp.headers.get("retry-after"), what)
     except httpx.HTTPError as exc:
         detail = _scrub(str(exc) or type(exc).__name__, url, secret)[:200]
