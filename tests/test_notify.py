@@ -486,6 +486,26 @@ def test_a_name_that_rebinds_after_the_check_is_still_sent_where_it_was_checked(
     assert headers["host"] == f"hooks.rebind.test:{port}" and path == "/hook"
 
 
+def test_an_address_that_cannot_be_connected_to_gives_way_to_the_next(alice, opening, receiver,
+                                                                       monkeypatch):
+    """The name has two addresses and nothing listens at the first (an IPv6 address first on a
+    machine without an IPv6 route, say): the message goes to the second, once."""
+    r = receiver((200, {}))
+    port = r.server.server_address[1]
+    real = socket.getaddrinfo
+
+    def two(name, p, *args, **kwargs):
+        if name != "hooks.two.test":
+            return real(name, p, *args, **kwargs)
+        return real("127.0.0.2", p, *args, **kwargs) + real("127.0.0.1", p, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", two)
+    signed_endpoint(alice, f"http://hooks.two.test:{port}/hook")
+    (n,) = outbox.announce(Kind.OPENED, opening, [alice])
+    assert deliver.deliver_one(n.pk) == "sent"
+    assert len(r.requests) == 1 and r.requests[0][0]["host"] == f"hooks.two.test:{port}"
+
+
 def test_a_name_that_rebinds_to_a_refused_address_is_not_called(alice, opening, receiver,
                                                                  monkeypatch):
     monkeypatch.setattr(netguard, "ALLOW_REMOTE_HOSTS", True)
@@ -500,14 +520,16 @@ def test_a_name_that_rebinds_to_a_refused_address_is_not_called(alice, opening, 
 
 def test_https_keeps_the_name_for_the_certificate():
     url, host, extensions = deliver.pinned("https://hooks.example.org:8443/x?y=1",
-                                           [ipaddress.ip_address("203.0.113.7")])
+                                           ipaddress.ip_address("203.0.113.7"))
     assert url == "https://203.0.113.7:8443/x?y=1"
     assert host == {"host": "hooks.example.org:8443"}
     assert extensions == {"sni_hostname": "hooks.example.org"}
-    v6, _, _ = deliver.pinned("https://hooks.example.org/x", [ipaddress.ip_address("2001:db8::7")])
+    v6, _, _ = deliver.pinned("https://hooks.example.org/x", ipaddress.ip_address("2001:db8::7"))
     assert v6 == "https://[2001:db8::7]/x"
-    assert deliver.pinned("http://127.0.0.1:9/x", [ipaddress.ip_address("127.0.0.1")]) == \
+    assert deliver.pinned("http://127.0.0.1:9/x", ipaddress.ip_address("127.0.0.1")) == \
         ("http://127.0.0.1:9/x", {}, {})
+    assert deliver.pinned("http://hooks.example.org/x", None) == \
+        ("http://hooks.example.org/x", {}, {})
 
 
 def self_signed(tmp_path, name: str) -> tuple[str, str]:
@@ -547,7 +569,7 @@ def test_over_https_the_pinned_request_names_the_host_and_checks_its_certificate
     r.server.socket = server_tls.wrap_socket(r.server.socket, server_side=True)
     port = r.server.server_address[1]
     url, host, extensions = deliver.pinned(f"https://hooks.pin.test:{port}/hook",
-                                           [ipaddress.ip_address("127.0.0.1")])
+                                           ipaddress.ip_address("127.0.0.1"))
     with httpx.Client(verify=ssl.create_default_context(cafile=cert)) as client:
         assert client.post(url, content=b"{}", headers=host,
                            extensions=extensions).status_code == 204

@@ -136,14 +136,14 @@ def _checked(host: str, port: int | None) -> tuple[str, list[Address]]:
     return "", addresses
 
 
-def pinned(url: str, addresses: list[Address]) -> tuple[str, dict[str, str], dict[str, str]]:
-    """The request to ``url`` sent to the first of the ``addresses`` its host was checked at:
-    (the URL with that address for its host, the Host header, httpx's extensions). A name is
-    not looked up a second time when the request connects, so DNS that answers one address to
-    the check and another to the connection (rebinding) cannot move the request to an address
-    the check refuses. HTTPS still names the host to the server (SNI) and checks the
-    certificate against it. A URL whose host is an address, or one that did not resolve, is
-    sent as it is."""
+def pinned(url: str, address: Address | None) -> tuple[str, dict[str, str], dict[str, str]]:
+    """The request to ``url`` sent to ``address``, one its host was checked at: (the URL with
+    that address for its host, the Host header, httpx's extensions). A name is not looked up a
+    second time when the request connects, so DNS that answers one address to the check and
+    another to the connection (rebinding) cannot move the request to an address the check
+    refuses. HTTPS still names the host to the server (SNI) and checks the certificate against
+    it. A URL whose host is an address, or one that did not resolve (``None``), is sent as it
+    is."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     try:
@@ -151,14 +151,39 @@ def pinned(url: str, addresses: list[Address]) -> tuple[str, dict[str, str], dic
         return url, {}, {}
     except ValueError:
         pass
-    if not addresses:
+    if address is None:
         return url, {}, {}
-    first = addresses[0]
-    literal = f"[{first}]" if first.version == 6 else str(first)
+    literal = f"[{address}]" if address.version == 6 else str(address)
     netloc = literal + (f":{parts.port}" if parts.port is not None else "")
     extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
     return (urlunsplit(parts._replace(netloc=netloc)),
             {"host": parts.netloc.rpartition("@")[2]}, extensions)
+
+
+MAX_ADDRESSES_TRIED = 4
+
+
+def _post_pinned(url: str, addresses: list[Address], body: bytes,
+                 headers: dict[str, str]) -> httpx.Response:
+    """POST to the checked ``addresses`` in the resolver's order, the next one only when the
+    previous could not be connected to (as a connection to the name itself would: an IPv6
+    address first on a machine without an IPv6 route, one server of several down). Nothing
+    was sent to one that refused the connection, so no message is sent twice. The response's
+    body is not read (``_http_outcome`` needs the status and headers only)."""
+    tries = addresses[:MAX_ADDRESSES_TRIED] or [None]
+    with httpx.Client(timeout=settings.QUORUM_NOTIFY_TIMEOUT, follow_redirects=False,
+                      trust_env=False) as client:
+        for i, address in enumerate(tries):
+            target, host_header, extensions = pinned(url, address)
+            try:
+                with client.stream("POST", target, content=body,
+                                   headers={**headers, **host_header},
+                                   extensions=extensions) as resp:
+                    return resp
+            except httpx.ConnectError:
+                if i + 1 == len(tries):
+                    raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def never_called(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
@@ -242,15 +267,12 @@ def _send_signed(n: Notification, ep: Endpoint) -> Outcome:
     if refusal:
         return Outcome(False, refusal, permanent=True)
     body, headers = signed_request(secret, n.payload, f"msg_quorum_{n.pk}")
-    target, host_header, extensions = pinned(url, addresses)
     netguard.before_network(f"A webhook to the endpoint {ep.pk}")
     what = f"The endpoint {ep.name!r}"
     try:
-        with turns.waiting(), httpx.Client(timeout=settings.QUORUM_NOTIFY_TIMEOUT,
-                                           follow_redirects=False, trust_env=False) as client, \
-                client.stream("POST", target, content=body, headers={**headers, **host_header},
-                              extensions=extensions) as resp:
-            return _http_outcome(resp.status_code, resp.headers.get("retry-after"), what)
+        with turns.waiting():
+            resp = _post_pinned(url, addresses, body, headers)
+        return _http_outcome(resp.status_code, resp.headers.get("retry-after"), what)
     except httpx.HTTPError as exc:
         detail = _scrub(str(exc) or type(exc).__name__, url, secret)[:200]
         return Outcome(False, f"{what} could not be reached ({type(exc).__name__}: {detail}); "
