@@ -103,6 +103,7 @@ CASES = {
     "team_new": (None, (), "POST"),
     "team": ("team", (), "GET"),
     "team_leave": ("guild", (), "POST"),
+    "team_delete": ("team", (), "POST"),
     "team_member_add": ("team", (), "POST"),
     "team_member_role": ("team", (lambda team: member_pk(team, "carol"),), "POST"),
     "team_member_remove": ("team", (lambda team: member_pk(team, "carol"),), "POST"),

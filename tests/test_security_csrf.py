@@ -117,6 +117,7 @@ def payload(name: str, runs) -> dict:  # noqa: F811
         "team_rule_move": {"direction": "down"},
         "team_rule_delete": {},
         "team_leave": {},
+        "team_delete": {"confirm": "Spare"},
         "notification_preferences": {"email_kinds": ["opened"], "webhook_kinds": ["decided"]},
         "notification_endpoint_new": {"name": "csrf", "style": "signed",
                                       "url": "https://hooks.example.org/csrf"},
@@ -152,7 +153,7 @@ ORDER = ["accept_all", "finding_decision", "settle_rest", "verdict_decision",
          "inbox_decide",
          "team_new", "team_member_add", "team_member_role", "team_member_remove",
          "team_rule_new", "team_rule_edit", "team_rule_move", "team_rule_delete", "team_leave",
-         "notification_preferences", "notification_endpoint_new",
+         "team_delete", "notification_preferences", "notification_endpoint_new",
          "notification_endpoint_test", "notification_endpoint_delete", "gate_assign"]
 
 
@@ -253,6 +254,10 @@ def test_posts_with_the_htmx_token_are_carried_out(alice, runs, monkeypatch):  #
                         "synthesizer": "offline/default"}).pk)
             url = app_url(name, runs)
             runs["teamgate_stop"] = GateOpening.objects.get(run=runs["teamgate"]).pk
+        if name == "team_delete":  # a team of Alice's that nothing was made under
+            from agents_app.teams import services as team_services
+
+            url = reverse("team_delete", args=[team_services.create_team("Spare", alice).pk])
         if name == "continue_run":  # a run that failed at a stage continues
             Run.objects.filter(pk=runs["plan"].pk).update(status="failed")
         if name == "rule_suggest":  # something to suggest from: a comment left in triage

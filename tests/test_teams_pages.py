@@ -104,6 +104,7 @@ ADMIN_POSTS = {
                                                   "rejections_to_reject": 1}),
     "team_rule_delete": (lambda t, r, u: (r.pk,), {}),
     "team_rule_move": (lambda t, r, u: (r.pk,), {"direction": "down"}),
+    "team_delete": (lambda t, r, u: (), {"confirm": "Platform"}),
 }
 
 
@@ -446,6 +447,9 @@ def test_command_create_add_remove_list(alice, bob, carol, django_capture_on_com
     (["remove", "Ops", "bob", "--role", "admin"], "--role is for add only"),
     (["list", "extra"], "list takes no arguments"),
     (["rename", "Ops"], "invalid choice: 'rename'"),
+    (["delete"], "delete takes 1 argument"),
+    (["delete", "Nope"], "TEAM: No team named 'Nope'"),
+    (["delete", "Ops", "--admin", "bob"], "--admin is for create only"),
 ])
 def test_command_bad_input_exits_2_with_one_line(alice, bob, args, message):
     assert team_cmd("create", "Ops", "--admin", "alice")[0] == 0
@@ -461,3 +465,104 @@ def test_command_bad_input_exits_2_with_one_line(alice, bob, args, message):
 
 def test_command_list_with_no_team():
     assert team_cmd("list") == (0, "No team yet: team create NAME --admin USER.\n")
+
+
+# --- deleting a team --------------------------------------------------------------------
+def team_run(owner, team):
+    from agents_app import engine
+
+    return engine.create_run(owner, "plan_execute", "Plan a team picnic", options={},
+                             enqueue=False, team=team,
+                             models={"planner": "offline/default", "executor": "offline/default",
+                                     "synthesizer": "offline/default"})
+
+
+def delete(client, team, confirm="Platform"):
+    return client.post(reverse("team_delete", args=[team.pk]), {"confirm": confirm})
+
+
+def test_an_admin_deletes_a_team_with_its_rules_and_endpoints_and_its_members_are_told(
+        team, rule, people, django_capture_on_commit_callbacks):
+    from agents_app.notify.models import Endpoint
+
+    Endpoint.objects.create(owner=people["alice"], team=team, name="hook", style="signed",
+                            url_sealed="x", url_hint="https://…")
+    listeners = {who: Listener(people[who]) for who in ("alice", "bob", "carol", "dave")}
+    alice = signed_in(people["alice"])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = delete(alice, team)
+    assert response.status_code == 302 and response.url == reverse("team_list")
+    assert not Team.objects.filter(pk=team.pk).exists()
+    assert not Membership.objects.filter(team_id=team.pk).exists()
+    assert not GateRule.objects.filter(pk=rule.pk).exists()
+    assert not Endpoint.objects.filter(team_id=team.pk).exists()
+    for who in ("alice", "bob", "carol"):
+        assert listeners[who].messages() == [{"type": "access.changed", "team": team.pk}], who
+    assert listeners["dave"].messages() == []
+    assert "Deleted the team Platform." in alice.get(reverse("team_list")).content.decode()
+    assert delete(alice, team).status_code == 404  # resubmitted: gone
+
+
+@pytest.mark.parametrize("confirm", ["", "platform", "Platform2", "Plat\x00form", HUGE])
+def test_deleting_needs_the_name_typed_exactly(team, alice_client, confirm):
+    response = delete(alice_client, team, confirm)
+    assert response.status_code == 400
+    assert "type its name, Platform, exactly" in response.content.decode()
+    assert Team.objects.filter(pk=team.pk).exists() and role_of(team, team.created_by)
+
+
+def test_a_team_runs_were_made_under_is_kept_and_the_page_says_why(team, alice, alice_client):
+    team_run(alice, team)
+    response = delete(alice_client, team)
+    assert response.status_code == 400
+    assert "Platform has 1 run or review made under it" in response.content.decode()
+    assert Team.objects.filter(pk=team.pk).exists() and Membership.objects.filter(team=team)
+
+
+def test_open_gates_and_other_teams_rules_keep_a_team(team, security, alice, dave,
+                                                      alice_client):
+    from agents_app.gates.models import GateOpening
+
+    run = team_run(dave, security)
+    opening = GateOpening.objects.create(run=run, gate="plan_approval", opened_seq=1, seq=1,
+                                         assignee_team=team)
+    response = delete(alice_client, team)
+    assert response.status_code == 400 and "1 open gate waiting on Platform" in \
+        response.content.decode()
+    GateOpening.objects.filter(pk=opening.pk).update(closed_at=run.created_at)
+    GateRule.objects.create(team=security, name="Escalate", gate="plan_approval",
+                            escalate_to=team)
+    response = delete(alice_client, team)
+    assert response.status_code == 400
+    assert "(“Escalate” of Security): change it" in response.content.decode()
+    assert Team.objects.filter(pk=team.pk).exists()
+
+
+def test_a_team_with_a_repository_connection_is_kept(team, alice, alice_client):
+    from reviews_app.models import Connection
+
+    Connection.objects.create(owner=alice, team=team, provider="github", repository="o/r",
+                              api_url="https://api.github.com")
+    response = delete(alice_client, team)
+    assert response.status_code == 400
+    assert "1 repository connection of Platform would lose their team" in \
+        response.content.decode()
+
+
+def test_only_admins_see_the_delete_form(team, people):
+    url = reverse("team_delete", args=[team.pk])
+    for who in ("alice", "bob", "carol"):
+        html = signed_in(people[who]).get(reverse("team", args=[team.pk])).content.decode()
+        assert (url in html) == (who == "alice"), who
+
+
+def test_command_delete(alice, bob):
+    assert team_cmd("create", "Ops", "--admin", "alice")[0] == 0
+    ops = Team.objects.get(name="Ops")
+    team_run(alice, ops)
+    code, text = team_cmd("delete", "ops")
+    assert code == 2 and "Ops has 1 run or review made under it" in text
+    assert "\n" not in text.strip() and Team.objects.filter(pk=ops.pk).exists()
+    assert team_cmd("create", "Spare", "--admin", "bob")[0] == 0
+    assert team_cmd("delete", "spare") == (0, "Deleted the team Spare.\n")
+    assert not Team.objects.filter(name="Spare").exists()

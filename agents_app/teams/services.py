@@ -82,6 +82,59 @@ def create_team(name: str, admin) -> Team:
     return team
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def delete_team(team: Team, by=None) -> None:
+    """Delete ``team``, its memberships, its gate rules and its notification endpoints.
+    Refused (``TeamError``, saying what to do) while something that outlives it names it:
+    runs, reviews or experiments made under it (their history keeps their team), gates still
+    open for it, or another team's rule that hands gates to it."""
+    from django.db.models import ProtectedError, Q
+
+    from reviews_app.models import Connection
+
+    from ..gates.models import GateOpening, GateRule
+    from ..models import Experiment, Run
+
+    with transaction.atomic():
+        lock(team)
+        runs = Run.objects.filter(team=team).count()
+        experiments = Experiment.objects.filter(team=team).count()
+        if runs or experiments:
+            held = " and ".join(_plural(n, w) for n, w in ((runs, "run or review"),
+                                                              (experiments, "experiment")) if n)
+            raise TeamError(f"{team.name} has {held} made under it, which keep their team: "
+                            "it cannot be deleted. Its members can leave it instead.")
+        connections = Connection.objects.filter(team=team).count()
+        if connections:
+            raise TeamError(f"{_plural(connections, 'repository connection')} of {team.name} "
+                            "would lose their team: delete them before deleting the team.")
+        gates = GateOpening.objects.filter(Q(team=team) | Q(assignee_team=team),
+                                           closed_at__isnull=True).count()
+        if gates:
+            raise TeamError(f"{_plural(gates, 'open gate')} waiting on {team.name}: decide "
+                            "them or hand them on before deleting the team.")
+        rules = list(GateRule.objects.filter(Q(assign_team=team) | Q(escalate_to=team))
+                     .exclude(team=team)
+                     .values_list("team__name", "name")[:3])
+        if rules:
+            named = ", ".join(f"“{rule}” of {owner}" for owner, rule in rules)
+            raise TeamError(f"Another team's rule hands gates to {team.name} ({named}): "
+                            "change it before deleting the team.")
+        members = list(Membership.objects.filter(team=team).values_list("user_id", flat=True))
+        team_id = team.pk
+        try:
+            team.delete()
+        except ProtectedError as exc:  # something named above missed: say so, never a 500
+            raise TeamError(f"{team.name} is still named by {len(exc.protected_objects)} "
+                            "record(s) that keep their team: it cannot be deleted.") from None
+        for user_id in members:
+            membership_changed(user_id, team_id)
+    log.info("team %s deleted by %s", team_id, getattr(by, "pk", "the command line"))
+
+
 def add_member(team: Team, user, role: str, by=None) -> Membership:
     with transaction.atomic():
         lock(team)

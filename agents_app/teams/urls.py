@@ -9,6 +9,7 @@ urlpatterns = [
     path("teams/new/", views.team_new, name="team_new"),
     path("teams/<id:pk>/", views.team_page, name="team"),
     path("teams/<id:pk>/leave/", views.team_leave, name="team_leave"),
+    path("teams/<id:pk>/delete/", views.team_delete, name="team_delete"),
     path("teams/<id:pk>/members/add/", views.team_member_add, name="team_member_add"),
     path("teams/<id:pk>/members/<id:user>/role/", views.team_member_role,
          name="team_member_role"),

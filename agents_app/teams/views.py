@@ -185,6 +185,24 @@ def team_leave(request, pk):
     return go(request, reverse("team_list"))
 
 
+@login_required
+@require_POST
+def team_delete(request, pk):
+    membership = _membership(request, pk)
+    if membership.role != Role.ADMIN:
+        return _not_admin(request, membership, "delete the team")
+    team = membership.team
+    if request.POST.get("confirm", "").strip() != team.name:
+        return _page(request, membership, status=400,
+                     problem=f"To delete the team, type its name, {team.name}, exactly.")
+    try:
+        services.delete_team(team, by=request.user)
+    except services.TeamError as exc:
+        return _page(request, membership, status=400, problem=str(exc))
+    messages.success(request, f"Deleted the team {team.name}.")
+    return go(request, reverse("team_list"))
+
+
 # --- gate rules ---------------------------------------------------------------------------
 
 def _rule_form(request, membership: Membership, rule: GateRule | None):

@@ -3,6 +3,8 @@
     team create NAME --admin USER     a new team, USER its admin
     team add TEAM USER [--role ROLE]  add USER (role: member, approver or admin)
     team remove TEAM USER             remove USER (never the team's last admin)
+    team delete TEAM                  delete the team (refused while runs, experiments or
+                                      open gates name it, as on its page)
     team list                         every team with its members and their roles
 
 Names and roles are checked by the pages' own forms, so they are refused with the same
@@ -19,8 +21,8 @@ from agents_app.teams.forms import MemberAddForm, TeamForm
 from agents_app.teams.models import Membership, Role, Team
 
 USAGE = {"create": "team create NAME --admin USER", "add": "team add TEAM USER [--role ROLE]",
-         "remove": "team remove TEAM USER", "list": "team list"}
-ARGS = {"create": 1, "add": 2, "remove": 2, "list": 0}
+         "remove": "team remove TEAM USER", "delete": "team delete TEAM", "list": "team list"}
+ARGS = {"create": 1, "add": 2, "remove": 2, "delete": 1, "list": 0}
 
 
 def _first_error(form) -> str:
@@ -31,7 +33,7 @@ def _first_error(form) -> str:
 
 class Command(CheckedCommand):
     help = ("Manage teams: create NAME --admin USER; add TEAM USER [--role ROLE]; remove TEAM "
-            "USER; list. Exit 2 with one line on bad input.")
+            "USER; delete TEAM; list. Exit 2 with one line on bad input.")
     requires_system_checks: list[str] = []
 
     def add_arguments(self, parser):
@@ -86,6 +88,14 @@ class Command(CheckedCommand):
         except services.TeamError as exc:
             raise bad_input(str(exc)) from None
         self.stdout.write(f"Removed {user.get_username()} from {team.name}.")
+
+    def do_delete(self, team_name, **_):
+        team = self._team(team_name)
+        try:
+            services.delete_team(team)
+        except services.TeamError as exc:
+            raise bad_input(str(exc)) from None
+        self.stdout.write(f"Deleted the team {team.name}.")
 
     def do_list(self, **_):
         teams = list(Team.objects.order_by("name"))
