@@ -515,7 +515,8 @@ def test_a_team_runs_were_made_under_is_kept_and_the_page_says_why(team, alice, 
     team_run(alice, team)
     response = delete(alice_client, team)
     assert response.status_code == 400
-    assert "Platform has 1 run or review made under it" in response.content.decode()
+    assert "Platform cannot be deleted: 1 run or review made under it would lose their team" \
+        in response.content.decode()
     assert Team.objects.filter(pk=team.pk).exists() and Membership.objects.filter(team=team)
 
 
@@ -561,7 +562,7 @@ def test_command_delete(alice, bob):
     ops = Team.objects.get(name="Ops")
     team_run(alice, ops)
     code, text = team_cmd("delete", "ops")
-    assert code == 2 and "Ops has 1 run or review made under it" in text
+    assert code == 2 and "Ops cannot be deleted: 1 run or review made under it" in text
     assert "\n" not in text.strip() and Team.objects.filter(pk=ops.pk).exists()
     assert team_cmd("create", "Spare", "--admin", "bob")[0] == 0
     assert team_cmd("delete", "spare") == (0, "Deleted the team Spare.\n")

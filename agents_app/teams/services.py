@@ -105,8 +105,8 @@ def delete_team(team: Team, by=None) -> None:
         if runs or experiments:
             held = " and ".join(_plural(n, w) for n, w in ((runs, "run or review"),
                                                               (experiments, "experiment")) if n)
-            raise TeamError(f"{team.name} has {held} made under it, which keep their team: "
-                            "it cannot be deleted. Its members can leave it instead.")
+            raise TeamError(f"{team.name} cannot be deleted: {held} made under it would "
+                            "lose their team. Its members can leave it instead.")
         connections = Connection.objects.filter(team=team).count()
         if connections:
             raise TeamError(f"{_plural(connections, 'repository connection')} of {team.name} "
