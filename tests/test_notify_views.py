@@ -189,6 +189,8 @@ BAD = [
     ({"name": "a", "style": "signed", "url": "https://x.example.org/" + "a" * 10_000},
      "at most 2,000 characters"),
     ({"name": "n" * 101, "style": "signed", "url": "https://x.example.org/"}, "at most 100"),
+    ({"name": "a", "style": "signed", "url": "https://[zz::1]/hook"}, "cannot be read"),
+    ({"name": "a", "style": "signed", "url": "https://[::1/hook"}, "cannot be read"),
     ({"name": "a", "style": "signed", "url": "https://" + "a" * 64 + ".example.org/"},
      "too long to exist"),
     ({"name": "a", "style": "signed", "url": "https://" + "abcdefghi." * 26 + "org/"},

@@ -35,7 +35,10 @@ def new_secret() -> str:
 def url_hint(style: str, url: str) -> str:
     """What the page shows of an address (the whole one may be a credential): the scheme and
     host of a signed endpoint, the scheme and last four characters of a chat one."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not readable as a URL (a form refuses it before it is saved)
+        return "…"
     if style == Endpoint.Style.SIGNED:
         return f"{parts.scheme}://{parts.hostname or ''}{':' + str(parts.port) if parts.port else ''}/…"[:120]
     return f"{parts.scheme}://…{url[-4:]}"[:120]
@@ -82,7 +85,12 @@ class EndpointForm(forms.Form):
         if not url or not style:
             return data
         if style == Endpoint.Style.SIGNED:
-            parts = urlsplit(url)
+            try:
+                parts = urlsplit(url)
+            except ValueError:  # brackets around something that is not an IPv6 address
+                self.add_error("url", "This address cannot be read: check its host (an IPv6 "
+                                      "address goes in brackets, [2001:db8::1]).")
+                return data
             try:
                 parts.port  # noqa: B018 - raises on a port that is not a number
             except ValueError:
