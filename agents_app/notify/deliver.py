@@ -170,20 +170,22 @@ def _post_pinned(url: str, addresses: list[Address], body: bytes,
     address first on a machine without an IPv6 route, one server of several down). Nothing
     was sent to one that refused the connection, so no message is sent twice. The response's
     body is not read (``_http_outcome`` needs the status and headers only)."""
-    tries = addresses[:MAX_ADDRESSES_TRIED] or [None]
+    *first, last = addresses[:MAX_ADDRESSES_TRIED] or [None]
     with httpx.Client(timeout=settings.QUORUM_NOTIFY_TIMEOUT, follow_redirects=False,
                       trust_env=False) as client:
-        for i, address in enumerate(tries):
+
+        def post(address: Address | None) -> httpx.Response:
             target, host_header, extensions = pinned(url, address)
+            with client.stream("POST", target, content=body, headers={**headers, **host_header},
+                               extensions=extensions) as resp:
+                return resp
+
+        for address in first:
             try:
-                with client.stream("POST", target, content=body,
-                                   headers={**headers, **host_header},
-                                   extensions=extensions) as resp:
-                    return resp
+                return post(address)
             except httpx.ConnectError:
-                if i + 1 == len(tries):
-                    raise
-    raise AssertionError("unreachable")  # pragma: no cover
+                continue
+        return post(last)
 
 
 def never_called(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:

@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.benchmarks.common import machine, positive, pss_mb  # noqa: E402
 
 WAYS = ("thread", "greenlet", "thread, call on a loop", "coroutine")
+ON_LOOP = ("thread, call on a loop", "coroutine")  # the ways whose calls the asyncio loop makes
 MESSAGES = [{"role": "user", "content": "Collect the logs, then find the error."}]
 
 
@@ -66,7 +67,7 @@ def child(way: str, n: int, url: str, live: bool = False) -> dict[str, float]:
 
     kwargs = _call_kwargs(url)
     loop = asyncio.new_event_loop()
-    if way in ("thread, call on a loop", "coroutine"):  # in a greenlet child: no loop at all
+    if way in ON_LOOP:  # never started in a greenlet child
         threading.Thread(target=loop.run_forever, daemon=True).start()
 
     def measure() -> float:
@@ -77,7 +78,7 @@ def child(way: str, n: int, url: str, live: bool = False) -> dict[str, float]:
         return future.result()
 
     def batch(size: int) -> float:
-        """Peak PSS (MB) while ``size`` calls are in flight."""
+        """The peak of ``measure()`` (MB) while ``size`` calls are in flight."""
         peak, done = [measure()], threading.Event()
 
         def sample() -> None:
@@ -106,7 +107,7 @@ def child(way: str, n: int, url: str, live: bool = False) -> dict[str, float]:
             sampler.join()
         return peak[0]
 
-    on_loop() if "loop" in way or way == "coroutine" else litellm.completion(**kwargs)  # warm
+    on_loop() if way in ON_LOOP else litellm.completion(**kwargs)  # warm: imports, pools
     if live:
         tracemalloc.start()
     first = batch(n)
